@@ -1,0 +1,859 @@
+//! [`Memdb`]: the engine facade every surface calls.
+//!
+//! Write path (SPEC.md §"Write path"): validate → one redb transaction (rows,
+//! secondary indexes, one oplog entry) → commit (durable) → apply the entry to
+//! the text index. Searches first bring the text index up to the store's LSN
+//! and commit it, so a write that returned is visible to the next search.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
+use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
+use uuid::Uuid;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::lock::DirLock;
+use crate::store::{self, Store};
+use crate::text::{Opened, TextIndex};
+use crate::time::{from_micros, now, to_micros};
+use crate::types::*;
+use crate::validate;
+
+/// Largest page or hit count any call returns.
+pub const MAX_LIMIT: usize = 1000;
+
+/// An open memdb data directory. Cheap to share across threads (`&Memdb` is
+/// `Send + Sync`); one process at a time may open a directory.
+pub struct Memdb {
+    dir: PathBuf,
+    config: Config,
+    store: Store,
+    text: RwLock<Arc<TextIndex>>,
+    write_lock: Mutex<()>,
+    last_lsn: AtomicU64,
+    _lock: DirLock,
+}
+
+impl std::fmt::Debug for Memdb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memdb")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Memdb {
+    /// Opens (creating if needed) the data directory `dir` with defaults.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Memdb> {
+        Self::open_with(dir, Config::default())
+    }
+
+    /// Opens (creating if needed) `dir` with `config`. Takes the directory
+    /// lock, migrates the store, and brings the text index up to date
+    /// (replaying the oplog, or rebuilding a missing or damaged index).
+    pub fn open_with(dir: impl AsRef<Path>, config: Config) -> Result<Memdb> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+        let lock = DirLock::acquire(&dir)?;
+        let store = Store::open(&dir.join("memdb.redb"))?;
+        let text_dir = dir.join("text");
+        let text = match TextIndex::open(&text_dir, &config)? {
+            Opened::Ready(t) => t,
+            Opened::NeedsRebuild(_why) => TextIndex::rebuild(&text_dir, &store, &config)?,
+        };
+        let last = store.last_lsn()?;
+        let db = Memdb {
+            dir,
+            config,
+            store,
+            text: RwLock::new(Arc::new(text)),
+            write_lock: Mutex::new(()),
+            last_lsn: AtomicU64::new(last),
+            _lock: lock,
+        };
+        {
+            let _g = db.lock_writes();
+            db.catch_up_text()?;
+        }
+        Ok(db)
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The configuration in effect.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.write_lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn text(&self) -> Arc<TextIndex> {
+        self.text.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Brings the text index to the store's LSN: replays the oplog from the
+    /// index's watermark, or rebuilds when the oplog no longer reaches back
+    /// that far (or the watermark is ahead of the store). Caller holds the
+    /// write lock.
+    fn catch_up_text(&self) -> Result<()> {
+        let text = self.text();
+        let last = self.store.last_lsn()?;
+        self.last_lsn.store(last, Ordering::Release);
+        let applied = text.applied_lsn();
+        if applied == last {
+            return Ok(());
+        }
+        let entries = if applied < last {
+            self.store.oplog_since(applied)?
+        } else {
+            None
+        };
+        match entries {
+            Some(entries) => {
+                let entries: Vec<(u64, Vec<Op>)> =
+                    entries.into_iter().map(|(l, e)| (l, e.ops)).collect();
+                for chunk in entries.chunks(1024) {
+                    text.apply(&self.store, chunk)?;
+                }
+                text.commit()
+            }
+            None => self.rebuild_text(),
+        }
+    }
+
+    fn rebuild_text(&self) -> Result<()> {
+        let mut slot = self.text.write().unwrap_or_else(|e| e.into_inner());
+        let dir = slot.dir().to_path_buf();
+        // Readers holding the old Arc finish on the old files; tantivy keeps
+        // them valid while mmapped.
+        let fresh = TextIndex::rebuild(&dir, &self.store, &self.config)?;
+        *slot = Arc::new(fresh);
+        Ok(())
+    }
+
+    /// Runs one write transaction and applies its oplog entry to the text index.
+    fn write<T>(&self, f: impl FnOnce(&WriteTransaction, &mut Vec<Op>) -> Result<T>) -> Result<T> {
+        let _g = self.lock_writes();
+        let text = self.text();
+        let trim = text.committed_lsn();
+        let mut recorded = Vec::new();
+        let (value, lsn) = self.store.write(trim, |txn, ops| {
+            let v = f(txn, ops)?;
+            recorded.clone_from(ops);
+            Ok(v)
+        })?;
+        let previous = self.last_lsn.swap(lsn, Ordering::AcqRel);
+        if recorded.is_empty() {
+            return Ok(value);
+        }
+        // The write is durable now. Index maintenance failures must not turn
+        // it into an error: the next search or open replays from the oplog.
+        let applied = if text.applied_lsn() == previous {
+            text.apply(&self.store, &[(lsn, recorded)]).is_ok()
+        } else {
+            false
+        };
+        if !applied {
+            let _ = self.catch_up_text();
+        } else if text.uncommitted_entries() >= self.config.text_commit_every {
+            let _ = text.commit();
+        }
+        Ok(value)
+    }
+
+    /// Makes every returned write visible to text search.
+    fn fresh_text(&self) -> Result<Arc<TextIndex>> {
+        let text = self.text();
+        if text.applied_lsn() < self.last_lsn.load(Ordering::Acquire) {
+            let _g = self.lock_writes();
+            self.catch_up_text()?;
+            return Ok(self.text());
+        }
+        if text.has_uncommitted() {
+            text.commit()?;
+        }
+        Ok(text)
+    }
+
+    // ----- conversations -------------------------------------------------
+
+    /// Creates a conversation with its messages (at least one).
+    pub fn create_conversation(&self, new: NewConversation) -> Result<ConversationWithMessages> {
+        self.create_with_id(Uuid::new_v4(), new)
+    }
+
+    fn create_with_id(&self, id: Uuid, new: NewConversation) -> Result<ConversationWithMessages> {
+        let label = validate::label("label", &new.label)?;
+        let folder = validate::folder("folder", new.folder.as_deref().unwrap_or("/"))?;
+        let importance = validate::importance(
+            "importance_score",
+            new.importance_score.unwrap_or(DEFAULT_IMPORTANCE),
+        )?;
+        let metadata_json = validate::metadata("metadata", new.metadata.as_ref())?;
+        validate::messages(&self.config, &new.messages, false)?;
+        let t = to_micros(now());
+        let mut conv = ConversationRecord {
+            label,
+            folder,
+            status: Status::Active.code(),
+            importance,
+            word_count: 0,
+            session_count: 1,
+            message_count: 0,
+            next_seq: 0,
+            created_at: t,
+            updated_at: t,
+            metadata_json,
+        };
+        let key = id.as_u128();
+        let messages = self.write(|txn, ops| {
+            if txn.open_table(store::CONVERSATIONS)?.get(key)?.is_some() {
+                return Err(Error::Conflict(format!("conversation {id} already exists")));
+            }
+            let msgs = add_messages(txn, key, &mut conv, &new.messages, t, ops)?;
+            store::put_conversation(txn, key, &conv, None)?;
+            Ok(msgs)
+        })?;
+        Ok(ConversationWithMessages {
+            conversation: conversation_from(id.as_u128(), &conv)?,
+            messages,
+        })
+    }
+
+    /// Appends messages to a conversation; returns the stored messages.
+    pub fn append_messages(&self, id: Uuid, messages: Vec<NewMessage>) -> Result<Vec<Message>> {
+        validate::messages(&self.config, &messages, false)?;
+        let key = id.as_u128();
+        self.write(|txn, ops| {
+            let old = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, key)?
+                .ok_or_else(|| not_found(id))?;
+            let mut conv = old.clone();
+            let t = to_micros(now());
+            let msgs = add_messages(txn, key, &mut conv, &messages, t, ops)?;
+            conv.updated_at = t.max(old.updated_at);
+            store::put_conversation(txn, key, &conv, Some(&old))?;
+            Ok(msgs)
+        })
+    }
+
+    /// The conversation `id` (without messages).
+    pub fn get_conversation(&self, id: Uuid) -> Result<Conversation> {
+        let txn = self.store.read()?;
+        let rec = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, id.as_u128())?
+            .ok_or_else(|| not_found(id))?;
+        conversation_from(id.as_u128(), &rec)
+    }
+
+    /// The conversation `id` with its messages, oldest first.
+    pub fn get_conversation_with_messages(&self, id: Uuid) -> Result<ConversationWithMessages> {
+        let txn = self.store.read()?;
+        let rec = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, id.as_u128())?
+            .ok_or_else(|| not_found(id))?;
+        let msgs = txn.open_table(store::MESSAGES)?;
+        let mut messages = Vec::with_capacity(rec.message_count as usize);
+        for mid in store::conversation_message_ids(&txn, id.as_u128())? {
+            if let Some(m) = store::get_message(&msgs, mid)? {
+                messages.push(message_from(mid, &m)?);
+            }
+        }
+        Ok(ConversationWithMessages {
+            conversation: conversation_from(id.as_u128(), &rec)?,
+            messages,
+        })
+    }
+
+    /// The message `id`.
+    pub fn get_message(&self, id: Uuid) -> Result<Message> {
+        let txn = self.store.read()?;
+        let m = store::get_message(&txn.open_table(store::MESSAGES)?, id.as_u128())?.ok_or_else(
+            || Error::NotFound {
+                what: "message",
+                id: id.to_string(),
+            },
+        )?;
+        message_from(id.as_u128(), &m)
+    }
+
+    /// Conversations matching `filter`, newest `updated_at` first.
+    pub fn list_conversations(&self, filter: &Filter, page: Page) -> Result<ConversationPage> {
+        check_limit("limit", page.limit)?;
+        let filter = normalize_filter(filter)?;
+        let mut total = 0u64;
+        let mut out = Vec::new();
+        self.scan_matching(&filter, |id, rec| {
+            if total as usize >= page.offset && out.len() < page.limit {
+                out.push(conversation_from(id, rec)?);
+            }
+            total += 1;
+            Ok(())
+        })?;
+        Ok(ConversationPage {
+            conversations: out,
+            total,
+            offset: page.offset,
+            limit: page.limit,
+        })
+    }
+
+    /// Number of conversations matching `filter`.
+    pub fn count_conversations(&self, filter: &Filter) -> Result<u64> {
+        let filter = normalize_filter(filter)?;
+        if filter == Filter::default() {
+            let txn = self.store.read()?;
+            return Ok(txn.open_table(store::CONVERSATIONS)?.len()?);
+        }
+        let mut n = 0;
+        self.scan_matching(&filter, |_, _| {
+            n += 1;
+            Ok(())
+        })?;
+        Ok(n)
+    }
+
+    /// Visits conversations matching `filter` newest-updated first, using the
+    /// most selective secondary index available.
+    fn scan_matching(
+        &self,
+        filter: &Filter,
+        mut visit: impl FnMut(u128, &ConversationRecord) -> Result<()>,
+    ) -> Result<()> {
+        let txn = self.store.read()?;
+        let convs = txn.open_table(store::CONVERSATIONS)?;
+        let candidates: Option<Vec<u128>> = if let Some(label) = &filter.label {
+            let t = txn.open_table(store::CONV_BY_LABEL)?;
+            let mut ids = Vec::new();
+            for row in t.range((label.as_str(), 0u128)..=(label.as_str(), u128::MAX))? {
+                ids.push(row?.0.value().1);
+            }
+            Some(ids)
+        } else if let Some(folder) = filter.folder.as_deref().filter(|f| *f != "/") {
+            let t = txn.open_table(store::CONV_BY_FOLDER)?;
+            let mut ids = Vec::new();
+            for row in t.range((folder, 0u128)..=(folder, u128::MAX))? {
+                ids.push(row?.0.value().1);
+            }
+            let sub = format!("{folder}/");
+            let end = format!("{folder}0"); // '0' is the byte after '/'
+            for row in t.range((sub.as_str(), 0u128)..(end.as_str(), 0u128))? {
+                ids.push(row?.0.value().1);
+            }
+            Some(ids)
+        } else {
+            None
+        };
+        match candidates {
+            Some(ids) => {
+                let mut recs = Vec::with_capacity(ids.len());
+                for id in ids {
+                    if let Some(rec) = store::get_conversation(&convs, id)?
+                        && matches_filter(filter, &rec)
+                    {
+                        recs.push((id, rec));
+                    }
+                }
+                recs.sort_by(|a, b| b.1.updated_at.cmp(&a.1.updated_at).then(b.0.cmp(&a.0)));
+                for (id, rec) in &recs {
+                    visit(*id, rec)?;
+                }
+            }
+            None => {
+                let by_updated = txn.open_table(store::CONV_BY_UPDATED)?;
+                for row in by_updated.iter()?.rev() {
+                    let (k, _) = row?;
+                    let (_, id) = k.value();
+                    if let Some(rec) = store::get_conversation(&convs, id)?
+                        && matches_filter(filter, &rec)
+                    {
+                        visit(id, &rec)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `update` to conversation `id`; returns the updated conversation.
+    pub fn update_conversation(
+        &self,
+        id: Uuid,
+        update: ConversationUpdate,
+    ) -> Result<Conversation> {
+        let label = update
+            .label
+            .as_deref()
+            .map(|l| validate::label("label", l))
+            .transpose()?;
+        let folder = update
+            .folder
+            .as_deref()
+            .map(|f| validate::folder("folder", f))
+            .transpose()?;
+        let importance = update
+            .importance_score
+            .map(|i| validate::importance("importance_score", i))
+            .transpose()?;
+        let metadata = update
+            .metadata
+            .as_ref()
+            .map(|m| validate::metadata("metadata", Some(m)))
+            .transpose()?;
+        let key = id.as_u128();
+        let rec = self.write(|txn, ops| {
+            let old = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, key)?
+                .ok_or_else(|| not_found(id))?;
+            let mut rec = old.clone();
+            if let Some(l) = &label {
+                rec.label.clone_from(l);
+            }
+            if let Some(f) = &folder {
+                rec.folder.clone_from(f);
+            }
+            if let Some(s) = update.status {
+                rec.status = s.code();
+            }
+            if let Some(i) = importance {
+                rec.importance = i;
+            }
+            if let Some(m) = &metadata {
+                rec.metadata_json.clone_from(m);
+            }
+            if rec == old {
+                return Ok(rec);
+            }
+            rec.updated_at = to_micros(now()).max(old.updated_at);
+            store::put_conversation(txn, key, &rec, Some(&old))?;
+            let scope_changed = rec.label != old.label
+                || rec.folder != old.folder
+                || rec.status != old.status
+                || rec.importance != old.importance;
+            if scope_changed {
+                ops.push(Op::PutConversation(key.to_le_bytes()));
+            }
+            Ok(rec)
+        })?;
+        conversation_from(key, &rec)
+    }
+
+    /// Pins conversation `id` (importance 10, Sekha's definition of pinned).
+    pub fn pin(&self, id: Uuid) -> Result<Conversation> {
+        self.update_conversation(
+            id,
+            ConversationUpdate {
+                importance_score: Some(PINNED_IMPORTANCE),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// Archives conversation `id`.
+    pub fn archive(&self, id: Uuid) -> Result<Conversation> {
+        self.update_conversation(
+            id,
+            ConversationUpdate {
+                status: Some(Status::Archived),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// Deletes conversation `id`, its messages and their index entries.
+    /// Returns the number of messages removed.
+    pub fn delete_conversation(&self, id: Uuid) -> Result<u64> {
+        let key = id.as_u128();
+        self.write(|txn, ops| {
+            let rec = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, key)?
+                .ok_or_else(|| not_found(id))?;
+            let removed = store::delete_conversation(txn, key, &rec)?;
+            ops.push(Op::DeleteConversation(key.to_le_bytes()));
+            Ok(removed.len() as u64)
+        })
+    }
+
+    // ----- search --------------------------------------------------------
+
+    /// Full-text (BM25) search over message text with scope filters.
+    pub fn search_text(&self, query: &TextQuery) -> Result<Vec<SearchHit>> {
+        if query.query.trim().is_empty() {
+            return Err(Error::invalid("query", "query is empty"));
+        }
+        check_limit("limit", query.limit)?;
+        let filter = normalize_filter(&query.filter)?;
+        let text = self.fresh_text()?;
+        let ids = text.search(
+            &query.query,
+            &filter,
+            query.conversation_id,
+            query.role.as_deref(),
+            query.limit,
+            query.offset,
+        )?;
+        let txn = self.store.read()?;
+        let msgs = txn.open_table(store::MESSAGES)?;
+        let convs = txn.open_table(store::CONVERSATIONS)?;
+        let mut hits = Vec::with_capacity(ids.len());
+        for (id, score) in ids {
+            let Some(m) = store::get_message(&msgs, id)? else {
+                continue;
+            };
+            let Some(c) = store::get_conversation(&convs, u128::from_le_bytes(m.conversation_id))?
+            else {
+                continue;
+            };
+            hits.push(SearchHit {
+                message: message_from(id, &m)?,
+                label: c.label,
+                folder: c.folder,
+                score,
+            });
+        }
+        Ok(hits)
+    }
+
+    // ----- stats, maintenance --------------------------------------------
+
+    /// Totals over the conversations matching `filter`.
+    pub fn stats(&self, filter: &Filter) -> Result<Stats> {
+        let filter = normalize_filter(filter)?;
+        let mut s = Stats::default();
+        let mut importance_sum = 0u64;
+        self.scan_matching(&filter, |_, rec| {
+            s.total_conversations += 1;
+            s.total_messages += u64::from(rec.message_count);
+            s.total_words += rec.word_count;
+            match Status::from_code(rec.status) {
+                Some(Status::Archived) => s.archived += 1,
+                _ => s.active += 1,
+            }
+            if rec.importance >= PINNED_IMPORTANCE {
+                s.pinned += 1;
+            }
+            importance_sum += u64::from(rec.importance);
+            *s.by_folder.entry(rec.folder.clone()).or_default() += 1;
+            *s.by_label.entry(rec.label.clone()).or_default() += 1;
+            Ok(())
+        })?;
+        if s.total_conversations > 0 {
+            s.average_importance = importance_sum as f64 / s.total_conversations as f64;
+        }
+        Ok(s)
+    }
+
+    /// Rebuilds the text index from the store; returns the documents indexed.
+    pub fn reindex(&self) -> Result<u64> {
+        let _g = self.lock_writes();
+        self.rebuild_text()?;
+        Ok(self.text().all_ids()?.len() as u64)
+    }
+
+    /// Compares the store with the text index (after bringing it up to date).
+    pub fn check(&self) -> Result<CheckReport> {
+        let text = self.fresh_text()?;
+        let _g = self.lock_writes();
+        let txn = self.store.read()?;
+        let convs = txn.open_table(store::CONVERSATIONS)?.len()?;
+        let msgs = txn.open_table(store::MESSAGES)?;
+        let mut store_ids = std::collections::BTreeSet::new();
+        for row in msgs.iter()? {
+            store_ids.insert(row?.0.value());
+        }
+        let indexed_ids = text.all_ids()?;
+        let indexed = indexed_ids.len() as u64;
+        let indexed_set: std::collections::BTreeSet<u128> = indexed_ids.into_iter().collect();
+        let mut extra: Vec<Uuid> = indexed_set
+            .difference(&store_ids)
+            .map(|&i| Uuid::from_u128(i))
+            .collect();
+        if indexed_set.len() as u64 != indexed {
+            // Duplicate documents for one message are an inconsistency too.
+            extra.push(Uuid::nil());
+        }
+        Ok(CheckReport {
+            conversations: convs,
+            messages: store_ids.len() as u64,
+            indexed,
+            missing_from_index: store_ids
+                .difference(&indexed_set)
+                .map(|&i| Uuid::from_u128(i))
+                .collect(),
+            extra_in_index: extra,
+            store_lsn: self.store.last_lsn()?,
+            text_index_lsn: text.committed_lsn(),
+        })
+    }
+
+    /// Entries in the oplog not yet trimmed (diagnostics).
+    pub fn oplog_len(&self) -> Result<u64> {
+        self.store.oplog_len()
+    }
+
+    /// Commits the text index and waits for its merges. Dropping a `Memdb`
+    /// also commits; `close` reports errors instead of ignoring them.
+    pub fn close(self) -> Result<()> {
+        let text = self.text();
+        if text.has_uncommitted() {
+            text.commit()?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn import_conversation(&self, item: ConversationWithMessages) -> Result<()> {
+        let c = item.conversation;
+        let id = c.id;
+        let key = id.as_u128();
+        let mut conv = ConversationRecord {
+            label: validate::label("label", &c.label)?,
+            folder: validate::folder("folder", &c.folder)?,
+            status: c.status.code(),
+            importance: validate::importance("importance_score", c.importance_score)?,
+            word_count: 0,
+            session_count: c.session_count,
+            message_count: 0,
+            next_seq: 0,
+            created_at: to_micros(c.created_at),
+            updated_at: to_micros(c.updated_at),
+            metadata_json: validate::metadata("metadata", Some(&c.metadata))?,
+        };
+        let news: Vec<(Uuid, NewMessage, Option<String>)> = item
+            .messages
+            .into_iter()
+            .map(|m| {
+                if m.conversation_id != id {
+                    return Err(Error::invalid(
+                        format!("messages[{}].conversation_id", m.id),
+                        format!("message belongs to {}, not {id}", m.conversation_id),
+                    ));
+                }
+                Ok((
+                    m.id,
+                    NewMessage {
+                        role: m.role,
+                        content: m.content,
+                        timestamp: Some(m.timestamp),
+                        metadata: Some(m.metadata),
+                    },
+                    m.embedding_id,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        let plain: Vec<NewMessage> = news.iter().map(|(_, m, _)| m.clone()).collect();
+        validate::messages(&self.config, &plain, true)?;
+        self.write(|txn, ops| {
+            if txn.open_table(store::CONVERSATIONS)?.get(key)?.is_some() {
+                return Err(Error::Conflict(format!("conversation {id} already exists")));
+            }
+            for (mid, m, emb) in &news {
+                let rec = message_record(key, &mut conv, m, to_micros(c.created_at))?;
+                let rec = MessageRecord {
+                    embedding_id: emb.clone(),
+                    ..rec
+                };
+                store::insert_message(txn, mid.as_u128(), &rec)?;
+                ops.push(Op::PutMessage(mid.as_u128().to_le_bytes()));
+            }
+            store::put_conversation(txn, key, &conv, None)?;
+            Ok(())
+        })
+    }
+
+    pub(crate) fn conversation_exists(&self, id: Uuid) -> Result<bool> {
+        let txn = self.store.read()?;
+        Ok(txn
+            .open_table(store::CONVERSATIONS)?
+            .get(id.as_u128())?
+            .is_some())
+    }
+}
+
+impl Drop for Memdb {
+    fn drop(&mut self) {
+        let text = self.text();
+        if text.has_uncommitted() {
+            let _ = text.commit();
+        }
+    }
+}
+
+fn not_found(id: Uuid) -> Error {
+    Error::NotFound {
+        what: "conversation",
+        id: id.to_string(),
+    }
+}
+
+fn check_limit(field: &str, limit: usize) -> Result<()> {
+    if limit == 0 || limit > MAX_LIMIT {
+        return Err(Error::invalid(
+            field,
+            format!("{limit} is outside 1..={MAX_LIMIT}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Builds a message row, updating the conversation's counters.
+fn message_record(
+    conv_key: u128,
+    conv: &mut ConversationRecord,
+    m: &NewMessage,
+    default_ts: i64,
+) -> Result<MessageRecord> {
+    let content = match &m.content {
+        Content::Text(s) => ContentRecord::Text(s.clone()),
+        Content::Parts(p) => ContentRecord::PartsJson(
+            serde_json::to_string(p).map_err(|e| Error::invalid("content", e.to_string()))?,
+        ),
+    };
+    let rec = MessageRecord {
+        conversation_id: conv_key.to_le_bytes(),
+        seq: conv.next_seq,
+        role: m.role.clone(),
+        content,
+        timestamp: m.timestamp.map_or(default_ts, to_micros),
+        embedding_id: None,
+        metadata_json: validate::metadata("metadata", m.metadata.as_ref())?,
+    };
+    conv.next_seq = conv
+        .next_seq
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid("messages", "conversation has too many messages"))?;
+    conv.message_count += 1;
+    conv.word_count += record_text(&rec).split_whitespace().count() as u64;
+    Ok(rec)
+}
+
+fn add_messages(
+    txn: &WriteTransaction,
+    conv_key: u128,
+    conv: &mut ConversationRecord,
+    messages: &[NewMessage],
+    now_us: i64,
+    ops: &mut Vec<Op>,
+) -> Result<Vec<Message>> {
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let rec = message_record(conv_key, conv, m, now_us)?;
+        let id = Uuid::new_v4().as_u128();
+        store::insert_message(txn, id, &rec)?;
+        ops.push(Op::PutMessage(id.to_le_bytes()));
+        out.push(message_from(id, &rec)?);
+    }
+    Ok(out)
+}
+
+/// The indexed text of a stored message.
+pub(crate) fn record_text(m: &MessageRecord) -> String {
+    match &m.content {
+        ContentRecord::Text(s) => s.clone(),
+        ContentRecord::PartsJson(j) => serde_json::from_str::<Vec<serde_json::Value>>(j)
+            .map(|p| Content::Parts(p).text())
+            .unwrap_or_default(),
+    }
+}
+
+pub(crate) fn conversation_from(id: u128, r: &ConversationRecord) -> Result<Conversation> {
+    Ok(Conversation {
+        id: Uuid::from_u128(id),
+        label: r.label.clone(),
+        folder: r.folder.clone(),
+        status: Status::from_code(r.status).ok_or_else(|| Error::Corrupted {
+            what: format!("conversation {}", Uuid::from_u128(id)),
+            reason: format!("unknown status code {}", r.status),
+        })?,
+        importance_score: r.importance,
+        pinned: r.importance >= PINNED_IMPORTANCE,
+        word_count: r.word_count,
+        session_count: r.session_count,
+        message_count: r.message_count,
+        created_at: from_micros(r.created_at),
+        updated_at: from_micros(r.updated_at),
+        metadata: parse_json_object(&r.metadata_json),
+    })
+}
+
+pub(crate) fn message_from(id: u128, r: &MessageRecord) -> Result<Message> {
+    let content = match &r.content {
+        ContentRecord::Text(s) => Content::Text(s.clone()),
+        ContentRecord::PartsJson(j) => {
+            Content::Parts(serde_json::from_str(j).map_err(|e| Error::Corrupted {
+                what: format!("message {}", Uuid::from_u128(id)),
+                reason: format!("content parts: {e}"),
+            })?)
+        }
+    };
+    Ok(Message {
+        id: Uuid::from_u128(id),
+        conversation_id: Uuid::from_u128(u128::from_le_bytes(r.conversation_id)),
+        role: r.role.clone(),
+        content,
+        timestamp: from_micros(r.timestamp),
+        embedding_id: r.embedding_id.clone(),
+        metadata: parse_json_object(&r.metadata_json),
+    })
+}
+
+fn parse_json_object(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|_| serde_json::Value::Object(Default::default()))
+}
+
+/// Normalizes a folder filter value the same way stored folders are.
+pub(crate) fn normalize_folder(folder: &str) -> String {
+    validate::folder("filter.folder", folder).unwrap_or_else(|_| folder.to_string())
+}
+
+fn normalize_filter(f: &Filter) -> Result<Filter> {
+    let mut f = f.clone();
+    if let Some(folder) = &f.folder {
+        f.folder = Some(validate::folder("filter.folder", folder)?);
+    }
+    if let Some(i) = f.min_importance {
+        validate::importance("filter.min_importance", i)?;
+    }
+    if let Some(i) = f.max_importance {
+        validate::importance("filter.max_importance", i)?;
+    }
+    if let (Some(a), Some(b)) = (f.since, f.until)
+        && a > b
+    {
+        return Err(Error::invalid("filter.since", "since is after until"));
+    }
+    Ok(f)
+}
+
+/// Inclusive importance bounds implied by a filter.
+pub(crate) fn importance_bounds(f: &Filter) -> (u8, u8) {
+    let mut lo = f.min_importance.unwrap_or(0);
+    let mut hi = f.max_importance.unwrap_or(10);
+    match f.pinned {
+        Some(true) => lo = lo.max(PINNED_IMPORTANCE),
+        Some(false) => hi = hi.min(PINNED_IMPORTANCE - 1),
+        None => {}
+    }
+    (lo, hi)
+}
+
+pub(crate) fn folder_matches(prefix: &str, folder: &str) -> bool {
+    prefix == "/"
+        || folder == prefix
+        || (folder.starts_with(prefix) && folder.as_bytes().get(prefix.len()) == Some(&b'/'))
+}
+
+fn matches_filter(f: &Filter, r: &ConversationRecord) -> bool {
+    let (lo, hi) = importance_bounds(f);
+    f.folder
+        .as_deref()
+        .is_none_or(|p| folder_matches(p, &r.folder))
+        && f.label.as_deref().is_none_or(|l| l == r.label)
+        && f.status.is_none_or(|s| s.code() == r.status)
+        && r.importance >= lo
+        && r.importance <= hi
+        && f.since.is_none_or(|t| r.updated_at >= to_micros(t))
+        && f.until.is_none_or(|t| r.updated_at < to_micros(t))
+}

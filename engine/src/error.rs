@@ -1,0 +1,123 @@
+//! The engine's error model (SPEC.md §"Error model").
+
+use std::path::PathBuf;
+
+/// Result alias for engine operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything an engine operation can fail with.
+///
+/// Surfaces map these to exit codes (CLI) and HTTP statuses (server):
+/// `NotFound` → 404, `InvalidInput` → 400, `Conflict` → 409, `Locked` → 409,
+/// everything else → 500.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The named entity does not exist.
+    #[error("{what} {id} not found")]
+    NotFound {
+        /// Entity kind, e.g. "conversation".
+        what: &'static str,
+        /// The id that was looked up.
+        id: String,
+    },
+    /// A request field is invalid; nothing was written.
+    #[error("invalid {field}: {reason}")]
+    InvalidInput {
+        /// The offending field (dotted path, e.g. `messages[2].content`).
+        field: String,
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// The request conflicts with existing state (e.g. an id already exists).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Another process holds the data directory for writing.
+    #[error("data directory {dir} is locked by another memdb process{holder}")]
+    Locked {
+        /// The data directory.
+        dir: PathBuf,
+        /// ` (pid N)` when known.
+        holder: String,
+    },
+    /// Stored data is damaged.
+    #[error("corrupted {what}: {reason}")]
+    Corrupted {
+        /// What is damaged.
+        what: String,
+        /// How it was detected.
+        reason: String,
+    },
+    /// The store was written by a newer memdb.
+    #[error(
+        "store schema version {found} is newer than this build supports ({supported}); upgrade memdb"
+    )]
+    Incompatible {
+        /// Version found on disk.
+        found: u64,
+        /// Newest version this build reads.
+        supported: u64,
+    },
+    /// An I/O error on a path.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The redb store failed.
+    #[error("store error: {0}")]
+    Store(String),
+    /// The tantivy index failed.
+    #[error("text index error: {0}")]
+    TextIndex(String),
+}
+
+impl Error {
+    pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::InvalidInput {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io { path, source }
+    }
+}
+
+macro_rules! store_error {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::Store(e.to_string())
+            }
+        }
+    )*};
+}
+store_error!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+impl From<tantivy::TantivyError> for Error {
+    fn from(e: tantivy::TantivyError) -> Self {
+        Error::TextIndex(e.to_string())
+    }
+}
+
+impl From<memdb_format::FormatError> for Error {
+    fn from(e: memdb_format::FormatError) -> Self {
+        Error::Corrupted {
+            what: "record".into(),
+            reason: e.to_string(),
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! `memdb`: an embedded long-term memory database for LLM agents.
+//!
+//! This crate is the engine every surface (the `memdb` CLI, `memdb-server`,
+//! MCP) calls. It owns:
+//! - the **store** (redb): conversations and messages with every Sekha field,
+//!   their secondary indexes and the **oplog**; it is the source of truth;
+//! - the **text index** (tantivy): one BM25 document per message, derived from
+//!   the store, caught up from the oplog or rebuilt after a crash;
+//! - the operations: create, append, get, list, count, update, pin, archive,
+//!   delete, search, stats, export and import.
+//!
+//! The one design choice everything rests on: indexes are *derived*. A write
+//! is durable once its redb transaction commits, and that transaction also
+//! appends an oplog entry; every index records the LSN it has applied and
+//! replays from there. So a crash can cost an index some work, never data.
+//!
+//! ```
+//! use memdb::{Memdb, NewConversation, NewMessage, TextQuery};
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = Memdb::open(dir.path()).unwrap();
+//! let conv = db.create_conversation(
+//!     NewConversation::new("Rust", vec![NewMessage::new("user", "How do lifetimes work?")])
+//!         .in_folder("/work"),
+//! ).unwrap();
+//! let hits = db.search_text(&TextQuery::new("lifetimes")).unwrap();
+//! assert_eq!(hits[0].message.conversation_id, conv.conversation.id);
+//! assert_eq!(hits[0].folder, "/work");
+//! ```
+//!
+//! What it is not: it has no HTTP, CLI or MCP code (those crates parse,
+//! authorize, call and serialize), and it never panics on user input.
+
+mod config;
+mod db;
+mod error;
+mod export;
+mod lock;
+mod store;
+mod text;
+mod time;
+mod types;
+mod validate;
+
+pub use config::Config;
+pub use db::{MAX_LIMIT, Memdb};
+pub use error::{Error, Result};
+pub use export::{
+    EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ImportOptions, ImportReport, Selection,
+};
+pub use time::parse_timestamp;
+pub use types::*;
+pub use validate::{MAX_FOLDER_BYTES, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES};

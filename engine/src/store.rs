@@ -1,0 +1,285 @@
+//! The redb store: tables, keys, schema version and the oplog (SPEC.md §"Store").
+//!
+//! redb is the source of truth. Every write goes through [`Store::write`],
+//! which appends one oplog entry (LSN = previous LSN + 1) in the same
+//! transaction as the data it describes, so the oplog can never disagree
+//! with the tables it indexes.
+
+use std::path::Path;
+
+use memdb_format::{ConversationRecord, MessageRecord, Op, OplogEntry};
+use redb::{
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    TableDefinition, WriteTransaction,
+};
+
+use crate::error::{Error, Result};
+
+/// Newest schema version this build writes and reads.
+pub(crate) const SCHEMA_VERSION: u64 = 1;
+
+pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub(crate) const CONVERSATIONS: TableDefinition<u128, &[u8]> =
+    TableDefinition::new("conversations");
+pub(crate) const MESSAGES: TableDefinition<u128, &[u8]> = TableDefinition::new("messages");
+/// (conversation, message timestamp µs, seq) → message id.
+pub(crate) const CONV_MESSAGES: TableDefinition<(u128, i64, u32), u128> =
+    TableDefinition::new("conv_messages");
+/// (updated_at µs, conversation) → ().
+pub(crate) const CONV_BY_UPDATED: TableDefinition<(i64, u128), ()> =
+    TableDefinition::new("conv_by_updated");
+/// (folder, conversation) → ().
+pub(crate) const CONV_BY_FOLDER: TableDefinition<(&str, u128), ()> =
+    TableDefinition::new("conv_by_folder");
+/// (label, conversation) → ().
+pub(crate) const CONV_BY_LABEL: TableDefinition<(&str, u128), ()> =
+    TableDefinition::new("conv_by_label");
+/// (status code, conversation) → ().
+pub(crate) const CONV_BY_STATUS: TableDefinition<(u8, u128), ()> =
+    TableDefinition::new("conv_by_status");
+/// LSN → encoded [`OplogEntry`].
+pub(crate) const OPLOG: TableDefinition<u64, &[u8]> = TableDefinition::new("oplog");
+
+const KEY_SCHEMA: &str = "schema_version";
+const KEY_LAST_LSN: &str = "last_lsn";
+const KEY_TEXT_LSN: &str = "text_index_lsn";
+
+/// Forward migrations: `MIGRATIONS[v - 1]` upgrades a store from version `v`
+/// to `v + 1`. Version 1 is the first layout, so the list is empty today.
+const MIGRATIONS: &[fn(&WriteTransaction) -> Result<()>] = &[];
+
+/// The redb database and its schema.
+pub(crate) struct Store {
+    db: Database,
+}
+
+impl Store {
+    /// Opens or creates `path`, creating tables and migrating forward.
+    pub(crate) fn open(path: &Path) -> Result<Store> {
+        let db = Database::create(path).map_err(|e| match e {
+            redb::DatabaseError::Storage(redb::StorageError::Corrupted(reason)) => {
+                Error::Corrupted {
+                    what: path.display().to_string(),
+                    reason,
+                }
+            }
+            other => Error::from(other),
+        })?;
+        let txn = db.begin_write()?;
+        {
+            txn.open_table(CONVERSATIONS)?;
+            txn.open_table(MESSAGES)?;
+            txn.open_table(CONV_MESSAGES)?;
+            txn.open_table(CONV_BY_UPDATED)?;
+            txn.open_table(CONV_BY_FOLDER)?;
+            txn.open_table(CONV_BY_LABEL)?;
+            txn.open_table(CONV_BY_STATUS)?;
+            txn.open_table(OPLOG)?;
+            let mut meta = txn.open_table(META)?;
+            let found = meta.get(KEY_SCHEMA)?.map(|v| v.value());
+            match found {
+                None => {
+                    meta.insert(KEY_SCHEMA, SCHEMA_VERSION)?;
+                }
+                Some(v) if v > SCHEMA_VERSION => {
+                    return Err(Error::Incompatible {
+                        found: v,
+                        supported: SCHEMA_VERSION,
+                    });
+                }
+                Some(v) => {
+                    drop(meta);
+                    for (from, migrate) in MIGRATIONS.iter().enumerate().skip(v as usize - 1) {
+                        migrate(&txn)?;
+                        txn.open_table(META)?.insert(KEY_SCHEMA, from as u64 + 2)?;
+                    }
+                }
+            }
+        }
+        txn.commit()?;
+        Ok(Store { db })
+    }
+
+    pub(crate) fn read(&self) -> Result<ReadTransaction> {
+        Ok(self.db.begin_read()?)
+    }
+
+    /// Runs `f` in one write transaction, appends the ops it records to the
+    /// oplog under a new LSN, trims oplog entries at or below `trim_upto`, and
+    /// commits durably. Returns `f`'s value and the LSN (unchanged if no op
+    /// was recorded).
+    pub(crate) fn write<T>(
+        &self,
+        trim_upto: u64,
+        f: impl FnOnce(&WriteTransaction, &mut Vec<Op>) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        let txn = self.db.begin_write()?;
+        let mut ops = Vec::new();
+        let value = f(&txn, &mut ops)?;
+        let lsn = {
+            let mut meta = txn.open_table(META)?;
+            let last = meta.get(KEY_LAST_LSN)?.map_or(0, |v| v.value());
+            if ops.is_empty() {
+                last
+            } else {
+                let lsn = last + 1;
+                meta.insert(KEY_LAST_LSN, lsn)?;
+                let mut oplog = txn.open_table(OPLOG)?;
+                oplog.insert(lsn, OplogEntry { ops }.encode().as_slice())?;
+                if trim_upto > 0 {
+                    oplog.retain_in(..=trim_upto.min(last), |_, _| false)?;
+                    meta.insert(KEY_TEXT_LSN, trim_upto)?;
+                }
+                lsn
+            }
+        };
+        txn.commit()?;
+        Ok((value, lsn))
+    }
+
+    pub(crate) fn last_lsn(&self) -> Result<u64> {
+        let txn = self.read()?;
+        let meta = txn.open_table(META)?;
+        Ok(meta.get(KEY_LAST_LSN)?.map_or(0, |v| v.value()))
+    }
+
+    /// Oplog entries with LSN in `(after, ..]`, in order, or `None` when the
+    /// oplog no longer holds every entry after `after` (it was trimmed).
+    pub(crate) fn oplog_since(&self, after: u64) -> Result<Option<Vec<(u64, OplogEntry)>>> {
+        let txn = self.read()?;
+        let meta = txn.open_table(META)?;
+        let last = meta.get(KEY_LAST_LSN)?.map_or(0, |v| v.value());
+        let oplog = txn.open_table(OPLOG)?;
+        let mut out = Vec::new();
+        let mut expect = after + 1;
+        for row in oplog.range(expect..)? {
+            let (k, v) = row?;
+            if k.value() != expect {
+                return Ok(None);
+            }
+            out.push((k.value(), OplogEntry::decode(v.value())?));
+            expect += 1;
+        }
+        if expect != last + 1 && last > after {
+            return Ok(None);
+        }
+        Ok(Some(out))
+    }
+
+    pub(crate) fn oplog_len(&self) -> Result<u64> {
+        let txn = self.read()?;
+        Ok(txn.open_table(OPLOG)?.len()?)
+    }
+}
+
+/// Reads and decodes a conversation.
+pub(crate) fn get_conversation(
+    table: &impl ReadableTable<u128, &'static [u8]>,
+    id: u128,
+) -> Result<Option<ConversationRecord>> {
+    match table.get(id)? {
+        Some(v) => Ok(Some(ConversationRecord::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Reads and decodes a message.
+pub(crate) fn get_message(
+    table: &impl ReadableTable<u128, &'static [u8]>,
+    id: u128,
+) -> Result<Option<MessageRecord>> {
+    match table.get(id)? {
+        Some(v) => Ok(Some(MessageRecord::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Writes a conversation row and keeps its secondary indexes in step with
+/// `old` (the previous row, if any).
+pub(crate) fn put_conversation(
+    txn: &WriteTransaction,
+    id: u128,
+    rec: &ConversationRecord,
+    old: Option<&ConversationRecord>,
+) -> Result<()> {
+    txn.open_table(CONVERSATIONS)?
+        .insert(id, rec.encode().as_slice())?;
+    let mut by_updated = txn.open_table(CONV_BY_UPDATED)?;
+    let mut by_folder = txn.open_table(CONV_BY_FOLDER)?;
+    let mut by_label = txn.open_table(CONV_BY_LABEL)?;
+    let mut by_status = txn.open_table(CONV_BY_STATUS)?;
+    if let Some(old) = old {
+        if old.updated_at != rec.updated_at {
+            by_updated.remove((old.updated_at, id))?;
+        }
+        if old.folder != rec.folder {
+            by_folder.remove((old.folder.as_str(), id))?;
+        }
+        if old.label != rec.label {
+            by_label.remove((old.label.as_str(), id))?;
+        }
+        if old.status != rec.status {
+            by_status.remove((old.status, id))?;
+        }
+    }
+    by_updated.insert((rec.updated_at, id), ())?;
+    by_folder.insert((rec.folder.as_str(), id), ())?;
+    by_label.insert((rec.label.as_str(), id), ())?;
+    by_status.insert((rec.status, id), ())?;
+    Ok(())
+}
+
+/// Removes a conversation, its index rows and all of its messages; returns
+/// the removed message ids.
+pub(crate) fn delete_conversation(
+    txn: &WriteTransaction,
+    id: u128,
+    rec: &ConversationRecord,
+) -> Result<Vec<u128>> {
+    txn.open_table(CONVERSATIONS)?.remove(id)?;
+    txn.open_table(CONV_BY_UPDATED)?
+        .remove((rec.updated_at, id))?;
+    txn.open_table(CONV_BY_FOLDER)?
+        .remove((rec.folder.as_str(), id))?;
+    txn.open_table(CONV_BY_LABEL)?
+        .remove((rec.label.as_str(), id))?;
+    txn.open_table(CONV_BY_STATUS)?.remove((rec.status, id))?;
+    let mut conv_messages = txn.open_table(CONV_MESSAGES)?;
+    let mut messages = txn.open_table(MESSAGES)?;
+    let mut removed = Vec::new();
+    for row in
+        conv_messages.extract_from_if((id, i64::MIN, 0)..=(id, i64::MAX, u32::MAX), |_, _| true)?
+    {
+        let (_, msg) = row?;
+        let msg = msg.value();
+        messages.remove(msg)?;
+        removed.push(msg);
+    }
+    Ok(removed)
+}
+
+/// Inserts a new message row and its per-conversation index row.
+pub(crate) fn insert_message(txn: &WriteTransaction, id: u128, rec: &MessageRecord) -> Result<()> {
+    let conv = u128::from_le_bytes(rec.conversation_id);
+    let mut messages = txn.open_table(MESSAGES)?;
+    if messages.get(id)?.is_some() {
+        return Err(Error::Conflict(format!(
+            "message {} already exists",
+            uuid::Uuid::from_u128(id)
+        )));
+    }
+    messages.insert(id, rec.encode().as_slice())?;
+    txn.open_table(CONV_MESSAGES)?
+        .insert((conv, rec.timestamp, rec.seq), id)?;
+    Ok(())
+}
+
+/// Message ids of a conversation in (timestamp, seq) order.
+pub(crate) fn conversation_message_ids(txn: &ReadTransaction, conv: u128) -> Result<Vec<u128>> {
+    let table = txn.open_table(CONV_MESSAGES)?;
+    let mut out = Vec::new();
+    for row in table.range((conv, i64::MIN, 0)..=(conv, i64::MAX, u32::MAX))? {
+        out.push(row?.1.value());
+    }
+    Ok(out)
+}

@@ -1,0 +1,408 @@
+//! The engine's public data types: what callers send and what they get back.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::Error;
+
+/// Importance at or above which a conversation counts as pinned (Sekha).
+pub const PINNED_IMPORTANCE: u8 = 10;
+/// Importance of a new conversation when none is given (Sekha).
+pub const DEFAULT_IMPORTANCE: u8 = 5;
+
+/// A conversation's lifecycle status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// In use (the default).
+    #[default]
+    Active,
+    /// Kept but out of the way: excluded from pinned/recent recall and pruning.
+    Archived,
+}
+
+impl Status {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Status::Active => 0,
+            Status::Archived => 1,
+        }
+    }
+    pub(crate) fn from_code(code: u8) -> Option<Status> {
+        match code {
+            0 => Some(Status::Active),
+            1 => Some(Status::Archived),
+            _ => None,
+        }
+    }
+    /// The lowercase name used on every surface.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Archived => "archived",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Status {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "active" => Ok(Status::Active),
+            "archived" => Ok(Status::Archived),
+            other => Err(Error::invalid(
+                "status",
+                format!("unknown status {other:?}: expected \"active\" or \"archived\""),
+            )),
+        }
+    }
+}
+
+/// Message content: a string, or OpenAI-style content parts
+/// (`[{"type":"text","text":"..."}, {"type":"image_url",...}]`). Only text
+/// parts are indexed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// Plain text.
+    Text(String),
+    /// Content parts, kept verbatim.
+    Parts(Vec<serde_json::Value>),
+}
+
+impl Content {
+    /// The searchable text: the string itself, or the text parts joined by newlines.
+    pub fn text(&self) -> String {
+        match self {
+            Content::Text(s) => s.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter(|p| p.get("type").and_then(|t| t.as_str()) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+impl From<&str> for Content {
+    fn from(s: &str) -> Self {
+        Content::Text(s.to_string())
+    }
+}
+
+impl From<String> for Content {
+    fn from(s: String) -> Self {
+        Content::Text(s)
+    }
+}
+
+/// A stored conversation (without its messages).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// UUID.
+    pub id: Uuid,
+    /// Human label.
+    pub label: String,
+    /// Folder path, `/` by default.
+    pub folder: String,
+    /// Lifecycle status.
+    pub status: Status,
+    /// 0..=10; 10 means pinned.
+    pub importance_score: u8,
+    /// Whether `importance_score >= 10`.
+    pub pinned: bool,
+    /// Whitespace-separated words over all messages' text.
+    pub word_count: u64,
+    /// Sekha's session counter.
+    pub session_count: u32,
+    /// Number of messages.
+    pub message_count: u32,
+    /// Creation time (UTC).
+    pub created_at: DateTime<Utc>,
+    /// Time of the last change to the conversation or its messages (UTC).
+    pub updated_at: DateTime<Utc>,
+    /// Free metadata (a JSON object).
+    pub metadata: serde_json::Value,
+}
+
+/// A stored message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// UUID.
+    pub id: Uuid,
+    /// Owning conversation.
+    pub conversation_id: Uuid,
+    /// Author role.
+    pub role: String,
+    /// Content as given.
+    pub content: Content,
+    /// Message time (UTC).
+    pub timestamp: DateTime<Utc>,
+    /// Identifier of the message's vector, once embedded.
+    pub embedding_id: Option<String>,
+    /// Free metadata (a JSON object).
+    pub metadata: serde_json::Value,
+}
+
+/// A conversation with its messages in time order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationWithMessages {
+    /// The conversation.
+    #[serde(flatten)]
+    pub conversation: Conversation,
+    /// Its messages, oldest first.
+    pub messages: Vec<Message>,
+}
+
+/// A message to store. This is also the body shape of Sekha's
+/// `POST /api/v1/conversations` messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewMessage {
+    /// Author role (1..=32 bytes).
+    pub role: String,
+    /// Content.
+    pub content: Content,
+    /// Message time; now when absent.
+    #[serde(
+        default,
+        with = "crate::time::lenient_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timestamp: Option<DateTime<Utc>>,
+    /// Free metadata (a JSON object); `{}` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+}
+
+impl NewMessage {
+    /// A message with `role` and text content, timestamped now.
+    pub fn new(role: impl Into<String>, content: impl Into<Content>) -> Self {
+        NewMessage {
+            role: role.into(),
+            content: content.into(),
+            timestamp: None,
+            metadata: None,
+        }
+    }
+}
+
+/// A conversation to create. Matches Sekha's `POST /api/v1/conversations`
+/// body `{label, folder, messages}`, with optional extras.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewConversation {
+    /// Human label (required, 1..=500 bytes).
+    pub label: String,
+    /// Folder path; `/` when absent.
+    #[serde(default)]
+    pub folder: Option<String>,
+    /// Importance 0..=10; 5 when absent.
+    #[serde(default)]
+    pub importance_score: Option<u8>,
+    /// Free metadata (a JSON object).
+    #[serde(default)]
+    pub metadata: Option<serde_json::Value>,
+    /// At least one message.
+    pub messages: Vec<NewMessage>,
+}
+
+impl NewConversation {
+    /// A conversation with a label in folder `/` and the given messages.
+    pub fn new(label: impl Into<String>, messages: Vec<NewMessage>) -> Self {
+        NewConversation {
+            label: label.into(),
+            folder: None,
+            importance_score: None,
+            metadata: None,
+            messages,
+        }
+    }
+
+    /// Sets the folder.
+    pub fn in_folder(mut self, folder: impl Into<String>) -> Self {
+        self.folder = Some(folder.into());
+        self
+    }
+}
+
+/// Changes to a conversation; `None` fields stay as they are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConversationUpdate {
+    /// New label.
+    pub label: Option<String>,
+    /// New folder.
+    pub folder: Option<String>,
+    /// New status.
+    pub status: Option<Status>,
+    /// New importance (0..=10).
+    pub importance_score: Option<u8>,
+    /// Replacement metadata object.
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// Scope filters shared by listing, counting, stats and search.
+///
+/// All given conditions must hold. `folder` is a path prefix on whole path
+/// components: `/work` matches `/work` and `/work/py`, not `/workshop`.
+/// `since`/`until` bound the conversation's `updated_at` when listing and the
+/// message's timestamp when searching (inclusive `since`, exclusive `until`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Filter {
+    /// Folder path prefix.
+    pub folder: Option<String>,
+    /// Exact label.
+    pub label: Option<String>,
+    /// Status.
+    pub status: Option<Status>,
+    /// Smallest importance (inclusive).
+    pub min_importance: Option<u8>,
+    /// Largest importance (inclusive).
+    pub max_importance: Option<u8>,
+    /// Only pinned (true) or only unpinned (false) conversations.
+    pub pinned: Option<bool>,
+    /// Lower time bound (inclusive).
+    pub since: Option<DateTime<Utc>>,
+    /// Upper time bound (exclusive).
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// Paging: skip `offset`, return at most `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Page {
+    /// Items to skip.
+    pub offset: usize,
+    /// Most items to return (1..=1000).
+    pub limit: usize,
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page {
+            offset: 0,
+            limit: 50,
+        }
+    }
+}
+
+/// One page of conversations, newest `updated_at` first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationPage {
+    /// The page.
+    pub conversations: Vec<Conversation>,
+    /// Matching conversations in all pages.
+    pub total: u64,
+    /// Echo of the request.
+    pub offset: usize,
+    /// Echo of the request.
+    pub limit: usize,
+}
+
+/// A full-text search request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextQuery {
+    /// Query in memdb's query syntax (SPEC.md §"Query syntax").
+    pub query: String,
+    /// Scope filters.
+    #[serde(default)]
+    pub filter: Filter,
+    /// Only messages of this conversation.
+    #[serde(default)]
+    pub conversation_id: Option<Uuid>,
+    /// Only messages with this role.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Most hits (1..=1000).
+    pub limit: usize,
+    /// Hits to skip.
+    #[serde(default)]
+    pub offset: usize,
+}
+
+impl TextQuery {
+    /// Top `10` hits for `query`, unfiltered.
+    pub fn new(query: impl Into<String>) -> Self {
+        TextQuery {
+            query: query.into(),
+            filter: Filter::default(),
+            conversation_id: None,
+            role: None,
+            limit: 10,
+            offset: 0,
+        }
+    }
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// The message.
+    pub message: Message,
+    /// Its conversation's label.
+    pub label: String,
+    /// Its conversation's folder.
+    pub folder: String,
+    /// BM25 score, higher is better.
+    pub score: f32,
+}
+
+/// Totals over the store or a filtered part of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Conversations matched.
+    pub total_conversations: u64,
+    /// Messages in them.
+    pub total_messages: u64,
+    /// Words in them.
+    pub total_words: u64,
+    /// Active conversations.
+    pub active: u64,
+    /// Archived conversations.
+    pub archived: u64,
+    /// Pinned conversations.
+    pub pinned: u64,
+    /// Mean importance (0 when empty).
+    pub average_importance: f64,
+    /// Conversations per folder.
+    pub by_folder: BTreeMap<String, u64>,
+    /// Conversations per label.
+    pub by_label: BTreeMap<String, u64>,
+}
+
+/// Consistency between the store and the text index.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    /// Conversations in the store.
+    pub conversations: u64,
+    /// Messages in the store.
+    pub messages: u64,
+    /// Documents in the text index.
+    pub indexed: u64,
+    /// Messages the index lacks.
+    pub missing_from_index: Vec<Uuid>,
+    /// Index documents with no message.
+    pub extra_in_index: Vec<Uuid>,
+    /// LSN of the last write in the store.
+    pub store_lsn: u64,
+    /// LSN the text index has applied.
+    pub text_index_lsn: u64,
+}
+
+impl CheckReport {
+    /// Whether the index matches the store exactly.
+    pub fn is_consistent(&self) -> bool {
+        self.missing_from_index.is_empty()
+            && self.extra_in_index.is_empty()
+            && self.messages == self.indexed
+    }
+}

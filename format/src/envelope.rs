@@ -1,0 +1,74 @@
+//! The record envelope: `[version: u8][postcard body]` (SPEC.md §"Record envelope").
+
+use serde::{Serialize, de::DeserializeOwned};
+
+/// The version byte written in front of every record this build writes.
+pub const RECORD_VERSION: u8 = 1;
+
+/// Why a byte string is not a valid record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// The input is empty: not even a version byte.
+    #[error("{what}: empty record")]
+    Empty {
+        /// Which record type was being decoded.
+        what: &'static str,
+    },
+    /// The version byte names a layout this build cannot read.
+    #[error(
+        "{what}: record version {found} is not supported (this build reads version {supported})"
+    )]
+    UnsupportedVersion {
+        /// Which record type was being decoded.
+        what: &'static str,
+        /// The version byte found.
+        found: u8,
+        /// The version this build reads.
+        supported: u8,
+    },
+    /// The body does not decode as the record type.
+    #[error("{what}: corrupt record body: {reason}")]
+    Corrupt {
+        /// Which record type was being decoded.
+        what: &'static str,
+        /// The decoder's explanation.
+        reason: String,
+    },
+}
+
+pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    let out = vec![RECORD_VERSION];
+    // postcard only fails on writers that run out of space or on types it
+    // cannot represent (maps with non-serializable keys); a Vec never runs out
+    // and our record types contain neither, so an error here is a bug.
+    match postcard::to_extend(value, out) {
+        Ok(bytes) => bytes,
+        Err(e) => unreachable!("record types always serialize: {e}"),
+    }
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(
+    what: &'static str,
+    bytes: &[u8],
+) -> Result<T, FormatError> {
+    let (&version, body) = bytes.split_first().ok_or(FormatError::Empty { what })?;
+    if version != RECORD_VERSION {
+        return Err(FormatError::UnsupportedVersion {
+            what,
+            found: version,
+            supported: RECORD_VERSION,
+        });
+    }
+    let (value, rest) = postcard::take_from_bytes(body).map_err(|e| FormatError::Corrupt {
+        what,
+        reason: e.to_string(),
+    })?;
+    if !rest.is_empty() {
+        return Err(FormatError::Corrupt {
+            what,
+            reason: format!("{} trailing bytes", rest.len()),
+        });
+    }
+    Ok(value)
+}

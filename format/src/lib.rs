@@ -1,0 +1,31 @@
+//! `memdb-format`: the byte layouts memdb writes, and nothing else.
+//!
+//! This crate owns every encoding that reaches disk through redb: the
+//! versioned **record envelope** (one version byte, then a postcard body), the
+//! record structs stored in the conversation and message tables, and the
+//! **oplog entry** that every write transaction appends. It does no I/O: bytes
+//! in, a typed value or a [`FormatError`] out. Decoding never panics on any
+//! input, which `fuzz/` checks.
+//!
+//! Why postcard behind a version byte: postcard is maintained, compact and
+//! deterministic, but it is not self-describing, so a layout change must be
+//! detectable before the body is parsed. The version byte makes an old or a
+//! future record an explicit error ([`FormatError::UnsupportedVersion`])
+//! instead of a silent misread.
+//!
+//! ```
+//! use memdb_format::{OplogEntry, Op};
+//! let entry = OplogEntry { ops: vec![Op::PutMessage([7; 16])] };
+//! let bytes = entry.encode();
+//! assert_eq!(OplogEntry::decode(&bytes).unwrap(), entry);
+//! assert!(OplogEntry::decode(&bytes[..1]).is_err());
+//! ```
+//!
+//! What this crate is not: it knows nothing of redb, tantivy, files or time
+//! zones. Timestamps are `i64` microseconds since the Unix epoch (UTC).
+
+mod envelope;
+mod records;
+
+pub use envelope::{FormatError, RECORD_VERSION};
+pub use records::{ContentRecord, ConversationRecord, MessageRecord, Op, OplogEntry};

@@ -1,0 +1,172 @@
+//! Record structs stored in redb values, and the oplog entry.
+//!
+//! Field order is the encoding order (postcard): never reorder, only append
+//! behind a new [`crate::RECORD_VERSION`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::envelope::{self, FormatError};
+
+/// A conversation row (table `conversations`, key = UUID as `u128`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationRecord {
+    /// Human label, 1..=500 bytes.
+    pub label: String,
+    /// Folder path, starts with `/`.
+    pub folder: String,
+    /// 0 = active, 1 = archived.
+    pub status: u8,
+    /// 0..=10; 10 means pinned.
+    pub importance: u8,
+    /// Words over all messages' text.
+    pub word_count: u64,
+    /// Sekha's session counter (1 on creation).
+    pub session_count: u32,
+    /// Number of messages.
+    pub message_count: u32,
+    /// Next per-conversation message sequence number.
+    pub next_seq: u32,
+    /// Creation time, µs since the epoch (UTC).
+    pub created_at: i64,
+    /// Last change time, µs since the epoch (UTC).
+    pub updated_at: i64,
+    /// Free metadata, a JSON object serialized as text.
+    pub metadata_json: String,
+}
+
+/// A message's content as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ContentRecord {
+    /// Plain text.
+    Text(String),
+    /// OpenAI-style content parts, kept verbatim as JSON text.
+    PartsJson(String),
+}
+
+/// A message row (table `messages`, key = UUID as `u128`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageRecord {
+    /// Owning conversation, UUID bytes.
+    pub conversation_id: [u8; 16],
+    /// Position within the conversation (tie-breaker for equal timestamps).
+    pub seq: u32,
+    /// Author role (`user`, `assistant`, `system`, `tool`, ...).
+    pub role: String,
+    /// Content as given.
+    pub content: ContentRecord,
+    /// Message time, µs since the epoch (UTC).
+    pub timestamp: i64,
+    /// Identifier of the message's vector, when embedded.
+    pub embedding_id: Option<String>,
+    /// Free metadata, a JSON object serialized as text.
+    pub metadata_json: String,
+}
+
+/// One change recorded in the oplog. Derived indexes replay these.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// A message was created or replaced: (re)index it.
+    PutMessage([u8; 16]),
+    /// A message was removed: drop it from every index.
+    DeleteMessage([u8; 16]),
+    /// A conversation's scope fields changed: reindex all of its messages.
+    PutConversation([u8; 16]),
+    /// A conversation and all of its messages were removed.
+    DeleteConversation([u8; 16]),
+}
+
+/// The oplog value for one LSN: every change made by one write transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OplogEntry {
+    /// Changes in the order they were made.
+    pub ops: Vec<Op>,
+}
+
+macro_rules! codec {
+    ($t:ty, $what:literal) => {
+        impl $t {
+            /// Encodes into the versioned envelope.
+            pub fn encode(&self) -> Vec<u8> {
+                envelope::encode(self)
+            }
+            /// Decodes from the versioned envelope; never panics.
+            pub fn decode(bytes: &[u8]) -> Result<Self, FormatError> {
+                envelope::decode($what, bytes)
+            }
+        }
+    };
+}
+
+codec!(ConversationRecord, "conversation record");
+codec!(MessageRecord, "message record");
+codec!(OplogEntry, "oplog entry");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn conv() -> ConversationRecord {
+        ConversationRecord {
+            label: "l".into(),
+            folder: "/".into(),
+            status: 0,
+            importance: 5,
+            word_count: 3,
+            session_count: 1,
+            message_count: 2,
+            next_seq: 2,
+            created_at: 1,
+            updated_at: 2,
+            metadata_json: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn round_trips_and_rejects_other_versions() {
+        let c = conv();
+        let mut bytes = c.encode();
+        assert_eq!(bytes[0], crate::RECORD_VERSION);
+        assert_eq!(ConversationRecord::decode(&bytes).unwrap(), c);
+        bytes[0] = 9;
+        assert!(matches!(
+            ConversationRecord::decode(&bytes),
+            Err(FormatError::UnsupportedVersion { found: 9, .. })
+        ));
+        assert!(matches!(
+            ConversationRecord::decode(&[]),
+            Err(FormatError::Empty { .. })
+        ));
+    }
+
+    #[test]
+    fn trailing_bytes_are_corruption() {
+        let mut bytes = OplogEntry {
+            ops: vec![Op::DeleteConversation([1; 16])],
+        }
+        .encode();
+        bytes.push(0);
+        assert!(matches!(
+            OplogEntry::decode(&bytes),
+            Err(FormatError::Corrupt { .. })
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = ConversationRecord::decode(&bytes);
+            let _ = MessageRecord::decode(&bytes);
+            let _ = OplogEntry::decode(&bytes);
+        }
+
+        #[test]
+        fn message_round_trip(role in "[a-z]{1,10}", text in ".*", ts in any::<i64>(), seq in any::<u32>()) {
+            let m = MessageRecord {
+                conversation_id: [3; 16], seq, role, content: ContentRecord::Text(text),
+                timestamp: ts, embedding_id: None, metadata_json: "{}".into(),
+            };
+            prop_assert_eq!(MessageRecord::decode(&m.encode()).unwrap(), m);
+        }
+    }
+}
