@@ -61,7 +61,7 @@ impl Memdb {
         let store = Store::open(&dir.join("memdb.redb"))?;
         let text_dir = dir.join("text");
         let text = match TextIndex::open(&text_dir, &config)? {
-            Opened::Ready(t) => t,
+            Opened::Ready(t) => *t,
             Opened::NeedsRebuild(_why) => TextIndex::rebuild(&text_dir, &store, &config)?,
         };
         let last = store.last_lsn()?;
@@ -171,11 +171,11 @@ impl Memdb {
 
     /// Makes every returned write visible to text search.
     fn fresh_text(&self) -> Result<Arc<TextIndex>> {
-        let text = self.text();
+        let mut text = self.text();
         if text.applied_lsn() < self.last_lsn.load(Ordering::Acquire) {
             let _g = self.lock_writes();
             self.catch_up_text()?;
-            return Ok(self.text());
+            text = self.text();
         }
         if text.has_uncommitted() {
             text.commit()?;

@@ -30,6 +30,11 @@
 //! What it is not: it has no HTTP, CLI or MCP code (those crates parse,
 //! authorize, call and serialize), and it never panics on user input.
 
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 mod config;
 mod db;
 mod error;

@@ -116,7 +116,7 @@ pub(crate) struct TextIndex {
 
 /// Outcome of opening the index directory.
 pub(crate) enum Opened {
-    Ready(TextIndex),
+    Ready(Box<TextIndex>),
     /// Missing, unreadable or from another schema version: rebuild. The
     /// string says why (for logs and `memdb verify`).
     NeedsRebuild(String),
@@ -155,7 +155,7 @@ impl TextIndex {
             return Ok(Opened::NeedsRebuild("text index schema differs".into()));
         }
         match Self::from_index(dir, index, payload.lsn, config) {
-            Ok(t) => Ok(Opened::Ready(t)),
+            Ok(t) => Ok(Opened::Ready(Box::new(t))),
             Err(e) => Ok(Opened::NeedsRebuild(format!(
                 "text index failed to open: {e}"
             ))),
@@ -244,7 +244,7 @@ impl TextIndex {
             sync_dir(parent)?;
         }
         match Self::open(dir, config)? {
-            Opened::Ready(t) => Ok(t),
+            Opened::Ready(t) => Ok(*t),
             Opened::NeedsRebuild(why) => Err(Error::TextIndex(format!(
                 "rebuilt index does not open: {why}"
             ))),
@@ -481,7 +481,7 @@ impl TextIndex {
     }
 }
 
-/// Rewrites bare prefix terms `foo*` (outside quotes, not after a field
+/// Rewrites `NOT x` to `-x`, and bare prefix terms `foo*` (outside quotes, not after a field
 /// name) into a regex over the unstemmed field, since tantivy's parser only
 /// supports prefixes at the end of a phrase. The prefix is lowercased and
 /// only word characters are accepted, so nothing needs escaping.
@@ -518,6 +518,14 @@ fn rewrite_prefixes(query: &str) -> String {
                 i += 1;
             }
             let word: String = chars[start..i].iter().collect();
+            // `NOT x` is spelled `-x` in tantivy's grammar.
+            if word == "NOT" && i < chars.len() && chars[i].is_whitespace() {
+                while i < chars.len() && chars[i].is_whitespace() {
+                    i += 1;
+                }
+                out.push('-');
+                continue;
+            }
             let ends_word =
                 i + 1 >= chars.len() || matches!(chars[i + 1], ' ' | ')' | '\t' | '\n' | '^');
             if i < chars.len() && chars[i] == '*' && ends_word {
@@ -561,5 +569,7 @@ mod tests {
         assert_eq!(rewrite_prefixes("\"big wo\"*"), "\"big wo\"*");
         assert_eq!(rewrite_prefixes("role:user"), "role:user");
         assert_eq!(rewrite_prefixes("-spam*"), "-content_raw:/spam.*/");
+        assert_eq!(rewrite_prefixes("a AND NOT b"), "a AND -b");
+        assert_eq!(rewrite_prefixes("\"NOT b\""), "\"NOT b\"");
     }
 }

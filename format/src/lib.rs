@@ -24,6 +24,11 @@
 //! What this crate is not: it knows nothing of redb, tantivy, files or time
 //! zones. Timestamps are `i64` microseconds since the Unix epoch (UTC).
 
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 mod envelope;
 mod records;
 

@@ -1,1 +1,89 @@
-fn main() {}
+//! Test helper for the crash suite: writes to a memdb data directory until it
+//! is killed, printing `ACK <message-id> <token>` after every write returns.
+//!
+//! Usage: `memdb-crash-child DIR SEED`. Each message carries a unique token
+//! so the parent can check, after a SIGKILL, that every acknowledged message
+//! is present and searchable. Writes mix creates, appends, label updates
+//! (which reindex a conversation) and searches (which commit the index), so a
+//! kill can land in any phase of the write and commit paths.
+
+use std::io::Write;
+
+use memdb::{ConversationUpdate, Memdb, NewConversation, NewMessage, TextQuery};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(dir), Some(seed)) = (args.next(), args.next()) else {
+        eprintln!("usage: memdb-crash-child DIR SEED");
+        std::process::exit(2);
+    };
+    let seed: u64 = seed.parse().unwrap_or(1);
+    let db = match Memdb::open(&dir) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("open failed: {e}");
+            std::process::exit(1);
+        }
+    };
+    println!("OPEN");
+    let mut rng = seed;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut out = std::io::stdout().lock();
+    let mut last_conv = None;
+    for i in 0u64.. {
+        let token = format!("tok{seed}x{i}");
+        let msg = NewMessage::new(
+            "user",
+            format!("crash test message {token} with some words"),
+        );
+        let result = match (next() % 10, last_conv) {
+            (0..=5, _) | (_, None) => {
+                let n = 1 + next() % 3;
+                let mut msgs = vec![msg];
+                for k in 1..n {
+                    msgs.push(NewMessage::new(
+                        "assistant",
+                        format!("reply {k} to {token}"),
+                    ));
+                }
+                db.create_conversation(
+                    NewConversation::new(format!("c{seed}-{i}"), msgs).in_folder("/crash"),
+                )
+                .map(|c| {
+                    last_conv = Some(c.conversation.id);
+                    c.messages[0].id
+                })
+            }
+            (6..=7, Some(id)) => db.append_messages(id, vec![msg]).map(|m| m[0].id),
+            (8, Some(id)) => {
+                let _ = db.update_conversation(
+                    id,
+                    ConversationUpdate {
+                        label: Some(format!("relabel{i}")),
+                        ..Default::default()
+                    },
+                );
+                continue;
+            }
+            (_, Some(_)) => {
+                let _ = db.search_text(&TextQuery::new("crash"));
+                continue;
+            }
+        };
+        match result {
+            Ok(id) => {
+                let _ = writeln!(out, "ACK {id} {token}");
+                let _ = out.flush();
+            }
+            Err(e) => {
+                eprintln!("write failed: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}

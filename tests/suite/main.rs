@@ -1,1 +1,36 @@
+//! memdb's workspace integration tests, one binary with a module per concern
+//! (the ripgrep layout: add to a module before adding a binary).
+//!
+//! Every test opens real data directories on disk (redb + tantivy), with no
+//! mocks. The crash test spawns `memdb-crash-child` and kills it with SIGKILL.
 
+mod api;
+mod bad_input;
+mod crash;
+mod model;
+mod recovery;
+mod search;
+
+use memdb::{Memdb, NewConversation, NewMessage};
+
+/// A fresh temporary data directory (removed on drop).
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("create temp dir")
+}
+
+/// Creates a conversation with one message per text, all from `user`.
+pub fn conv(
+    db: &Memdb,
+    label: &str,
+    folder: &str,
+    texts: &[&str],
+) -> memdb::ConversationWithMessages {
+    db.create_conversation(
+        NewConversation::new(
+            label,
+            texts.iter().map(|t| NewMessage::new("user", *t)).collect(),
+        )
+        .in_folder(folder),
+    )
+    .expect("create conversation")
+}
