@@ -55,3 +55,8 @@ pub use export::{
 pub use time::parse_timestamp;
 pub use types::*;
 pub use validate::{MAX_FOLDER_BYTES, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES};
+
+/// The README's Rust tour, compiled and run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme {}
