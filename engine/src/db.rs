@@ -187,10 +187,31 @@ impl Memdb {
 
     /// Creates a conversation with its messages (at least one).
     pub fn create_conversation(&self, new: NewConversation) -> Result<ConversationWithMessages> {
-        self.create_with_id(Uuid::new_v4(), new)
+        let record = self.prepare_conversation(&new)?;
+        let mut out = self.write_new_conversations(vec![(record, new)])?;
+        out.pop()
+            .ok_or_else(|| Error::Store("create returned no conversation".into()))
     }
 
-    fn create_with_id(&self, id: Uuid, new: NewConversation) -> Result<ConversationWithMessages> {
+    /// Creates many conversations in one transaction (one fsync): the bulk
+    /// path. All are validated first; on any error nothing is written and the
+    /// error's field names the conversation (`conversations[3].label`).
+    pub fn create_conversations(
+        &self,
+        batch: Vec<NewConversation>,
+    ) -> Result<Vec<ConversationWithMessages>> {
+        let mut prepared = Vec::with_capacity(batch.len());
+        for (i, new) in batch.into_iter().enumerate() {
+            let record = self
+                .prepare_conversation(&new)
+                .map_err(|e| e.in_item("conversations", i))?;
+            prepared.push((record, new));
+        }
+        self.write_new_conversations(prepared)
+    }
+
+    /// Validates a new conversation and builds its row (counters at zero).
+    fn prepare_conversation(&self, new: &NewConversation) -> Result<ConversationRecord> {
         let label = validate::label("label", &new.label)?;
         let folder = validate::folder("folder", new.folder.as_deref().unwrap_or("/"))?;
         let importance = validate::importance(
@@ -200,7 +221,7 @@ impl Memdb {
         let metadata_json = validate::metadata("metadata", new.metadata.as_ref())?;
         validate::messages(&self.config, &new.messages, false)?;
         let t = to_micros(now());
-        let mut conv = ConversationRecord {
+        Ok(ConversationRecord {
             label,
             folder,
             status: Status::Active.code(),
@@ -212,19 +233,26 @@ impl Memdb {
             created_at: t,
             updated_at: t,
             metadata_json,
-        };
-        let key = id.as_u128();
-        let messages = self.write(|txn, ops| {
-            if txn.open_table(store::CONVERSATIONS)?.get(key)?.is_some() {
-                return Err(Error::Conflict(format!("conversation {id} already exists")));
+        })
+    }
+
+    fn write_new_conversations(
+        &self,
+        prepared: Vec<(ConversationRecord, NewConversation)>,
+    ) -> Result<Vec<ConversationWithMessages>> {
+        self.write(|txn, ops| {
+            let mut out = Vec::with_capacity(prepared.len());
+            for (mut conv, new) in prepared {
+                let key = Uuid::new_v4().as_u128();
+                let t = conv.created_at;
+                let messages = add_messages(txn, key, &mut conv, &new.messages, t, ops)?;
+                store::put_conversation(txn, key, &conv, None)?;
+                out.push(ConversationWithMessages {
+                    conversation: conversation_from(key, &conv)?,
+                    messages,
+                });
             }
-            let msgs = add_messages(txn, key, &mut conv, &new.messages, t, ops)?;
-            store::put_conversation(txn, key, &conv, None)?;
-            Ok(msgs)
-        })?;
-        Ok(ConversationWithMessages {
-            conversation: conversation_from(id.as_u128(), &conv)?,
-            messages,
+            Ok(out)
         })
     }
 
@@ -621,11 +649,11 @@ impl Memdb {
         Ok(())
     }
 
-    pub(crate) fn import_conversation(&self, item: ConversationWithMessages) -> Result<()> {
+    /// Validates one exported conversation and builds its rows.
+    pub(crate) fn prepare_import(&self, item: ConversationWithMessages) -> Result<PreparedImport> {
         let c = item.conversation;
         let id = c.id;
-        let key = id.as_u128();
-        let mut conv = ConversationRecord {
+        let conv = ConversationRecord {
             label: validate::label("label", &c.label)?,
             folder: validate::folder("folder", &c.folder)?,
             status: c.status.code(),
@@ -638,44 +666,61 @@ impl Memdb {
             updated_at: to_micros(c.updated_at),
             metadata_json: validate::metadata("metadata", Some(&c.metadata))?,
         };
-        let news: Vec<(Uuid, NewMessage, Option<String>)> = item
-            .messages
-            .into_iter()
-            .map(|m| {
-                if m.conversation_id != id {
-                    return Err(Error::invalid(
-                        format!("messages[{}].conversation_id", m.id),
-                        format!("message belongs to {}, not {id}", m.conversation_id),
-                    ));
-                }
-                Ok((
-                    m.id,
-                    NewMessage {
-                        role: m.role,
-                        content: m.content,
-                        timestamp: Some(m.timestamp),
-                        metadata: Some(m.metadata),
-                    },
-                    m.embedding_id,
-                ))
-            })
-            .collect::<Result<_>>()?;
-        let plain: Vec<NewMessage> = news.iter().map(|(_, m, _)| m.clone()).collect();
+        let mut messages = Vec::with_capacity(item.messages.len());
+        let mut plain = Vec::with_capacity(item.messages.len());
+        for (i, m) in item.messages.into_iter().enumerate() {
+            if m.conversation_id != id {
+                return Err(Error::invalid(
+                    format!("messages[{i}].conversation_id"),
+                    format!("message belongs to {}, not {id}", m.conversation_id),
+                ));
+            }
+            plain.push(NewMessage {
+                role: m.role,
+                content: m.content,
+                timestamp: Some(m.timestamp),
+                metadata: Some(m.metadata),
+            });
+            messages.push((m.id.as_u128(), m.embedding_id));
+        }
         validate::messages(&self.config, &plain, true)?;
+        Ok(PreparedImport {
+            key: id.as_u128(),
+            conv,
+            messages: messages
+                .into_iter()
+                .zip(plain)
+                .map(|((k, e), m)| (k, m, e))
+                .collect(),
+        })
+    }
+
+    /// Writes prepared imports in one transaction.
+    pub(crate) fn write_imports(&self, batch: Vec<PreparedImport>) -> Result<()> {
         self.write(|txn, ops| {
-            if txn.open_table(store::CONVERSATIONS)?.get(key)?.is_some() {
-                return Err(Error::Conflict(format!("conversation {id} already exists")));
+            for PreparedImport {
+                key,
+                mut conv,
+                messages,
+            } in batch
+            {
+                if txn.open_table(store::CONVERSATIONS)?.get(key)?.is_some() {
+                    return Err(Error::Conflict(format!(
+                        "conversation {} already exists",
+                        Uuid::from_u128(key)
+                    )));
+                }
+                let created = conv.created_at;
+                for (mid, m, emb) in &messages {
+                    let rec = MessageRecord {
+                        embedding_id: emb.clone(),
+                        ..message_record(key, &mut conv, m, created)?
+                    };
+                    store::insert_message(txn, *mid, &rec)?;
+                    ops.push(Op::PutMessage(mid.to_le_bytes()));
+                }
+                store::put_conversation(txn, key, &conv, None)?;
             }
-            for (mid, m, emb) in &news {
-                let rec = message_record(key, &mut conv, m, to_micros(c.created_at))?;
-                let rec = MessageRecord {
-                    embedding_id: emb.clone(),
-                    ..rec
-                };
-                store::insert_message(txn, mid.as_u128(), &rec)?;
-                ops.push(Op::PutMessage(mid.as_u128().to_le_bytes()));
-            }
-            store::put_conversation(txn, key, &conv, None)?;
             Ok(())
         })
     }
@@ -686,6 +731,19 @@ impl Memdb {
             .open_table(store::CONVERSATIONS)?
             .get(id.as_u128())?
             .is_some())
+    }
+}
+
+/// An exported conversation, validated and ready to write.
+pub(crate) struct PreparedImport {
+    key: u128,
+    conv: ConversationRecord,
+    messages: Vec<(u128, NewMessage, Option<String>)>,
+}
+
+impl PreparedImport {
+    pub(crate) fn message_count(&self) -> usize {
+        self.messages.len()
     }
 }
 

@@ -83,6 +83,18 @@ impl Error {
         }
     }
 
+    /// Prefixes an invalid field with the item it belongs to:
+    /// `label` → `conversations[3].label`.
+    pub(crate) fn in_item(self, list: &str, i: usize) -> Self {
+        match self {
+            Error::InvalidInput { field, reason } => Error::InvalidInput {
+                field: format!("{list}[{i}].{field}"),
+                reason,
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io { path, source }

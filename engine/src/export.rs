@@ -19,6 +19,8 @@ use crate::types::{ConversationWithMessages, Filter, Page};
 pub const EXPORT_FORMAT: &str = "memdb-export";
 /// The export layout version this build writes and reads.
 pub const EXPORT_VERSION: u32 = 1;
+/// Import writes conversations in transactions of about this many messages.
+const IMPORT_BATCH_MESSAGES: usize = 20_000;
 
 /// A JSON export document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,8 +134,8 @@ impl Memdb {
 
     /// Imports a JSON export. Every conversation is validated and checked for
     /// id conflicts before anything is written; then each conversation is
-    /// written in its own transaction. `progress(done, total)` is called after
-    /// each one.
+    /// written in transactions of about 20,000 messages. `progress(done,
+    /// total)` (conversations) is called after each transaction.
     pub fn import(
         &self,
         export: Export,
@@ -159,58 +161,44 @@ impl Memdb {
         let mut todo = Vec::with_capacity(export.conversations.len());
         let mut report = ImportReport::default();
         for (i, c) in export.conversations.into_iter().enumerate() {
-            if !seen.insert(c.conversation.id) {
+            let id = c.conversation.id;
+            if !seen.insert(id) {
                 return Err(Error::invalid(
                     format!("conversations[{i}].id"),
-                    format!("duplicate id {}", c.conversation.id),
+                    format!("duplicate id {id}"),
                 ));
             }
-            crate::validate::messages(
-                self.config(),
-                &c.messages
-                    .iter()
-                    .map(|m| crate::types::NewMessage {
-                        role: m.role.clone(),
-                        content: m.content.clone(),
-                        timestamp: Some(m.timestamp),
-                        metadata: Some(m.metadata.clone()),
-                    })
-                    .collect::<Vec<_>>(),
-                true,
-            )
-            .map_err(|e| prefix(i, e))?;
-            crate::validate::label("label", &c.conversation.label).map_err(|e| prefix(i, e))?;
-            crate::validate::folder("folder", &c.conversation.folder).map_err(|e| prefix(i, e))?;
-            if self.conversation_exists(c.conversation.id)? {
+            let prepared = self
+                .prepare_import(c)
+                .map_err(|e| e.in_item("conversations", i))?;
+            if self.conversation_exists(id)? {
                 if options.skip_existing {
                     report.skipped += 1;
                     continue;
                 }
                 return Err(Error::Conflict(format!(
-                    "conversation {} already exists (use skip-existing to import the rest)",
-                    c.conversation.id
+                    "conversation {id} already exists (use skip-existing to import the rest)"
                 )));
             }
-            todo.push(c);
+            todo.push(prepared);
         }
         let total = todo.len() as u64;
-        for (done, c) in todo.into_iter().enumerate() {
-            report.messages += c.messages.len() as u64;
-            self.import_conversation(c)?;
-            report.imported += 1;
-            progress(done as u64 + 1, total);
+        let mut batch = Vec::new();
+        let mut batch_messages = 0;
+        let mut todo = todo.into_iter().peekable();
+        while let Some(p) = todo.next() {
+            batch_messages += p.message_count();
+            batch.push(p);
+            if batch_messages >= IMPORT_BATCH_MESSAGES || todo.peek().is_none() {
+                let n = batch.len() as u64;
+                self.write_imports(std::mem::take(&mut batch))?;
+                report.imported += n;
+                report.messages += batch_messages as u64;
+                batch_messages = 0;
+                progress(report.imported, total);
+            }
         }
         Ok(report)
-    }
-}
-
-fn prefix(i: usize, e: Error) -> Error {
-    match e {
-        Error::InvalidInput { field, reason } => Error::InvalidInput {
-            field: format!("conversations[{i}].{field}"),
-            reason,
-        },
-        other => other,
     }
 }
 

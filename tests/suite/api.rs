@@ -339,10 +339,10 @@ fn export_import_round_trip() {
     let d2 = tmp();
     let db2 = Memdb::open(d2.path()).unwrap();
     let parsed: Export = serde_json::from_str(&json).unwrap();
-    let mut calls = 0;
+    let mut last = (0, 0);
     let report = db2
-        .import(parsed.clone(), ImportOptions::default(), &mut |_, _| {
-            calls += 1
+        .import(parsed.clone(), ImportOptions::default(), &mut |d, t| {
+            last = (d, t)
         })
         .unwrap();
     assert_eq!(
@@ -353,7 +353,7 @@ fn export_import_round_trip() {
             skipped: 0
         }
     );
-    assert_eq!(calls, 2);
+    assert_eq!(last, (2, 2), "progress ends at done == total");
     let again = db2.export(&Selection::Matching(Filter::default())).unwrap();
     let mut x = export.conversations.clone();
     let mut y = again.conversations.clone();
@@ -423,4 +423,32 @@ fn concurrent_readers_and_writer() {
     let report = db.check().unwrap();
     assert!(report.is_consistent(), "{report:?}");
     assert_eq!(report.messages, 60);
+}
+
+#[test]
+fn batch_create_is_all_or_nothing() {
+    let d = tmp();
+    let db = Memdb::open(d.path()).unwrap();
+    let ok = |l: &str| NewConversation::new(l, vec![NewMessage::new("user", format!("batch {l}"))]);
+    let created = db
+        .create_conversations(vec![ok("a"), ok("b"), ok("c")])
+        .unwrap();
+    assert_eq!(created.len(), 3);
+    assert_eq!(db.count_conversations(&Filter::default()).unwrap(), 3);
+    assert_eq!(db.search_text(&TextQuery::new("batch")).unwrap().len(), 3);
+    let err = db
+        .create_conversations(vec![
+            ok("d"),
+            NewConversation::new("", vec![NewMessage::new("user", "x")]),
+        ])
+        .unwrap_err();
+    match err {
+        Error::InvalidInput { field, .. } => assert_eq!(field, "conversations[1].label"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        db.count_conversations(&Filter::default()).unwrap(),
+        3,
+        "nothing of the failed batch was written"
+    );
 }
