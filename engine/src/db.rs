@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::lock::DirLock;
-use crate::store::{self, Store};
+use crate::store::{self, OpBatch, Store};
 use crate::text::{Opened, TextIndex};
 use crate::time::{from_micros, now, to_micros};
 use crate::types::*;
@@ -30,7 +30,7 @@ pub const MAX_LIMIT: usize = 1000;
 pub struct Memdb {
     dir: PathBuf,
     config: Config,
-    store: Store,
+    pub(crate) store: Store,
     text: RwLock<Arc<TextIndex>>,
     write_lock: Mutex<()>,
     last_lsn: AtomicU64,
@@ -48,6 +48,19 @@ impl std::fmt::Debug for Memdb {
 impl Memdb {
     /// Opens (creating if needed) the data directory `dir` with defaults.
     pub fn open(dir: impl AsRef<Path>) -> Result<Memdb> {
+        Self::open_with(dir, Config::default())
+    }
+
+    /// Opens an existing data directory; unlike [`Memdb::open`], a directory
+    /// without a store is `Error::NotFound` instead of a new empty store.
+    pub fn open_existing(dir: impl AsRef<Path>) -> Result<Memdb> {
+        let dir = dir.as_ref();
+        if !dir.join("memdb.redb").is_file() {
+            return Err(Error::NotFound {
+                what: "memdb data directory",
+                id: dir.display().to_string(),
+            });
+        }
         Self::open_with(dir, Config::default())
     }
 
@@ -140,16 +153,14 @@ impl Memdb {
     }
 
     /// Runs one write transaction and applies its oplog entry to the text index.
-    fn write<T>(&self, f: impl FnOnce(&WriteTransaction, &mut Vec<Op>) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+    ) -> Result<T> {
         let _g = self.lock_writes();
         let text = self.text();
         let trim = text.committed_lsn();
-        let mut recorded = Vec::new();
-        let (value, lsn) = self.store.write(trim, |txn, ops| {
-            let v = f(txn, ops)?;
-            recorded.clone_from(ops);
-            Ok(v)
-        })?;
+        let (value, lsn, recorded) = self.store.write(trim, f)?;
         let previous = self.last_lsn.swap(lsn, Ordering::AcqRel);
         if recorded.is_empty() {
             return Ok(value);
@@ -365,7 +376,7 @@ impl Memdb {
 
     /// Visits conversations matching `filter` newest-updated first, using the
     /// most selective secondary index available.
-    fn scan_matching(
+    pub(crate) fn scan_matching(
         &self,
         filter: &Filter,
         mut visit: impl FnMut(u128, &ConversationRecord) -> Result<()>,
@@ -518,6 +529,7 @@ impl Memdb {
                 .ok_or_else(|| not_found(id))?;
             let removed = store::delete_conversation(txn, key, &rec)?;
             ops.push(Op::DeleteConversation(key.to_le_bytes()));
+            crate::spaces::delete_record_vectors(txn, &removed, ops)?;
             Ok(removed.len() as u64)
         })
     }
@@ -810,7 +822,7 @@ fn add_messages(
     conv: &mut ConversationRecord,
     messages: &[NewMessage],
     now_us: i64,
-    ops: &mut Vec<Op>,
+    ops: &mut OpBatch,
 ) -> Result<Vec<Message>> {
     let mut out = Vec::with_capacity(messages.len());
     for m in messages {
@@ -920,7 +932,7 @@ pub(crate) fn folder_matches(prefix: &str, folder: &str) -> bool {
         || (folder.starts_with(prefix) && folder.as_bytes().get(prefix.len()) == Some(&b'/'))
 }
 
-fn matches_filter(f: &Filter, r: &ConversationRecord) -> bool {
+pub(crate) fn matches_filter(f: &Filter, r: &ConversationRecord) -> bool {
     let (lo, hi) = importance_bounds(f);
     f.folder
         .as_deref()

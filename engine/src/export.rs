@@ -45,6 +45,16 @@ pub enum ExportFormat {
     Markdown,
 }
 
+impl ExportFormat {
+    /// The name used on every surface: `json` or `markdown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportFormat::Json => "json",
+            ExportFormat::Markdown => "markdown",
+        }
+    }
+}
+
 impl std::str::FromStr for ExportFormat {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
@@ -128,7 +138,7 @@ impl Memdb {
         match format {
             ExportFormat::Json => serde_json::to_string_pretty(&export)
                 .map_err(|e| Error::Store(format!("serializing export: {e}"))),
-            ExportFormat::Markdown => Ok(to_markdown(&export)),
+            ExportFormat::Markdown => Ok(export.to_markdown()),
         }
     }
 
@@ -210,8 +220,14 @@ fn capitalize(s: &str) -> String {
     }
 }
 
-/// Renders an export as Markdown (the layout sekha-mcp uses).
-pub(crate) fn to_markdown(export: &Export) -> String {
+impl Export {
+    /// Renders the export as Markdown (the layout sekha-mcp uses).
+    pub fn to_markdown(&self) -> String {
+        to_markdown(self)
+    }
+}
+
+fn to_markdown(export: &Export) -> String {
     let mut out = String::new();
     for (ci, c) in export.conversations.iter().enumerate() {
         if ci > 0 {

@@ -40,6 +40,7 @@ mod db;
 mod error;
 mod export;
 mod lock;
+mod spaces;
 mod store;
 mod text;
 mod time;
@@ -52,6 +53,7 @@ pub use error::{Error, Result};
 pub use export::{
     EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ImportOptions, ImportReport, Selection,
 };
+pub use spaces::{MAX_DIMENSION, Metric, SpaceSpec, VectorFilter, VectorHit, VectorSpace};
 pub use time::parse_timestamp;
 pub use types::*;
 pub use validate::{MAX_FOLDER_BYTES, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES};

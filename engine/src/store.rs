@@ -39,6 +39,32 @@ pub(crate) const CONV_BY_STATUS: TableDefinition<(u8, u128), ()> =
     TableDefinition::new("conv_by_status");
 /// LSN → encoded [`OplogEntry`].
 pub(crate) const OPLOG: TableDefinition<u64, &[u8]> = TableDefinition::new("oplog");
+/// Vector space name → envelope(`SpaceRecord`).
+pub(crate) const VECTOR_SPACES: TableDefinition<&str, &[u8]> =
+    TableDefinition::new("vector_spaces");
+/// (space id, record id) → `[element type: u8][dimension × f32 LE]`.
+pub(crate) const VECTORS: TableDefinition<(u32, u128), &[u8]> = TableDefinition::new("vectors");
+/// (space id, record id) → LSN of the delete or overwrite that made the
+/// record's copy in the current generation stale.
+pub(crate) const VECTOR_TOMBSTONES: TableDefinition<(u32, u128), u64> =
+    TableDefinition::new("vector_tombstones");
+
+/// The ops one write transaction records, and the LSN it will commit under.
+pub(crate) struct OpBatch {
+    ops: Vec<Op>,
+    lsn: u64,
+}
+
+impl OpBatch {
+    /// Records a change.
+    pub(crate) fn push(&mut self, op: Op) {
+        self.ops.push(op);
+    }
+    /// The LSN this transaction's oplog entry gets if it records any op.
+    pub(crate) fn lsn(&self) -> u64 {
+        self.lsn
+    }
+}
 
 const KEY_SCHEMA: &str = "schema_version";
 const KEY_LAST_LSN: &str = "last_lsn";
@@ -75,6 +101,9 @@ impl Store {
             txn.open_table(CONV_BY_LABEL)?;
             txn.open_table(CONV_BY_STATUS)?;
             txn.open_table(OPLOG)?;
+            txn.open_table(VECTOR_SPACES)?;
+            txn.open_table(VECTORS)?;
+            txn.open_table(VECTOR_TOMBSTONES)?;
             let mut meta = txn.open_table(META)?;
             let found = meta.get(KEY_SCHEMA)?.map(|v| v.value());
             match found {
@@ -111,30 +140,37 @@ impl Store {
     pub(crate) fn write<T>(
         &self,
         trim_upto: u64,
-        f: impl FnOnce(&WriteTransaction, &mut Vec<Op>) -> Result<T>,
-    ) -> Result<(T, u64)> {
+        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+    ) -> Result<(T, u64, Vec<Op>)> {
         let txn = self.db.begin_write()?;
-        let mut ops = Vec::new();
-        let value = f(&txn, &mut ops)?;
-        let lsn = {
+        let last = txn
+            .open_table(META)?
+            .get(KEY_LAST_LSN)?
+            .map_or(0, |v| v.value());
+        let mut batch = OpBatch {
+            ops: Vec::new(),
+            lsn: last + 1,
+        };
+        let value = f(&txn, &mut batch)?;
+        let ops = batch.ops;
+        let lsn = if ops.is_empty() {
+            last
+        } else {
             let mut meta = txn.open_table(META)?;
-            let last = meta.get(KEY_LAST_LSN)?.map_or(0, |v| v.value());
-            if ops.is_empty() {
-                last
-            } else {
-                let lsn = last + 1;
-                meta.insert(KEY_LAST_LSN, lsn)?;
-                let mut oplog = txn.open_table(OPLOG)?;
-                oplog.insert(lsn, OplogEntry { ops }.encode().as_slice())?;
-                if trim_upto > 0 {
-                    oplog.retain_in(..=trim_upto.min(last), |_, _| false)?;
-                    meta.insert(KEY_TEXT_LSN, trim_upto)?;
-                }
-                lsn
+            meta.insert(KEY_LAST_LSN, last + 1)?;
+            let mut oplog = txn.open_table(OPLOG)?;
+            oplog.insert(
+                last + 1,
+                OplogEntry { ops: ops.clone() }.encode().as_slice(),
+            )?;
+            if trim_upto > 0 {
+                oplog.retain_in(..=trim_upto.min(last), |_, _| false)?;
+                meta.insert(KEY_TEXT_LSN, trim_upto)?;
             }
+            last + 1
         };
         txn.commit()?;
-        Ok((value, lsn))
+        Ok((value, lsn, ops))
     }
 
     pub(crate) fn last_lsn(&self) -> Result<u64> {

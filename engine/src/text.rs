@@ -329,6 +329,7 @@ impl TextIndex {
                             writer.add_document(self.document(id, &msg, &conv))?;
                         }
                     }
+                    Op::PutVector(..) | Op::DeleteVector(..) => {}
                     Op::PutConversation(cid) | Op::DeleteConversation(cid) => {
                         let cid = u128::from_le_bytes(*cid);
                         writer.delete_term(Term::from_field_text(
@@ -394,6 +395,12 @@ impl TextIndex {
         offset: usize,
     ) -> Result<Vec<(u128, f32)>> {
         let f = self.fields;
+        if let Some(quote) = unbalanced_quote(query) {
+            return Err(Error::invalid(
+                "query",
+                format!("unbalanced quote: the {quote} opened in {query:?} is never closed"),
+            ));
+        }
         let rewritten = rewrite_prefixes(query);
         let user = self
             .parser
@@ -481,7 +488,7 @@ impl TextIndex {
     }
 }
 
-/// Rewrites `NOT x` to `-x`, and bare prefix terms `foo*` (outside quotes, not after a field
+/// Rewrites `NOT x` to `-x`, apostrophes inside words to spaces, and bare prefix terms `foo*` (outside quotes, not after a field
 /// name) into a regex over the unstemmed field, since tantivy's parser only
 /// supports prefixes at the end of a phrase. The prefix is lowercased and
 /// only word characters are accepted, so nothing needs escaping.
@@ -502,6 +509,13 @@ fn rewrite_prefixes(query: &str) -> String {
             if c == q {
                 in_quote = None;
             }
+            i += 1;
+            continue;
+        }
+        // An apostrophe inside a word (`what's`) is text, not a quote; the
+        // tokenizer splits there anyway, so a space indexes the same terms.
+        if c == '\'' && i > 0 && chars[i - 1].is_alphanumeric() {
+            out.push(' ');
             i += 1;
             continue;
         }
@@ -544,6 +558,24 @@ fn rewrite_prefixes(query: &str) -> String {
     out
 }
 
+/// The quote character left open at the end of `query`, if any.
+fn unbalanced_quote(query: &str) -> Option<char> {
+    let mut open: Option<char> = None;
+    let mut chars = query.chars();
+    while let Some(c) = chars.next() {
+        match open {
+            Some(_) if c == '\\' => {
+                chars.next();
+            }
+            Some(q) if c == q => open = None,
+            Some(_) => {}
+            None if c == '"' => open = Some(c),
+            None => {}
+        }
+    }
+    open
+}
+
 fn sync_dir(dir: &Path) -> Result<()> {
     let f = std::fs::File::open(dir).map_err(Error::io(dir))?;
     f.sync_all().map_err(Error::io(dir))
@@ -570,6 +602,8 @@ mod tests {
         assert_eq!(rewrite_prefixes("role:user"), "role:user");
         assert_eq!(rewrite_prefixes("-spam*"), "-content_raw:/spam.*/");
         assert_eq!(rewrite_prefixes("a AND NOT b"), "a AND -b");
+        assert_eq!(rewrite_prefixes("what's up"), "what s up");
+        assert_eq!(rewrite_prefixes("'a b'"), "'a b'");
         assert_eq!(rewrite_prefixes("\"NOT b\""), "\"NOT b\"");
     }
 }

@@ -33,4 +33,4 @@ mod envelope;
 mod records;
 
 pub use envelope::{FormatError, RECORD_VERSION};
-pub use records::{ContentRecord, ConversationRecord, MessageRecord, Op, OplogEntry};
+pub use records::{ContentRecord, ConversationRecord, MessageRecord, Op, OplogEntry, SpaceRecord};

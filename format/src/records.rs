@@ -73,6 +73,34 @@ pub enum Op {
     PutConversation([u8; 16]),
     /// A conversation and all of its messages were removed.
     DeleteConversation([u8; 16]),
+    /// A record's vector in a vector space was written (space id, record id).
+    PutVector(u32, [u8; 16]),
+    /// A record's vector in a vector space was removed (space id, record id).
+    DeleteVector(u32, [u8; 16]),
+}
+
+/// A vector space (table `vector_spaces`, key = its name): one embedding
+/// model's vectors, with the identity that keeps models from mixing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpaceRecord {
+    /// Small integer id used in keys and file names.
+    pub id: u32,
+    /// Vector dimension.
+    pub dimension: u32,
+    /// 0 = cosine, 1 = dot, 2 = L2.
+    pub metric: u8,
+    /// HNSW M (neighbors per node above layer 0; layer 0 has 2M).
+    pub m: u16,
+    /// HNSW ef_construction.
+    pub ef_construction: u16,
+    /// Current generation number (0 = none written yet).
+    pub generation: u64,
+    /// LSN covered by the current generation.
+    pub generation_lsn: u64,
+    /// Creation time, µs since the epoch (UTC).
+    pub created_at: i64,
+    /// Free description of the model (provider, model name), JSON text.
+    pub model_json: String,
 }
 
 /// The oplog value for one LSN: every change made by one write transaction.
@@ -100,6 +128,7 @@ macro_rules! codec {
 codec!(ConversationRecord, "conversation record");
 codec!(MessageRecord, "message record");
 codec!(OplogEntry, "oplog entry");
+codec!(SpaceRecord, "vector space record");
 
 #[cfg(test)]
 mod tests {
@@ -158,6 +187,7 @@ mod tests {
             let _ = ConversationRecord::decode(&bytes);
             let _ = MessageRecord::decode(&bytes);
             let _ = OplogEntry::decode(&bytes);
+            let _ = SpaceRecord::decode(&bytes);
         }
 
         #[test]

@@ -10,6 +10,7 @@ mod crash;
 mod model;
 mod recovery;
 mod search;
+mod vectors;
 
 use memdb::{Memdb, NewConversation, NewMessage};
 

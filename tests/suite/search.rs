@@ -81,6 +81,13 @@ fn ranking_and_syntax() {
     assert_eq!(check(&db, q("bread AND label:cooking")).len(), 2);
     assert!(check(&db, q("bread AND label:rust")).is_empty());
     assert_eq!(check(&db, q("role:user AND march")).len(), 1);
+    // Apostrophes inside words are text, not quotes.
+    conv(&db, "chat", "/", &["what's the plan for today's lunch"]);
+    assert_eq!(
+        check(&db, q("what's the plan"))[0],
+        "what's the plan for today's lunch"
+    );
+    assert_eq!(check(&db, q("today's")).len(), 1);
     // Scores are positive and descending.
     let hits = db.search_text(&q("bread OR rust")).unwrap();
     assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));

@@ -1,0 +1,238 @@
+//! The command line as clap types: flags and subcommands, nothing validated.
+//!
+//! Values the engine defines (status, export format, timestamps, ids) arrive
+//! as strings and are checked in `options`, so a bad value is a runtime error
+//! (exit 1) naming the field, while a malformed command line (unknown flag,
+//! missing argument, non-number) is clap's usage error (exit 2). Every doc
+//! comment here is `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+/// memdb: an embedded long-term memory database for LLM agents.
+///
+/// Stores conversations and their messages in a data directory and searches
+/// them. Every subcommand opens the directory, performs one operation and
+/// closes it.
+#[derive(Debug, Parser)]
+#[command(name = "memdb", version)]
+pub struct Cli {
+    /// Data directory [default: $MEMDB_DATA, else the platform data dir + /memdb].
+    #[arg(long, global = true, env = "MEMDB_DATA", value_name = "DIR")]
+    pub data: Option<PathBuf>,
+
+    /// Print machine-readable JSON on stdout instead of human text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// The operation to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// One subcommand per engine operation.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Store a conversation read as JSON from FILE or stdin.
+    ///
+    /// The body is Sekha's `POST /api/v1/conversations` body:
+    /// `{"label", "folder"?, "importance_score"?, "metadata"?, "messages":
+    /// [{"role", "content", "timestamp"?, "metadata"?}]}`; `content` is a
+    /// string or OpenAI content parts. Nothing is written unless the whole
+    /// body is valid.
+    Store {
+        /// JSON file; `-` or absent reads stdin.
+        file: Option<PathBuf>,
+    },
+
+    /// Append messages read as JSON from FILE or stdin to a conversation.
+    ///
+    /// The body is a JSON array of messages or `{"messages": [...]}`.
+    Append {
+        /// Conversation id (UUID).
+        id: String,
+        /// JSON file; `-` or absent reads stdin.
+        file: Option<PathBuf>,
+    },
+
+    /// Full-text search over message content, best match first.
+    Query(QueryArgs),
+
+    /// Show a conversation with its messages.
+    Get {
+        /// Conversation id (UUID).
+        id: String,
+        /// Show only the conversation's metadata.
+        #[arg(long)]
+        no_messages: bool,
+    },
+
+    /// List conversations, most recently updated first.
+    List {
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Conversations to skip.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// Most conversations to show (1..=1000).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+
+    /// Count conversations matching the filters.
+    Count {
+        #[command(flatten)]
+        filter: FilterArgs,
+    },
+
+    /// Change a conversation's label, folder, status, importance or metadata.
+    #[command(group(
+        ArgGroup::new("change")
+            .required(true)
+            .multiple(true)
+            .args(["label", "folder", "status", "importance", "metadata"])
+    ))]
+    Update {
+        /// Conversation id (UUID).
+        id: String,
+        /// New label.
+        #[arg(long)]
+        label: Option<String>,
+        /// New folder path (starts with `/`).
+        #[arg(long)]
+        folder: Option<String>,
+        /// New status: active or archived.
+        #[arg(long)]
+        status: Option<String>,
+        /// New importance, 0..=10 (10 means pinned).
+        #[arg(long)]
+        importance: Option<u8>,
+        /// Replacement metadata, a JSON object.
+        #[arg(long, value_name = "JSON")]
+        metadata: Option<String>,
+    },
+
+    /// Pin a conversation (importance 10).
+    Pin {
+        /// Conversation id (UUID).
+        id: String,
+    },
+
+    /// Archive a conversation.
+    Archive {
+        /// Conversation id (UUID).
+        id: String,
+    },
+
+    /// Delete a conversation and its messages.
+    Delete {
+        /// Conversation id (UUID).
+        id: String,
+    },
+
+    /// Totals, per folder and per label, over conversations matching the filters.
+    Stats {
+        #[command(flatten)]
+        filter: FilterArgs,
+    },
+
+    /// Export one conversation or all matching the filters, as JSON or Markdown.
+    ///
+    /// The JSON export is what `memdb import` reads; Markdown is for people.
+    Export {
+        /// Export only this conversation (UUID).
+        #[arg(long, conflicts_with = "FilterArgs")]
+        id: Option<String>,
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Output format: json or markdown.
+        #[arg(long, default_value = "json")]
+        format: String,
+        /// Write to FILE instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+
+    /// Import a JSON export, keeping its ids and timestamps.
+    ///
+    /// Everything is validated before anything is written; an id that already
+    /// exists fails the import unless --skip-existing is given.
+    Import {
+        /// JSON export file; `-` reads stdin.
+        file: PathBuf,
+        /// Skip conversations whose id already exists.
+        #[arg(long)]
+        skip_existing: bool,
+    },
+
+    /// Rebuild the text index from the store.
+    Reindex,
+
+    /// Compare the store with the text index; exit 1 if they differ.
+    Check,
+}
+
+/// `memdb query` flags.
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// Query in memdb's query syntax: words, "phrases", AND/OR/-, prefix*.
+    pub text: String,
+    /// Search mode (only keyword until embeddings exist).
+    #[arg(long, value_enum, default_value_t = Mode::Keyword)]
+    pub mode: Mode,
+    /// Most hits to show (1..=1000).
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    /// Hits to skip.
+    #[arg(long, default_value_t = 0)]
+    pub offset: usize,
+    /// Only messages with this role.
+    #[arg(long)]
+    pub role: Option<String>,
+    /// Only messages of this conversation (UUID).
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// Search modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// BM25 over message text.
+    Keyword,
+}
+
+/// Scope filters shared by query, list, count, stats and export.
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// Folder path prefix (`/work` matches `/work` and `/work/py`).
+    #[arg(long)]
+    pub folder: Option<String>,
+    /// Exact label.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Status: active or archived.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Smallest importance (inclusive).
+    #[arg(long, value_name = "N")]
+    pub min_importance: Option<u8>,
+    /// Largest importance (inclusive).
+    #[arg(long, value_name = "N")]
+    pub max_importance: Option<u8>,
+    /// Only pinned conversations.
+    #[arg(long, conflicts_with = "unpinned")]
+    pub pinned: bool,
+    /// Only unpinned conversations.
+    #[arg(long)]
+    pub unpinned: bool,
+    /// Lower time bound, inclusive, on the conversation's last update (the
+    /// message's time for `query`); RFC 3339 or YYYY-MM-DD, UTC when no zone.
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Upper time bound, exclusive; same forms as --since.
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+}

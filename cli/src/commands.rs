@@ -1,0 +1,250 @@
+//! One function per subcommand: validated options in, one engine call, an
+//! [`Output`] back. No search, ranking or validation rules live here; the
+//! engine owns them.
+//!
+//! Inputs (ids, filters, JSON bodies) are parsed before the data directory is
+//! opened, so a bad argument fails fast and touches nothing.
+
+use std::io::IsTerminal;
+
+use anyhow::{Context, Result};
+use memdb::{ConversationUpdate, ExportFormat, ImportOptions, Memdb, Page, Selection, TextQuery};
+
+use crate::args::{Cli, Command, Mode, QueryArgs};
+use crate::input::{self, Source};
+use crate::options;
+use crate::output::{Destination, Output};
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<Output> {
+    let dir = options::data_dir(cli.data)?;
+    // Only commands that add data create a data directory; the others refuse
+    // a directory that holds no store (a mistyped --data must not pass silently).
+    let create = || Memdb::open(&dir);
+    let open = || Memdb::open_existing(&dir);
+    let output = match cli.command {
+        Command::Store { file } => {
+            let new = input::new_conversation(&Source::from_arg(file.as_deref()))?;
+            with_db(create()?, |db| {
+                Ok(Output::Stored(db.create_conversation(new)?))
+            })?
+        }
+        Command::Append { id, file } => {
+            let id = options::conversation_id(&id)?;
+            let messages = input::new_messages(&Source::from_arg(file.as_deref()))?;
+            with_db(open()?, |db| {
+                Ok(Output::Appended {
+                    conversation_id: id,
+                    messages: db.append_messages(id, messages)?,
+                })
+            })?
+        }
+        Command::Query(args) => {
+            let (query, mode) = text_query(args)?;
+            with_db(open()?, |db| {
+                Ok(Output::Hits {
+                    hits: db.search_text(&query)?,
+                    query: query.query,
+                    mode,
+                })
+            })?
+        }
+        Command::Get { id, no_messages } => {
+            let id = options::conversation_id(&id)?;
+            with_db(open()?, |db| {
+                Ok(if no_messages {
+                    Output::Metadata(db.get_conversation(id)?)
+                } else {
+                    Output::Conversation(db.get_conversation_with_messages(id)?)
+                })
+            })?
+        }
+        Command::List {
+            filter,
+            offset,
+            limit,
+        } => {
+            let filter = filter.to_filter()?;
+            with_db(open()?, |db| {
+                Ok(Output::Page(
+                    db.list_conversations(&filter, Page { offset, limit })?,
+                ))
+            })?
+        }
+        Command::Count { filter } => {
+            let filter = filter.to_filter()?;
+            with_db(open()?, |db| {
+                Ok(Output::Count(db.count_conversations(&filter)?))
+            })?
+        }
+        Command::Update {
+            id,
+            label,
+            folder,
+            status,
+            importance,
+            metadata,
+        } => {
+            let id = options::conversation_id(&id)?;
+            let update = ConversationUpdate {
+                label,
+                folder,
+                status: status.as_deref().map(options::status).transpose()?,
+                importance_score: importance,
+                metadata: metadata.as_deref().map(options::metadata).transpose()?,
+            };
+            with_db(open()?, |db| {
+                Ok(Output::Changed {
+                    action: "updated",
+                    conversation: db.update_conversation(id, update)?,
+                })
+            })?
+        }
+        Command::Pin { id } => {
+            let id = options::conversation_id(&id)?;
+            with_db(open()?, |db| {
+                Ok(Output::Changed {
+                    action: "pinned",
+                    conversation: db.pin(id)?,
+                })
+            })?
+        }
+        Command::Archive { id } => {
+            let id = options::conversation_id(&id)?;
+            with_db(open()?, |db| {
+                Ok(Output::Changed {
+                    action: "archived",
+                    conversation: db.archive(id)?,
+                })
+            })?
+        }
+        Command::Delete { id } => {
+            let id = options::conversation_id(&id)?;
+            with_db(open()?, |db| {
+                Ok(Output::Deleted {
+                    id,
+                    messages_removed: db.delete_conversation(id)?,
+                })
+            })?
+        }
+        Command::Stats { filter } => {
+            let filter = filter.to_filter()?;
+            with_db(open()?, |db| Ok(Output::Stats(db.stats(&filter)?)))?
+        }
+        Command::Export {
+            id,
+            filter,
+            format,
+            output,
+        } => {
+            let selection = match id {
+                Some(id) => Selection::One(options::conversation_id(&id)?),
+                None => Selection::Matching(filter.to_filter()?),
+            };
+            let format = options::export_format(&format)?;
+            let (document, conversations) = with_db(open()?, |db| export(db, &selection, format))?;
+            let destination = match output {
+                None => Destination::Stdout(document),
+                Some(path) => {
+                    std::fs::write(&path, &document)
+                        .with_context(|| format!("writing export to {}", path.display()))?;
+                    Destination::File {
+                        path,
+                        bytes: document.len(),
+                    }
+                }
+            };
+            Output::Exported {
+                format,
+                conversations,
+                destination,
+            }
+        }
+        Command::Import {
+            file,
+            skip_existing,
+        } => {
+            let export = input::export(&Source::from_arg(Some(&file)))?;
+            with_db(create()?, |db| {
+                let bar = progress_bar();
+                let report = db.import(
+                    export,
+                    ImportOptions { skip_existing },
+                    &mut |done, total| {
+                        if let Some(bar) = &bar {
+                            bar.set_length(total);
+                            bar.set_position(done);
+                        }
+                    },
+                );
+                if let Some(bar) = bar {
+                    bar.finish_and_clear();
+                }
+                Ok(Output::Imported(report?))
+            })?
+        }
+        Command::Reindex => with_db(open()?, |db| Ok(Output::Reindexed(db.reindex()?)))?,
+        Command::Check => with_db(open()?, |db| Ok(Output::Check(db.check()?)))?,
+    };
+    Ok(output)
+}
+
+/// Runs `f` on an open database, then closes it so index commit errors are
+/// reported rather than dropped.
+fn with_db<T>(db: Memdb, f: impl FnOnce(&Memdb) -> Result<T>) -> Result<T> {
+    let value = f(&db)?;
+    db.close()?;
+    Ok(value)
+}
+
+fn text_query(args: QueryArgs) -> Result<(TextQuery, &'static str)> {
+    let mode = match args.mode {
+        Mode::Keyword => "keyword",
+    };
+    let query = TextQuery {
+        filter: args.filter.to_filter()?,
+        conversation_id: args
+            .conversation
+            .as_deref()
+            .map(options::conversation_id)
+            .transpose()?,
+        role: args.role,
+        limit: args.limit,
+        offset: args.offset,
+        query: args.text,
+    };
+    Ok((query, mode))
+}
+
+/// The export document and, for JSON, how many conversations it holds.
+fn export(
+    db: &Memdb,
+    selection: &Selection,
+    format: ExportFormat,
+) -> Result<(String, Option<usize>)> {
+    Ok(match format {
+        ExportFormat::Json => {
+            let export = db.export(selection)?;
+            let doc = serde_json::to_string_pretty(&export).context("serializing the export")?;
+            (doc, Some(export.conversations.len()))
+        }
+        ExportFormat::Markdown => {
+            let export = db.export(selection)?;
+            (export.to_markdown(), Some(export.conversations.len()))
+        }
+    })
+}
+
+/// A progress bar on stderr, only when stderr is a terminal.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "importing {bar:40} {pos}/{len} conversations ({eta})",
+    ) {
+        bar.set_style(style);
+    }
+    Some(bar)
+}

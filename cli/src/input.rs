@@ -1,0 +1,96 @@
+//! Reads JSON request bodies from a file or stdin and deserializes them into
+//! engine types.
+//!
+//! Parse errors keep serde_json's message, which carries line and column
+//! (`expected `,` or `}` at line 3 column 5`), prefixed with where the input
+//! came from. Deserializing happens before the database is touched, so a bad
+//! body writes nothing.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use memdb::{Export, NewConversation, NewMessage};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+/// Where a body comes from.
+pub enum Source {
+    Stdin,
+    File(PathBuf),
+}
+
+impl Source {
+    /// `-` or absent means stdin.
+    pub fn from_arg(file: Option<&Path>) -> Source {
+        match file {
+            Some(p) if p != Path::new("-") => Source::File(p.to_path_buf()),
+            _ => Source::Stdin,
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Source::Stdin => "<stdin>".into(),
+            Source::File(p) => p.display().to_string(),
+        }
+    }
+
+    fn read(&self) -> Result<String> {
+        match self {
+            Source::Stdin => {
+                let mut stdin = std::io::stdin();
+                if stdin.is_terminal() {
+                    bail!("no input: pass a FILE or pipe JSON on stdin");
+                }
+                let mut s = String::new();
+                stdin
+                    .read_to_string(&mut s)
+                    .context("reading stdin (is it UTF-8?)")?;
+                Ok(s)
+            }
+            Source::File(p) => {
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+            }
+        }
+    }
+
+    fn parse<T: DeserializeOwned>(&self, what: &str) -> Result<T> {
+        let text = self.read()?;
+        serde_json::from_str(&text).with_context(|| format!("invalid {what} in {}", self.name()))
+    }
+}
+
+/// A conversation body for `store`.
+pub fn new_conversation(source: &Source) -> Result<NewConversation> {
+    source.parse("conversation JSON")
+}
+
+/// The `{"messages": [...]}` form of an append body.
+#[derive(Deserialize)]
+struct MessagesBody {
+    messages: Vec<NewMessage>,
+}
+
+/// An append body: a JSON array of messages or `{"messages": [...]}`.
+pub fn new_messages(source: &Source) -> Result<Vec<NewMessage>> {
+    let text = source.read()?;
+    let what = || format!("messages JSON in {}", source.name());
+    if text.trim_start().starts_with('{') {
+        let body: MessagesBody =
+            serde_json::from_str(&text).with_context(|| format!("invalid {}", what()))?;
+        Ok(body.messages)
+    } else {
+        serde_json::from_str(&text).with_context(|| {
+            format!(
+                "invalid {} (expected an array of messages or {{\"messages\": [...]}})",
+                what()
+            )
+        })
+    }
+}
+
+/// A JSON export for `import`.
+pub fn export(source: &Source) -> Result<Export> {
+    source.parse("export JSON")
+}

@@ -1,0 +1,489 @@
+//! What a command produced, rendered as human text or as one JSON document.
+//!
+//! JSON output serializes the engine's own types (`ConversationWithMessages`,
+//! `ConversationPage`, `Stats`, ...) so scripts see the same field names as
+//! the engine API; only results without an engine type (search hits, counts,
+//! deletions) get a small object built here.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use memdb::{
+    CheckReport, Conversation, ConversationPage, ConversationWithMessages, ExportFormat,
+    ImportReport, Message, SearchHit, Stats,
+};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// Longest search snippet, in characters.
+const SNIPPET_CHARS: usize = 120;
+
+/// The result of one command.
+pub enum Output {
+    Stored(ConversationWithMessages),
+    Appended {
+        conversation_id: Uuid,
+        messages: Vec<Message>,
+    },
+    Hits {
+        query: String,
+        mode: &'static str,
+        hits: Vec<SearchHit>,
+    },
+    Conversation(ConversationWithMessages),
+    Metadata(Conversation),
+    Page(ConversationPage),
+    Count(u64),
+    Changed {
+        action: &'static str,
+        conversation: Conversation,
+    },
+    Deleted {
+        id: Uuid,
+        messages_removed: u64,
+    },
+    Stats(Stats),
+    Exported {
+        format: ExportFormat,
+        /// Known for JSON exports (the engine renders Markdown opaquely).
+        conversations: Option<usize>,
+        destination: Destination,
+    },
+    Imported(ImportReport),
+    Reindexed(u64),
+    Check(CheckReport),
+}
+
+/// Where an export went.
+pub enum Destination {
+    /// Not written yet: the document is the command's stdout.
+    Stdout(String),
+    /// Written to a file of this many bytes.
+    File { path: PathBuf, bytes: usize },
+}
+
+impl Output {
+    /// The command's stdout.
+    pub fn render(&self, json: bool) -> String {
+        if json {
+            let mut s = match self {
+                // A JSON export on stdout is already the JSON document.
+                Output::Exported {
+                    format: ExportFormat::Json,
+                    destination: Destination::Stdout(doc),
+                    ..
+                } => doc.clone(),
+                other => serde_json::to_string_pretty(&other.to_json())
+                    .unwrap_or_else(|e| json!({"error": e.to_string()}).to_string()),
+            };
+            if !s.ends_with('\n') {
+                s.push('\n');
+            }
+            s
+        } else {
+            self.to_human()
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Output::Stored(c) | Output::Conversation(c) => to_value(c),
+            Output::Appended {
+                conversation_id,
+                messages,
+            } => json!({
+                "conversation_id": conversation_id,
+                "appended": messages.len(),
+                "messages": messages,
+            }),
+            Output::Hits { query, mode, hits } => json!({
+                "query": query,
+                "mode": mode,
+                "results": hits.iter().map(|h| json!({
+                    "score": h.score,
+                    "message_id": h.message.id,
+                    "conversation_id": h.message.conversation_id,
+                    "label": h.label,
+                    "folder": h.folder,
+                    "role": h.message.role,
+                    "timestamp": h.message.timestamp,
+                    "content": h.message.content,
+                })).collect::<Vec<_>>(),
+                "total": hits.len(),
+            }),
+            Output::Metadata(c) => to_value(c),
+            Output::Page(p) => to_value(p),
+            Output::Count(n) => json!({ "count": n }),
+            Output::Changed { conversation, .. } => to_value(conversation),
+            Output::Deleted {
+                id,
+                messages_removed,
+            } => json!({
+                "id": id,
+                "deleted": true,
+                "messages_removed": messages_removed,
+            }),
+            Output::Stats(s) => to_value(s),
+            Output::Exported {
+                format,
+                conversations,
+                destination,
+            } => match destination {
+                Destination::Stdout(doc) => json!({
+                    "format": format,
+                    "conversations": conversations,
+                    "content": doc,
+                }),
+                Destination::File { path, bytes } => json!({
+                    "format": format,
+                    "conversations": conversations,
+                    "output": path,
+                    "bytes": bytes,
+                }),
+            },
+            Output::Imported(r) => to_value(r),
+            Output::Reindexed(n) => json!({ "indexed": n }),
+            Output::Check(r) => {
+                let mut v = to_value(r);
+                if let Value::Object(m) = &mut v {
+                    m.insert("consistent".into(), Value::Bool(r.is_consistent()));
+                }
+                v
+            }
+        }
+    }
+
+    fn to_human(&self) -> String {
+        let mut out = String::new();
+        let o = &mut out;
+        match self {
+            Output::Stored(c) => {
+                let conv = &c.conversation;
+                line(
+                    o,
+                    format_args!(
+                        "stored conversation {} ({}) label={:?} folder={}",
+                        conv.id,
+                        plural(c.messages.len() as u64, "message"),
+                        conv.label,
+                        conv.folder
+                    ),
+                );
+            }
+            Output::Appended {
+                conversation_id,
+                messages,
+            } => line(
+                o,
+                format_args!(
+                    "appended {} to conversation {conversation_id}",
+                    plural(messages.len() as u64, "message")
+                ),
+            ),
+            Output::Hits { query, hits, .. } => {
+                if hits.is_empty() {
+                    line(o, format_args!("no results for {query:?}"));
+                }
+                for (i, h) in hits.iter().enumerate() {
+                    line(
+                        o,
+                        format_args!(
+                            "{:>3}. {:.3}  {}  {}  {}  {}  conversation {} message {}",
+                            i + 1,
+                            h.score,
+                            h.label,
+                            h.folder,
+                            time(&h.message.timestamp),
+                            h.message.role,
+                            h.message.conversation_id,
+                            h.message.id
+                        ),
+                    );
+                    line(
+                        o,
+                        format_args!("     {}", snippet(&h.message.content.text())),
+                    );
+                }
+            }
+            Output::Conversation(c) => {
+                conversation(o, &c.conversation);
+                line(o, format_args!(""));
+                for m in &c.messages {
+                    line(
+                        o,
+                        format_args!("[{}] {} ({})", time(&m.timestamp), m.role, m.id),
+                    );
+                    for l in m.content.text().lines() {
+                        line(o, format_args!("    {l}"));
+                    }
+                }
+            }
+            Output::Metadata(c) => conversation(o, c),
+            Output::Page(p) => {
+                if p.conversations.is_empty() {
+                    line(o, format_args!("no conversations ({} total)", p.total));
+                } else {
+                    line(
+                        o,
+                        format_args!(
+                            "{:<36}  {:<20}  {:<8}  {:>3}  {:>5}  {:<16}  LABEL",
+                            "ID", "UPDATED", "STATUS", "IMP", "MSGS", "FOLDER"
+                        ),
+                    );
+                    for c in &p.conversations {
+                        line(
+                            o,
+                            format_args!(
+                                "{:<36}  {:<20}  {:<8}  {:>3}  {:>5}  {:<16}  {}",
+                                c.id,
+                                time(&c.updated_at),
+                                c.status,
+                                c.importance_score,
+                                c.message_count,
+                                c.folder,
+                                c.label
+                            ),
+                        );
+                    }
+                    line(
+                        o,
+                        format_args!(
+                            "showing {}-{} of {}",
+                            p.offset + 1,
+                            p.offset + p.conversations.len(),
+                            p.total
+                        ),
+                    );
+                }
+            }
+            Output::Count(n) => line(o, format_args!("{n}")),
+            Output::Changed {
+                action,
+                conversation: c,
+            } => line(
+                o,
+                format_args!(
+                    "{action} conversation {}: label={:?} folder={} status={} importance={}{}",
+                    c.id,
+                    c.label,
+                    c.folder,
+                    c.status,
+                    c.importance_score,
+                    if c.pinned { " (pinned)" } else { "" }
+                ),
+            ),
+            Output::Deleted {
+                id,
+                messages_removed,
+            } => line(
+                o,
+                format_args!(
+                    "deleted conversation {id} ({} removed)",
+                    plural(*messages_removed, "message")
+                ),
+            ),
+            Output::Stats(s) => stats(o, s),
+            Output::Exported {
+                format,
+                conversations,
+                destination,
+            } => match destination {
+                Destination::Stdout(doc) => {
+                    o.push_str(doc);
+                    if !doc.ends_with('\n') {
+                        o.push('\n');
+                    }
+                }
+                Destination::File { path, bytes } => {
+                    let what = conversations
+                        .map_or_else(String::new, |n| plural(n as u64, "conversation") + " ");
+                    line(
+                        o,
+                        format_args!(
+                            "exported {what}as {} to {} ({bytes} bytes)",
+                            format_name(*format),
+                            path.display()
+                        ),
+                    );
+                }
+            },
+            Output::Imported(r) => line(
+                o,
+                format_args!(
+                    "imported {} ({}), skipped {} existing",
+                    plural(r.imported, "conversation"),
+                    plural(r.messages, "message"),
+                    r.skipped
+                ),
+            ),
+            Output::Reindexed(n) => line(o, format_args!("reindexed {n} documents")),
+            Output::Check(r) => check(o, r),
+        }
+        out
+    }
+
+    /// A one-line reason the command failed although it produced output
+    /// (`check` finding an inconsistency).
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            Output::Check(r) if !r.is_consistent() => Some(format!(
+                "text index is inconsistent with the store ({} missing, {} extra, {} messages vs {} indexed); run `memdb reindex`",
+                r.missing_from_index.len(),
+                r.extra_in_index.len(),
+                r.messages,
+                r.indexed
+            )),
+            _ => None,
+        }
+    }
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or_else(|e| json!({ "error": e.to_string() }))
+}
+
+fn line(o: &mut String, args: std::fmt::Arguments<'_>) {
+    let _ = o.write_fmt(args);
+    o.push('\n');
+}
+
+/// `1 message`, `2 messages`.
+fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+fn time(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn format_name(f: ExportFormat) -> &'static str {
+    match f {
+        ExportFormat::Json => "json",
+        ExportFormat::Markdown => "markdown",
+    }
+}
+
+/// `text` on one line: whitespace runs collapsed, cut at `SNIPPET_CHARS`
+/// characters (never inside a character).
+pub fn snippet(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = 0;
+    for word in text.split_whitespace() {
+        if chars > 0 {
+            out.push(' ');
+            chars += 1;
+        }
+        for c in word.chars() {
+            if chars >= SNIPPET_CHARS {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            chars += 1;
+        }
+    }
+    out
+}
+
+fn conversation(o: &mut String, c: &Conversation) {
+    line(o, format_args!("conversation {}", c.id));
+    line(o, format_args!("  label:      {}", c.label));
+    line(o, format_args!("  folder:     {}", c.folder));
+    line(o, format_args!("  status:     {}", c.status));
+    line(
+        o,
+        format_args!(
+            "  importance: {}{}",
+            c.importance_score,
+            if c.pinned { " (pinned)" } else { "" }
+        ),
+    );
+    line(o, format_args!("  messages:   {}", c.message_count));
+    line(o, format_args!("  words:      {}", c.word_count));
+    line(o, format_args!("  created:    {}", time(&c.created_at)));
+    line(o, format_args!("  updated:    {}", time(&c.updated_at)));
+    if c.metadata.as_object().is_some_and(|m| !m.is_empty()) {
+        line(o, format_args!("  metadata:   {}", c.metadata));
+    }
+}
+
+fn stats(o: &mut String, s: &Stats) {
+    line(o, format_args!("conversations   {}", s.total_conversations));
+    line(o, format_args!("messages        {}", s.total_messages));
+    line(o, format_args!("words           {}", s.total_words));
+    line(o, format_args!("active          {}", s.active));
+    line(o, format_args!("archived        {}", s.archived));
+    line(o, format_args!("pinned          {}", s.pinned));
+    line(
+        o,
+        format_args!("avg importance  {:.2}", s.average_importance),
+    );
+    for (title, map) in [("FOLDER", &s.by_folder), ("LABEL", &s.by_label)] {
+        if map.is_empty() {
+            continue;
+        }
+        let width = map
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(title.len());
+        line(o, format_args!(""));
+        line(o, format_args!("{title:<width$}  CONVERSATIONS"));
+        for (k, n) in map {
+            line(o, format_args!("{k:<width$}  {n}"));
+        }
+    }
+}
+
+fn check(o: &mut String, r: &CheckReport) {
+    line(o, format_args!("conversations       {}", r.conversations));
+    line(o, format_args!("messages            {}", r.messages));
+    line(o, format_args!("indexed documents   {}", r.indexed));
+    line(
+        o,
+        format_args!("missing from index  {}", r.missing_from_index.len()),
+    );
+    line(
+        o,
+        format_args!("extra in index      {}", r.extra_in_index.len()),
+    );
+    line(o, format_args!("store lsn           {}", r.store_lsn));
+    line(o, format_args!("text index lsn      {}", r.text_index_lsn));
+    for id in &r.missing_from_index {
+        line(o, format_args!("  missing {id}"));
+    }
+    for id in &r.extra_in_index {
+        line(o, format_args!("  extra   {id}"));
+    }
+    line(
+        o,
+        format_args!(
+            "{}",
+            if r.is_consistent() {
+                "consistent"
+            } else {
+                "INCONSISTENT"
+            }
+        ),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_are_one_line_and_cut_on_chars() {
+        assert_eq!(snippet("a\n\n b\tc "), "a b c");
+        let long = "é".repeat(500);
+        let s = snippet(&long);
+        assert_eq!(s.chars().count(), SNIPPET_CHARS + 1);
+        assert!(s.ends_with('…'));
+    }
+}

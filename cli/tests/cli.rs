@@ -1,0 +1,888 @@
+//! End-to-end tests of the `memdb` binary: each test runs the built binary
+//! against a fresh temporary data directory and checks stdout, stderr and the
+//! exit code (0 success, 1 runtime error, 2 usage error).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// What one run of the binary produced.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+
+    #[track_caller]
+    fn ok(self) -> Run {
+        assert_eq!(self.code, 0, "expected success; stderr: {}", self.stderr);
+        self
+    }
+
+    /// Asserts exit 1 with exactly one `error: ...` line on stderr mentioning
+    /// every one of `needles`.
+    #[track_caller]
+    fn fails_with(self, needles: &[&str]) -> Run {
+        assert_eq!(
+            self.code, 1,
+            "expected exit 1; stdout: {} stderr: {}",
+            self.stdout, self.stderr
+        );
+        let err = self.stderr.trim_end();
+        assert_eq!(err.lines().count(), 1, "stderr is not one line: {err}");
+        assert!(err.starts_with("error: "), "{err}");
+        for n in needles {
+            assert!(err.contains(n), "stderr {err:?} does not mention {n:?}");
+        }
+        self
+    }
+
+    #[track_caller]
+    fn usage_error(self) -> Run {
+        assert_eq!(self.code, 2, "expected exit 2; stderr: {}", self.stderr);
+        assert!(self.stderr.contains("error"), "{}", self.stderr);
+        self
+    }
+}
+
+/// A temporary data directory and a way to run `memdb --data DIR ...` on it.
+struct Db {
+    dir: tempfile::TempDir,
+}
+
+impl Db {
+    fn new() -> Db {
+        Db {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_stdin(args, None)
+    }
+
+    fn run_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
+        cmd.env_remove("MEMDB_DATA").arg("--data").arg(self.data());
+        cmd.args(args);
+        exec(cmd, stdin)
+    }
+
+    /// Stores `body` from stdin and returns the new conversation id.
+    fn store(&self, body: &Value) -> String {
+        let out = self
+            .run_stdin(&["--json", "store"], Some(body.to_string().as_bytes()))
+            .ok()
+            .json();
+        out["id"].as_str().expect("id").to_string()
+    }
+
+    fn count(&self) -> u64 {
+        if !self.data().join("memdb.redb").exists() {
+            // Nothing was ever written: commands that only read refuse a
+            // directory without a store (checked in `read_commands_need_a_store`).
+            return 0;
+        }
+        let out = self.run(&["--json", "count"]).ok().json();
+        out["count"].as_u64().expect("count")
+    }
+
+    fn messages_total(&self) -> u64 {
+        let out = self.run(&["--json", "stats"]).ok().json();
+        out["total_messages"].as_u64().expect("total_messages")
+    }
+}
+
+fn exec(mut cmd: Command, stdin: Option<&[u8]>) -> Run {
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn memdb");
+    let writer = stdin.map(|bytes| {
+        let mut pipe = child.stdin.take().expect("stdin");
+        let bytes = bytes.to_vec();
+        // The child may exit without reading everything; ignore EPIPE.
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&bytes);
+        })
+    });
+    let out = child.wait_with_output().expect("wait memdb");
+    if let Some(w) = writer {
+        w.join().expect("stdin writer");
+    }
+    Run {
+        code: out.status.code().expect("exit code"),
+        stdout: String::from_utf8(out.stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("utf-8 stderr"),
+    }
+}
+
+fn rust_conversation() -> Value {
+    json!({
+        "label": "Rust ownership",
+        "folder": "/work/rust",
+        "importance_score": 7,
+        "metadata": {"source": "test"},
+        "messages": [
+            {"role": "user", "content": "How does the borrow checker handle mutable references?",
+             "timestamp": "2026-01-25T12:00:00Z"},
+            {"role": "assistant",
+             "content": [{"type": "text", "text": "Only one mutable reference may exist at a time."}],
+             "timestamp": "2026-01-25T12:00:05"}
+        ]
+    })
+}
+
+fn cooking_conversation() -> Value {
+    json!({
+        "label": "Dinner",
+        "folder": "/home",
+        "messages": [
+            {"role": "user", "content": "A recipe for tomato soup please"},
+            {"role": "assistant", "content": "Roast the tomatoes first, then blend."}
+        ]
+    })
+}
+
+// ----- store and query ---------------------------------------------------
+
+#[test]
+fn store_from_stdin_then_query_finds_it() {
+    let db = Db::new();
+    let body = rust_conversation().to_string();
+    let stored = db.run_stdin(&["store"], Some(body.as_bytes())).ok();
+    assert!(
+        stored.stdout.starts_with("stored conversation "),
+        "{}",
+        stored.stdout
+    );
+    assert!(stored.stdout.contains("(2 messages)"));
+    assert!(stored.stdout.contains("label=\"Rust ownership\""));
+    assert!(stored.stdout.contains("folder=/work/rust"));
+    let id = stored
+        .stdout
+        .split_whitespace()
+        .nth(2)
+        .expect("id")
+        .to_string();
+    db.store(&cooking_conversation());
+
+    let out = db.run(&["--json", "query", "borrow checker"]).ok().json();
+    assert_eq!(out["query"], "borrow checker");
+    let results = out["results"].as_array().expect("results");
+    assert_eq!(out["total"].as_u64(), Some(results.len() as u64));
+    assert!(!results.is_empty());
+    let top = &results[0];
+    assert_eq!(top["conversation_id"], id.as_str());
+    assert!(top["message_id"].as_str().is_some_and(|s| s.len() == 36));
+    assert!(top["score"].as_f64().is_some_and(|s| s > 0.0));
+    assert_eq!(top["label"], "Rust ownership");
+    assert_eq!(top["folder"], "/work/rust");
+    assert_eq!(top["role"], "user");
+    assert_eq!(top["timestamp"], "2026-01-25T12:00:00Z");
+    assert!(
+        top["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("borrow"))
+    );
+
+    let human = db.run(&["query", "borrow checker"]).ok();
+    assert!(human.stdout.contains("Rust ownership"), "{}", human.stdout);
+    assert!(human.stdout.contains("/work/rust"));
+    assert!(human.stdout.contains("How does the borrow checker"));
+    assert!(!human.stdout.contains("Dinner"));
+}
+
+#[test]
+fn query_filters_and_paging() {
+    let db = Db::new();
+    let rust = db.store(&rust_conversation());
+    let soup = db.store(&cooking_conversation());
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["--json", "query"];
+        all.extend_from_slice(args);
+        db.run(&all).ok().json()["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["conversation_id"].as_str().expect("id").to_string())
+            .collect()
+    };
+    // "exist OR roast" matches the assistant message of each conversation.
+    assert_eq!(ids(&["exist OR roast"]).len(), 2);
+    assert_eq!(
+        ids(&["exist OR roast", "--folder", "/home"]),
+        [soup.as_str()]
+    );
+    assert_eq!(
+        ids(&["exist OR roast", "--label", "Rust ownership"]),
+        [rust.as_str()]
+    );
+    assert_eq!(
+        ids(&["exist OR roast", "--conversation", &rust]),
+        [rust.as_str()]
+    );
+    assert_eq!(
+        ids(&["exist OR roast", "--min-importance", "6"]),
+        [rust.as_str()]
+    );
+    assert_eq!(ids(&["exist OR roast", "--role", "assistant"]).len(), 2);
+    assert_eq!(ids(&["exist OR roast", "--limit", "1"]).len(), 1);
+    assert_eq!(ids(&["exist OR roast", "--offset", "1"]).len(), 1);
+    assert_eq!(
+        ids(&[
+            "exist OR roast",
+            "--until",
+            "2026-01-25T12:00:06Z",
+            "--since",
+            "2026-01-25"
+        ]),
+        [rust.as_str()]
+    );
+    assert!(ids(&["exist", "--status", "archived"]).is_empty());
+    assert_eq!(ids(&["exist", "--mode", "keyword"]), [rust.as_str()]);
+    let none = db.run(&["query", "zebra"]).ok();
+    assert!(none.stdout.contains("no results"), "{}", none.stdout);
+}
+
+#[test]
+fn store_from_file_emits_the_whole_conversation() {
+    let db = Db::new();
+    let file = db.path().join("conv.json");
+    std::fs::write(&file, rust_conversation().to_string()).expect("write");
+    let out = db
+        .run(&["store", file.to_str().expect("path"), "--json"])
+        .ok()
+        .json();
+    assert!(out["id"].as_str().is_some());
+    assert_eq!(out["label"], "Rust ownership");
+    assert_eq!(out["folder"], "/work/rust");
+    assert_eq!(out["status"], "active");
+    assert_eq!(out["importance_score"], 7);
+    assert_eq!(out["message_count"], 2);
+    assert_eq!(out["metadata"]["source"], "test");
+    assert!(out["created_at"].as_str().is_some());
+    let messages = out["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1]["content"][0]["type"], "text");
+    // `-` also means stdin.
+    let body = cooking_conversation().to_string();
+    db.run_stdin(&["store", "-"], Some(body.as_bytes())).ok();
+    assert_eq!(db.count(), 2);
+}
+
+// ----- the other subcommands ---------------------------------------------
+
+#[test]
+fn append_accepts_an_array_or_an_object() {
+    let db = Db::new();
+    let id = db.store(&rust_conversation());
+    let array = json!([{"role": "user", "content": "And shared references?"}]).to_string();
+    let out = db.run_stdin(&["append", &id], Some(array.as_bytes())).ok();
+    assert!(
+        out.stdout
+            .contains(&format!("appended 1 message to conversation {id}")),
+        "{}",
+        out.stdout
+    );
+    let object = json!({"messages": [
+        {"role": "assistant", "content": "Any number of them."},
+        {"role": "user", "content": "Thanks"}
+    ]})
+    .to_string();
+    let file = db.path().join("more.json");
+    std::fs::write(&file, object).expect("write");
+    let out = db
+        .run(&["--json", "append", &id, file.to_str().expect("path")])
+        .ok()
+        .json();
+    assert_eq!(out["conversation_id"], id.as_str());
+    assert_eq!(out["appended"], 2);
+    assert_eq!(out["messages"].as_array().map(Vec::len), Some(2));
+    let conv = db.run(&["--json", "get", &id]).ok().json();
+    assert_eq!(conv["message_count"], 5);
+    assert_eq!(conv["messages"][4]["content"], "Thanks");
+}
+
+#[test]
+fn get_shows_conversation_and_messages() {
+    let db = Db::new();
+    let id = db.store(&rust_conversation());
+    let human = db.run(&["get", &id]).ok();
+    assert!(human.stdout.contains(&format!("conversation {id}")));
+    assert!(human.stdout.contains("label:      Rust ownership"));
+    assert!(human.stdout.contains("Only one mutable reference"));
+    assert!(human.stdout.contains("[2026-01-25T12:00:00Z] user"));
+
+    let full = db.run(&["--json", "get", &id]).ok().json();
+    assert_eq!(full["id"], id.as_str());
+    assert_eq!(full["messages"].as_array().map(Vec::len), Some(2));
+    let meta = db.run(&["--json", "get", &id, "--no-messages"]).ok().json();
+    assert_eq!(meta["id"], id.as_str());
+    assert_eq!(meta["message_count"], 2);
+    assert!(meta.get("messages").is_none());
+    let human = db.run(&["get", "--no-messages", &id]).ok();
+    assert!(!human.stdout.contains("Only one mutable reference"));
+}
+
+#[test]
+fn list_count_and_filters() {
+    let db = Db::new();
+    let rust = db.store(&rust_conversation());
+    let soup = db.store(&cooking_conversation());
+    let page = db.run(&["--json", "list"]).ok().json();
+    assert_eq!(page["total"], 2);
+    assert_eq!(page["limit"], 50);
+    // Newest updated first.
+    assert_eq!(page["conversations"][0]["id"], soup.as_str());
+    assert_eq!(page["conversations"][1]["id"], rust.as_str());
+
+    let page = db.run(&["--json", "list", "--folder", "/work"]).ok().json();
+    assert_eq!(page["total"], 1);
+    assert_eq!(page["conversations"][0]["label"], "Rust ownership");
+    let page = db
+        .run(&["--json", "list", "--limit", "1", "--offset", "1"])
+        .ok()
+        .json();
+    assert_eq!(page["total"], 2);
+    assert_eq!(page["conversations"][0]["id"], rust.as_str());
+
+    let human = db.run(&["list"]).ok();
+    assert!(human.stdout.contains(&rust) && human.stdout.contains(&soup));
+    assert!(
+        human.stdout.contains("showing 1-2 of 2"),
+        "{}",
+        human.stdout
+    );
+
+    assert_eq!(db.count(), 2);
+    assert_eq!(db.run(&["count", "--label", "Dinner"]).ok().stdout, "1\n");
+    assert_eq!(
+        db.run(&["count", "--min-importance", "6"]).ok().stdout,
+        "1\n"
+    );
+    assert_eq!(
+        db.run(&["count", "--status", "archived"]).ok().stdout,
+        "0\n"
+    );
+    assert_eq!(db.run(&["count", "--pinned"]).ok().stdout, "0\n");
+    assert_eq!(db.run(&["count", "--unpinned"]).ok().stdout, "2\n");
+    assert_eq!(
+        db.run(&["count", "--since", "2000-01-01"]).ok().stdout,
+        "2\n"
+    );
+    assert_eq!(
+        db.run(&["count", "--until", "2000-01-01"]).ok().stdout,
+        "0\n"
+    );
+}
+
+#[test]
+fn update_pin_archive() {
+    let db = Db::new();
+    let id = db.store(&rust_conversation());
+    let out = db
+        .run(&[
+            "--json",
+            "update",
+            &id,
+            "--label",
+            "Borrowing",
+            "--folder",
+            "/learn/",
+            "--importance",
+            "3",
+            "--metadata",
+            r#"{"k": 1}"#,
+        ])
+        .ok()
+        .json();
+    assert_eq!(out["label"], "Borrowing");
+    assert_eq!(out["folder"], "/learn");
+    assert_eq!(out["importance_score"], 3);
+    assert_eq!(out["metadata"]["k"], 1);
+    let human = db.run(&["update", &id, "--status", "archived"]).ok();
+    assert!(
+        human
+            .stdout
+            .starts_with(&format!("updated conversation {id}")),
+        "{}",
+        human.stdout
+    );
+    assert!(human.stdout.contains("status=archived"));
+    db.run(&["update", &id, "--status", "active"]).ok();
+
+    let pinned = db.run(&["--json", "pin", &id]).ok().json();
+    assert_eq!(pinned["pinned"], true);
+    assert_eq!(pinned["importance_score"], 10);
+    assert!(db.run(&["pin", &id]).ok().stdout.contains("(pinned)"));
+    let archived = db.run(&["--json", "archive", &id]).ok().json();
+    assert_eq!(archived["status"], "archived");
+    assert!(
+        db.run(&["archive", &id])
+            .ok()
+            .stdout
+            .starts_with("archived conversation")
+    );
+    assert_eq!(
+        db.run(&["count", "--pinned", "--status", "archived"])
+            .ok()
+            .stdout,
+        "1\n"
+    );
+}
+
+#[test]
+fn delete_reports_messages_removed() {
+    let db = Db::new();
+    let id = db.store(&rust_conversation());
+    db.store(&cooking_conversation());
+    let out = db.run(&["delete", &id]).ok();
+    assert_eq!(
+        out.stdout,
+        format!("deleted conversation {id} (2 messages removed)\n")
+    );
+    assert_eq!(db.count(), 1);
+    db.run(&["get", &id]).fails_with(&["not found", &id]);
+    db.run(&["delete", &id]).fails_with(&["not found"]);
+    let soup = db.run(&["--json", "list"]).ok().json()["conversations"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let out = db.run(&["--json", "delete", &soup]).ok().json();
+    assert_eq!(
+        out,
+        json!({"id": soup, "deleted": true, "messages_removed": 2})
+    );
+    assert!(
+        db.run(&["--json", "query", "tomato"]).ok().json()["results"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    );
+}
+
+#[test]
+fn stats_totals_per_folder_and_label() {
+    let db = Db::new();
+    db.store(&rust_conversation());
+    db.store(&cooking_conversation());
+    let s = db.run(&["--json", "stats"]).ok().json();
+    assert_eq!(s["total_conversations"], 2);
+    assert_eq!(s["total_messages"], 4);
+    assert_eq!(s["by_folder"]["/work/rust"], 1);
+    assert_eq!(s["by_label"]["Dinner"], 1);
+    let human = db.run(&["stats"]).ok();
+    assert!(
+        human.stdout.contains("conversations   2"),
+        "{}",
+        human.stdout
+    );
+    assert!(human.stdout.contains("FOLDER"));
+    assert!(human.stdout.contains("/work/rust"));
+    assert!(human.stdout.contains("LABEL"));
+    assert!(human.stdout.contains("Rust ownership"));
+    let s = db
+        .run(&["--json", "stats", "--folder", "/home"])
+        .ok()
+        .json();
+    assert_eq!(s["total_conversations"], 1);
+}
+
+#[test]
+fn export_json_then_import_round_trips() {
+    let db = Db::new();
+    let a = db.store(&rust_conversation());
+    let b = db.store(&cooking_conversation());
+    db.run(&["archive", &b]).ok();
+    let file = db.path().join("export.json");
+    let file_arg = file.to_str().expect("path");
+    let out = db.run(&["export", "--output", file_arg]).ok();
+    assert!(
+        out.stdout.contains("exported 2 conversations as json"),
+        "{}",
+        out.stdout
+    );
+    // Stdout export (the default) is the same document.
+    let doc = db.run(&["export"]).ok().json();
+    assert_eq!(doc["format"], "memdb-export");
+    assert_eq!(doc["conversations"].as_array().map(Vec::len), Some(2));
+
+    let fresh = Db::new();
+    let report = fresh.run(&["--json", "import", file_arg]).ok().json();
+    assert_eq!(report, json!({"imported": 2, "messages": 4, "skipped": 0}));
+    for id in [&a, &b] {
+        let orig = db.run(&["--json", "get", id]).ok().json();
+        let copy = fresh.run(&["--json", "get", id]).ok().json();
+        assert_eq!(copy["message_count"], orig["message_count"]);
+        assert_eq!(copy["status"], orig["status"]);
+        let msg_ids = |v: &Value| -> Vec<Value> {
+            v["messages"]
+                .as_array()
+                .expect("messages")
+                .iter()
+                .map(|m| m["id"].clone())
+                .collect()
+        };
+        assert_eq!(msg_ids(&copy), msg_ids(&orig));
+    }
+    assert!(
+        !fresh.run(&["--json", "query", "borrow"]).ok().json()["results"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    );
+
+    // Importing again conflicts and writes nothing, unless told to skip.
+    fresh
+        .run(&["import", file_arg])
+        .fails_with(&["already exists"]);
+    assert_eq!(fresh.count(), 2);
+    let out = fresh.run(&["import", file_arg, "--skip-existing"]).ok();
+    assert!(out.stdout.contains("skipped 2 existing"), "{}", out.stdout);
+
+    // One conversation, by id, from stdin.
+    let one = db.run(&["export", "--id", &a]).ok().stdout;
+    let third = Db::new();
+    third.run_stdin(&["import", "-"], Some(one.as_bytes())).ok();
+    assert_eq!(third.count(), 1);
+}
+
+#[test]
+fn export_markdown_and_filters() {
+    let db = Db::new();
+    let id = db.store(&rust_conversation());
+    db.store(&cooking_conversation());
+    let md = db
+        .run(&["export", "--format", "markdown", "--id", &id])
+        .ok();
+    assert!(md.stdout.starts_with("# Rust ownership"), "{}", md.stdout);
+    assert!(md.stdout.contains("Only one mutable reference"));
+    assert!(!md.stdout.contains("Dinner"));
+    let wrapped = db
+        .run(&["--json", "export", "--format", "md", "--folder", "/home"])
+        .ok()
+        .json();
+    assert_eq!(wrapped["format"], "markdown");
+    assert!(
+        wrapped["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("# Dinner"))
+    );
+    let file = db.path().join("out.md");
+    let out = db
+        .run(&[
+            "--json",
+            "export",
+            "--format",
+            "markdown",
+            "-o",
+            file.to_str().expect("p"),
+        ])
+        .ok()
+        .json();
+    assert!(out["bytes"].as_u64().is_some_and(|b| b > 0));
+    let written = std::fs::read_to_string(&file).expect("read");
+    assert!(written.contains("# Dinner") && written.contains("# Rust ownership"));
+    db.run(&["export", "--format", "pdf"])
+        .fails_with(&["format", "pdf"]);
+    db.run(&["export", "--id", &id, "--folder", "/x"])
+        .usage_error();
+}
+
+#[test]
+fn reindex_and_check() {
+    let db = Db::new();
+    db.store(&rust_conversation());
+    db.store(&cooking_conversation());
+    let out = db.run(&["reindex"]).ok();
+    assert_eq!(out.stdout, "reindexed 4 documents\n");
+    assert_eq!(db.run(&["--json", "reindex"]).ok().json()["indexed"], 4);
+    let check = db.run(&["check"]).ok();
+    assert!(
+        check.stdout.contains("messages            4"),
+        "{}",
+        check.stdout
+    );
+    assert!(check.stdout.trim_end().ends_with("consistent"));
+    let report = db.run(&["--json", "check"]).ok().json();
+    assert_eq!(report["consistent"], true);
+    assert_eq!(report["indexed"], 4);
+    assert_eq!(report["conversations"], 2);
+}
+
+// ----- bad input: exit 1, one line naming the problem, nothing written ---
+
+#[test]
+fn bad_store_bodies_write_nothing() {
+    let db = Db::new();
+    db.store(&cooking_conversation());
+    let bad = |body: &str, needles: &[&str]| {
+        db.run_stdin(&["store"], Some(body.as_bytes()))
+            .fails_with(needles);
+        assert_eq!(db.count(), 1, "store changed after {body:.60}");
+        assert_eq!(db.messages_total(), 2);
+    };
+    bad(
+        "{\"label\": \"x\",\n \"messages\": [\n {\"role\": \"user\" \"content\": \"hi\"}]}",
+        &["invalid conversation JSON", "line 3 column"],
+    );
+    bad("", &["EOF", "line 1 column 0"]);
+    bad(
+        r#"{"messages": [{"role": "user", "content": "hi"}]}"#,
+        &["missing field `label`"],
+    );
+    bad(
+        r#"{"label": "  ", "messages": [{"role": "user", "content": "hi"}]}"#,
+        &["invalid label", "empty"],
+    );
+    bad(
+        r#"{"label": "x", "messages": []}"#,
+        &["messages", "at least one"],
+    );
+    bad(
+        r#"{"label": "x", "folder": "nope", "messages": [{"role": "user", "content": "hi"}]}"#,
+        &["invalid folder", "nope"],
+    );
+    bad(
+        r#"{"label": "x", "messages": [{"role": "user", "content": "hi", "timestamp": "later"}]}"#,
+        &["invalid timestamp", "later"],
+    );
+    bad(
+        r#"{"label": "x", "messages": [{"role": "us er", "content": "hi"}]}"#,
+        &["messages[0].role"],
+    );
+    // A 10 MB message; the engine's limit is 1 MiB.
+    let huge = json!({
+        "label": "big",
+        "messages": [{"role": "user", "content": "word ".repeat(2 << 20)}]
+    })
+    .to_string();
+    bad(&huge, &["messages[0].content", "10485760 bytes", "limit"]);
+    // A missing file.
+    db.run(&["store", db.path().join("absent.json").to_str().expect("p")])
+        .fails_with(&["absent.json"]);
+    assert_eq!(db.count(), 1);
+}
+
+#[test]
+fn bad_append_bodies_write_nothing() {
+    let db = Db::new();
+    let id = db.store(&cooking_conversation());
+    let bad = |body: &str, needles: &[&str]| {
+        db.run_stdin(&["append", &id], Some(body.as_bytes()))
+            .fails_with(needles);
+        assert_eq!(db.messages_total(), 2);
+    };
+    bad(
+        "[{\"role\": \"user\",",
+        &["invalid messages JSON", "line 1"],
+    );
+    bad("[]", &["at least one message"]);
+    bad(
+        r#"{"messages": [{"content": "x"}]}"#,
+        &["missing field `role`"],
+    );
+    bad(r#""hello""#, &["expected an array of messages"]);
+    let other = uuid_v4_like();
+    db.run_stdin(
+        &["append", &other],
+        Some(br#"[{"role": "user", "content": "x"}]"#),
+    )
+    .fails_with(&["not found", &other]);
+}
+
+#[test]
+fn bad_ids_statuses_and_values() {
+    let db = Db::new();
+    let id = db.store(&rust_conversation());
+    for args in [
+        vec!["get", "not-a-uuid"],
+        vec!["delete", "not-a-uuid"],
+        vec!["pin", "not-a-uuid"],
+        vec!["archive", "not-a-uuid"],
+        vec!["update", "not-a-uuid", "--label", "x"],
+        vec!["export", "--id", "not-a-uuid"],
+        vec!["query", "borrow", "--conversation", "not-a-uuid"],
+    ] {
+        db.run(&args)
+            .fails_with(&["invalid conversation id", "\"not-a-uuid\""]);
+    }
+    db.run_stdin(&["append", "not-a-uuid"], Some(b"[]"))
+        .fails_with(&["not-a-uuid"]);
+    db.run(&["update", &id, "--status", "bogus"])
+        .fails_with(&["status", "bogus"]);
+    db.run(&["list", "--status", "bogus"])
+        .fails_with(&["status", "bogus"]);
+    db.run(&["count", "--status", "bogus"])
+        .fails_with(&["status", "bogus"]);
+    db.run(&["update", &id, "--importance", "11"])
+        .fails_with(&["importance", "11"]);
+    db.run(&["update", &id, "--folder", "relative"])
+        .fails_with(&["folder", "relative"]);
+    db.run(&["update", &id, "--metadata", "[1]"])
+        .fails_with(&["metadata", "object"]);
+    db.run(&["list", "--since", "yesterday"])
+        .fails_with(&["--since", "yesterday"]);
+    db.run(&["list", "--limit", "0"]).fails_with(&["limit"]);
+    db.run(&["list", "--since", "2026-02-01", "--until", "2026-01-01"])
+        .fails_with(&["since"]);
+    db.run(&["query", "borrow", "--limit", "5000"])
+        .fails_with(&["limit", "5000"]);
+    db.run(&["query", "\"foo bar"])
+        .fails_with(&["invalid query", "foo bar"]);
+    db.run(&["query", "   "]).fails_with(&["query", "empty"]);
+    // Nothing changed.
+    let conv = db.run(&["--json", "get", &id]).ok().json();
+    assert_eq!(conv["label"], "Rust ownership");
+    assert_eq!(conv["status"], "active");
+    assert_eq!(conv["importance_score"], 7);
+    assert_eq!(db.count(), 1);
+}
+
+#[test]
+fn bad_import_writes_nothing() {
+    let db = Db::new();
+    let id = db.store(&rust_conversation());
+    let mut doc = db.run(&["export"]).ok().json();
+    let fresh = Db::new();
+    let write = |doc: &Value| {
+        let path = fresh.path().join("import.json");
+        std::fs::write(&path, doc.to_string()).expect("write");
+        path
+    };
+    let mut wrong = doc.clone();
+    wrong["format"] = json!("other");
+    fresh
+        .run(&["import", write(&wrong).to_str().expect("p")])
+        .fails_with(&["format", "other"]);
+    doc["conversations"][0]["label"] = json!("");
+    fresh
+        .run(&["import", write(&doc).to_str().expect("p")])
+        .fails_with(&["conversations[0].label"]);
+    let path = fresh.path().join("broken.json");
+    std::fs::write(&path, "{\"format\": ").expect("write");
+    fresh
+        .run(&["import", path.to_str().expect("p")])
+        .fails_with(&["invalid export JSON", "line 1 column"]);
+    assert_eq!(fresh.count(), 0);
+    fresh.run(&["get", &id]).fails_with(&["not found"]);
+}
+
+#[test]
+fn json_errors_are_json_on_stdout() {
+    let db = Db::new();
+    let run = db.run(&["--json", "get", "nope"]).fails_with(&["nope"]);
+    let v = run.json();
+    assert_eq!(v["error"]["exit_code"], 1);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("invalid conversation id"))
+    );
+}
+
+// ----- usage errors: exit 2 ----------------------------------------------
+
+#[test]
+fn usage_errors_exit_2() {
+    let db = Db::new();
+    db.run(&[]).usage_error();
+    db.run(&["frobnicate"]).usage_error();
+    db.run(&["list", "--bogus-flag"]).usage_error();
+    db.run(&["get"]).usage_error();
+    db.run(&["list", "--limit", "many"]).usage_error();
+    db.run(&["update", &uuid_v4_like()]).usage_error();
+    db.run(&["update", &uuid_v4_like(), "--importance", "300"])
+        .usage_error();
+    db.run(&["query", "x", "--mode", "semantic"]).usage_error();
+    db.run(&["count", "--pinned", "--unpinned"]).usage_error();
+    db.run(&["import"]).usage_error();
+    assert_eq!(db.count(), 0);
+}
+
+#[test]
+fn help_lists_every_subcommand() {
+    let db = Db::new();
+    let help = db.run(&["--help"]).ok();
+    for sub in [
+        "store", "append", "query", "get", "list", "count", "update", "pin", "archive", "delete",
+        "stats", "export", "import", "reindex", "check",
+    ] {
+        let found = help
+            .stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with(sub) && l.len() > sub.len() + 4);
+        assert!(found, "{sub} missing from --help:\n{}", help.stdout);
+    }
+    let sub = db.run(&["query", "--help"]).ok();
+    assert!(sub.stdout.contains("--min-importance"));
+    assert!(sub.stdout.contains("--mode"));
+}
+
+// ----- data directory ------------------------------------------------------
+
+#[test]
+fn data_dir_defaults_to_memdb_data_env() {
+    let db = Db::new();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
+    cmd.env("MEMDB_DATA", db.data()).arg("store");
+    let body = rust_conversation().to_string();
+    let run = exec(cmd, Some(body.as_bytes())).ok();
+    assert!(run.stdout.starts_with("stored conversation"));
+    assert!(db.data().join("memdb.redb").exists());
+    // --data (used by `count`) names the same directory.
+    assert_eq!(db.count(), 1);
+    // --data wins over the environment.
+    let other = db.path().join("other");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
+    cmd.env("MEMDB_DATA", db.data())
+        .arg("--data")
+        .arg(&other)
+        .arg("count");
+    let run = exec(cmd, None);
+    assert_eq!(run.code, 1, "count must not create a store in {other:?}");
+    assert!(run.stderr.contains("not found"), "{}", run.stderr);
+    assert!(!other.join("memdb.redb").exists());
+}
+
+#[test]
+fn read_commands_need_a_store() {
+    let db = Db::new();
+    for args in [
+        &["count"][..],
+        &["list"],
+        &["query", "x"],
+        &["stats"],
+        &["check"],
+    ] {
+        let run = db.run(args);
+        assert_eq!(run.code, 1, "{args:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        assert!(run.stderr.contains("data directory"), "{}", run.stderr);
+    }
+    assert!(!db.data().join("memdb.redb").exists());
+}
+
+/// A syntactically valid id no conversation has.
+fn uuid_v4_like() -> String {
+    "6f1c1f5e-8a1f-4c1e-9d2a-3b4c5d6e7f80".to_string()
+}
