@@ -145,6 +145,7 @@ impl Memdb {
     fn rebuild_text(&self) -> Result<()> {
         let mut slot = self.text.write().unwrap_or_else(|e| e.into_inner());
         let dir = slot.dir().to_path_buf();
+        slot.close()?;
         // Readers holding the old Arc finish on the old files; tantivy keeps
         // them valid while mmapped.
         let fresh = TextIndex::rebuild(&dir, &self.store, &self.config)?;
@@ -658,7 +659,7 @@ impl Memdb {
         if text.has_uncommitted() {
             text.commit()?;
         }
-        Ok(())
+        text.close()
     }
 
     /// Validates one exported conversation and builds its rows.
@@ -765,6 +766,7 @@ impl Drop for Memdb {
         if text.has_uncommitted() {
             let _ = text.commit();
         }
+        let _ = text.close();
     }
 }
 

@@ -107,7 +107,8 @@ struct State {
 pub(crate) struct TextIndex {
     dir: PathBuf,
     fields: Fields,
-    writer: Mutex<IndexWriter>,
+    /// `None` once [`TextIndex::close`] ran.
+    writer: Mutex<Option<IndexWriter>>,
     reader: IndexReader,
     parser: QueryParser,
     state: Mutex<State>,
@@ -186,7 +187,7 @@ impl TextIndex {
         Ok(TextIndex {
             dir: dir.to_path_buf(),
             fields,
-            writer: Mutex::new(writer),
+            writer: Mutex::new(Some(writer)),
             reader,
             parser,
             state: Mutex::new(State {
@@ -215,7 +216,8 @@ impl TextIndex {
             let msgs = txn.open_table(store::MESSAGES)?;
             let mut cache: Option<(u128, ConversationRecord)> = None;
             {
-                let writer = t.lock_writer();
+                let mut guard = t.lock_writer();
+                let writer = open_writer(&mut guard)?;
                 for row in msgs.iter()? {
                     let (k, v) = row?;
                     let msg = MessageRecord::decode(v.value())?;
@@ -233,8 +235,7 @@ impl TextIndex {
             }
             t.state_lock().applied_lsn = lsn;
             t.commit()?;
-            let writer = t.writer.into_inner().unwrap_or_else(|e| e.into_inner());
-            writer.wait_merging_threads()?;
+            t.close()?;
         }
         if dir.exists() {
             std::fs::remove_dir_all(dir).map_err(Error::io(dir))?;
@@ -251,8 +252,18 @@ impl TextIndex {
         }
     }
 
-    fn lock_writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
+    fn lock_writer(&self) -> std::sync::MutexGuard<'_, Option<IndexWriter>> {
         self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for background merges and releases the index's writer lock.
+    /// Afterwards applying and committing fail; searching still works.
+    pub(crate) fn close(&self) -> Result<()> {
+        let writer = self.lock_writer().take();
+        if let Some(w) = writer {
+            w.wait_merging_threads()?;
+        }
+        Ok(())
     }
 
     fn state_lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -309,7 +320,8 @@ impl TextIndex {
         let txn = store.read()?;
         let convs = txn.open_table(store::CONVERSATIONS)?;
         let msgs = txn.open_table(store::MESSAGES)?;
-        let writer = self.lock_writer();
+        let mut guard = self.lock_writer();
+        let writer = open_writer(&mut guard)?;
         let f = self.fields;
         for (_, ops) in entries {
             for op in ops {
@@ -347,7 +359,7 @@ impl TextIndex {
                 }
             }
         }
-        drop(writer);
+        drop(guard);
         let mut state = self.state_lock();
         state.applied_lsn = state.applied_lsn.max(last);
         Ok(())
@@ -367,7 +379,8 @@ impl TextIndex {
     /// Commits applied changes with the applied LSN as the watermark and
     /// makes them visible to the next search.
     pub(crate) fn commit(&self) -> Result<()> {
-        let mut writer = self.lock_writer();
+        let mut guard = self.lock_writer();
+        let writer = open_writer(&mut guard)?;
         let lsn = self.state_lock().applied_lsn;
         let payload = serde_json::to_string(&Payload {
             lsn,
@@ -377,7 +390,7 @@ impl TextIndex {
         let mut prepared = writer.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
-        drop(writer);
+        drop(guard);
         self.reader.reload()?;
         self.state_lock().committed_lsn = lsn;
         self.committed.store(lsn, Ordering::Release);
@@ -556,6 +569,12 @@ fn rewrite_prefixes(query: &str) -> String {
         i += 1;
     }
     out
+}
+
+fn open_writer(guard: &mut Option<IndexWriter>) -> Result<&mut IndexWriter> {
+    guard
+        .as_mut()
+        .ok_or_else(|| Error::TextIndex("the text index is closed".into()))
 }
 
 /// The quote character left open at the end of `query`, if any.

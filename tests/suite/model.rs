@@ -87,7 +87,7 @@ proptest! {
                 }
                 Action::Reopen => {
                     db.take().unwrap().close().unwrap();
-                    db = Some(Memdb::open(d.path()).unwrap());
+                    db = Some(Memdb::open(d.path()).unwrap_or_else(|e| panic!("reopen: {e:?}")));
                 }
             }
         }
