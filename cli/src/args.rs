@@ -171,6 +171,21 @@ pub enum Command {
 
     /// Compare the store with the text index; exit 1 if they differ.
     Check,
+
+    /// Check the text index against the store and every vector generation's
+    /// section checksums; a damaged generation is rebuilt from the store.
+    /// Exits 1 if anything was found damaged.
+    Verify,
+
+    /// Build a new generation of a vector space's index (all spaces when
+    /// none is named), folding in the delta and dropping tombstones.
+    Compact {
+        /// Vector space name.
+        space: Option<String>,
+    },
+
+    /// List vector spaces with their index statistics.
+    Spaces,
 }
 
 /// `memdb query` flags.

@@ -185,6 +185,30 @@ pub fn run(cli: Cli) -> Result<Output> {
         }
         Command::Reindex => with_db(open()?, |db| Ok(Output::Reindexed(db.reindex()?)))?,
         Command::Check => with_db(open()?, |db| Ok(Output::Check(db.check()?)))?,
+        Command::Verify => with_db(open()?, |db| {
+            Ok(Output::Verify {
+                text: db.check()?,
+                vectors: db.verify_vectors()?,
+            })
+        })?,
+        Command::Compact { space } => with_db(open()?, |db| {
+            let names = match space {
+                Some(name) => vec![name],
+                None => db.vector_spaces()?.into_iter().map(|s| s.name).collect(),
+            };
+            let mut stats = Vec::new();
+            for name in names {
+                stats.push(db.compact_vectors(&name)?);
+            }
+            Ok(Output::Spaces(stats))
+        })?,
+        Command::Spaces => with_db(open()?, |db| {
+            let mut stats = Vec::new();
+            for s in db.vector_spaces()? {
+                stats.push(db.vector_stats(&s.name)?);
+            }
+            Ok(Output::Spaces(stats))
+        })?,
     };
     Ok(output)
 }

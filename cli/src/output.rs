@@ -53,6 +53,13 @@ pub enum Output {
     Imported(ImportReport),
     Reindexed(u64),
     Check(CheckReport),
+    /// `verify`: text index consistency and vector generation checks.
+    Verify {
+        text: CheckReport,
+        vectors: Vec<memdb::VerifyOutcome>,
+    },
+    /// `spaces`, `compact`: per-space index statistics.
+    Spaces(Vec<memdb::VectorStats>),
 }
 
 /// Where an export went.
@@ -151,6 +158,12 @@ impl Output {
                 }
                 v
             }
+            Output::Verify { text, vectors } => json!({
+                "text": {"consistent": text.is_consistent(), "messages": text.messages, "indexed": text.indexed},
+                "vectors": to_value(vectors),
+                "ok": text.is_consistent() && vectors.iter().all(|v| v.error.is_none()),
+            }),
+            Output::Spaces(stats) => json!({ "spaces": to_value(stats) }),
         }
     }
 
@@ -319,6 +332,47 @@ impl Output {
             ),
             Output::Reindexed(n) => line(o, format_args!("reindexed {n} documents")),
             Output::Check(r) => check(o, r),
+            Output::Verify { text, vectors } => {
+                check(o, text);
+                for v in vectors {
+                    match &v.error {
+                        None => line(o, format_args!("vector space {}: ok", v.space)),
+                        Some(e) => line(
+                            o,
+                            format_args!(
+                                "vector space {}: DAMAGED ({e}){}",
+                                v.space,
+                                if v.rebuilt {
+                                    "; rebuilt from the store"
+                                } else {
+                                    ""
+                                }
+                            ),
+                        ),
+                    }
+                }
+            }
+            Output::Spaces(stats) => {
+                if stats.is_empty() {
+                    line(o, format_args!("no vector spaces"));
+                }
+                for st in stats {
+                    line(
+                        o,
+                        format_args!(
+                            "{}  vectors {}  generation {} (lsn {}, {} nodes, {} bytes)  delta {}  tombstones {}",
+                            st.space,
+                            st.count,
+                            st.generation,
+                            st.generation_lsn,
+                            st.generation_nodes,
+                            st.file_bytes,
+                            st.delta,
+                            st.tombstones
+                        ),
+                    );
+                }
+            }
         }
         out
     }
@@ -334,6 +388,23 @@ impl Output {
                 r.messages,
                 r.indexed
             )),
+            Output::Verify { text, vectors } => {
+                let damaged: Vec<&str> = vectors
+                    .iter()
+                    .filter(|v| v.error.is_some())
+                    .map(|v| v.space.as_str())
+                    .collect();
+                if !text.is_consistent() {
+                    Some("text index is inconsistent with the store; run `memdb reindex`".into())
+                } else if !damaged.is_empty() {
+                    Some(format!(
+                        "damaged vector generation(s) in {} (rebuilt from the store)",
+                        damaged.join(", ")
+                    ))
+                } else {
+                    None
+                }
+            }
             _ => None,
         }
     }

@@ -825,7 +825,7 @@ fn help_lists_every_subcommand() {
     let help = db.run(&["--help"]).ok();
     for sub in [
         "store", "append", "query", "get", "list", "count", "update", "pin", "archive", "delete",
-        "stats", "export", "import", "reindex", "check",
+        "stats", "export", "import", "reindex", "check", "verify", "compact", "spaces",
     ] {
         let found = help
             .stdout
@@ -885,4 +885,24 @@ fn read_commands_need_a_store() {
 /// A syntactically valid id no conversation has.
 fn uuid_v4_like() -> String {
     "6f1c1f5e-8a1f-4c1e-9d2a-3b4c5d6e7f80".to_string()
+}
+
+#[test]
+fn verify_compact_and_spaces() {
+    let db = Db::new();
+    db.store(&rust_conversation());
+    let out = db.run(&["--json", "spaces"]).ok().json();
+    assert_eq!(out["spaces"].as_array().expect("spaces").len(), 0);
+    let out = db.run(&["--json", "verify"]).ok().json();
+    assert_eq!(out["ok"], true);
+    assert_eq!(out["text"]["consistent"], true);
+    let human = db.run(&["compact"]).ok();
+    assert!(
+        human.stdout.contains("no vector spaces"),
+        "{}",
+        human.stdout
+    );
+    let run = db.run(&["compact", "no-such-space"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("vector space"), "{}", run.stderr);
 }

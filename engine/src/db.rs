@@ -21,6 +21,7 @@ use crate::text::{Opened, TextIndex};
 use crate::time::{from_micros, now, to_micros};
 use crate::types::*;
 use crate::validate;
+use crate::vindex::VectorIndexes;
 
 /// Largest page or hit count any call returns.
 pub const MAX_LIMIT: usize = 1000;
@@ -34,6 +35,7 @@ pub struct Memdb {
     text: RwLock<Arc<TextIndex>>,
     write_lock: Mutex<()>,
     last_lsn: AtomicU64,
+    pub(crate) vectors: VectorIndexes,
     _lock: DirLock,
 }
 
@@ -78,6 +80,7 @@ impl Memdb {
             Opened::NeedsRebuild(_why) => TextIndex::rebuild(&text_dir, &store, &config)?,
         };
         let last = store.last_lsn()?;
+        let vectors = VectorIndexes::open(&dir, &store)?;
         let db = Memdb {
             dir,
             config,
@@ -85,6 +88,7 @@ impl Memdb {
             text: RwLock::new(Arc::new(text)),
             write_lock: Mutex::new(()),
             last_lsn: AtomicU64::new(last),
+            vectors,
             _lock: lock,
         };
         {
@@ -104,7 +108,7 @@ impl Memdb {
         &self.config
     }
 
-    fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
+    pub(crate) fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
         self.write_lock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -160,7 +164,10 @@ impl Memdb {
     ) -> Result<T> {
         let _g = self.lock_writes();
         let text = self.text();
-        let trim = text.committed_lsn();
+        // The oplog keeps what any derived index may still need to replay.
+        let trim = text
+            .committed_lsn()
+            .min(self.vectors.oplog_floor().unwrap_or(u64::MAX));
         let (value, lsn, recorded) = self.store.write(trim, f)?;
         let previous = self.last_lsn.swap(lsn, Ordering::AcqRel);
         if recorded.is_empty() {
@@ -168,6 +175,13 @@ impl Memdb {
         }
         // The write is durable now. Index maintenance failures must not turn
         // it into an error: the next search or open replays from the oplog.
+        if let Err(_e) = self.vectors.apply(&self.store, lsn, &recorded) {
+            for op in &recorded {
+                if let Op::PutVector(s, _) | Op::DeleteVector(s, _) = op {
+                    self.vectors.forget(*s);
+                }
+            }
+        }
         let applied = if text.applied_lsn() == previous {
             text.apply(&self.store, &[(lsn, recorded)]).is_ok()
         } else {
@@ -326,6 +340,31 @@ impl Memdb {
     pub fn list_conversations(&self, filter: &Filter, page: Page) -> Result<ConversationPage> {
         check_limit("limit", page.limit)?;
         let filter = normalize_filter(filter)?;
+        let unfiltered = Filter {
+            folder: filter.folder.clone().filter(|f| f != "/"),
+            ..filter.clone()
+        } == Filter::default();
+        if unfiltered {
+            // Every conversation matches: the total is the table's length,
+            // and only the page's rows are read (newest updated first).
+            let txn = self.store.read()?;
+            let convs = txn.open_table(store::CONVERSATIONS)?;
+            let total = convs.len()?;
+            let by_updated = txn.open_table(store::CONV_BY_UPDATED)?;
+            let mut out = Vec::with_capacity(page.limit.min(total as usize));
+            for row in by_updated.iter()?.rev().skip(page.offset).take(page.limit) {
+                let (_, id) = row?.0.value();
+                if let Some(rec) = store::get_conversation(&convs, id)? {
+                    out.push(conversation_from(id, &rec)?);
+                }
+            }
+            return Ok(ConversationPage {
+                conversations: out,
+                total,
+                offset: page.offset,
+                limit: page.limit,
+            });
+        }
         let mut total = 0u64;
         let mut out = Vec::new();
         self.scan_matching(&filter, |id, rec| {
@@ -557,18 +596,27 @@ impl Memdb {
         let msgs = txn.open_table(store::MESSAGES)?;
         let convs = txn.open_table(store::CONVERSATIONS)?;
         let mut hits = Vec::with_capacity(ids.len());
+        // Hits often share a conversation: read and decode each one once.
+        let mut scopes: std::collections::HashMap<u128, Option<(String, String)>> =
+            std::collections::HashMap::new();
         for (id, score) in ids {
             let Some(m) = store::get_message(&msgs, id)? else {
                 continue;
             };
-            let Some(c) = store::get_conversation(&convs, u128::from_le_bytes(m.conversation_id))?
-            else {
+            let cid = u128::from_le_bytes(m.conversation_id);
+            let scope = match scopes.entry(cid) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(store::get_conversation(&convs, cid)?.map(|c| (c.label, c.folder)))
+                }
+            };
+            let Some((label, folder)) = scope else {
                 continue;
             };
             hits.push(SearchHit {
                 message: message_from(id, &m)?,
-                label: c.label,
-                folder: c.folder,
+                label: label.clone(),
+                folder: folder.clone(),
                 score,
             });
         }
@@ -652,6 +700,14 @@ impl Memdb {
         self.store.oplog_len()
     }
 
+    /// Makes every returned write visible to text search and durable in the
+    /// text index: applies any oplog entries the index has not seen and
+    /// commits it. Writes are durable in the store when they return; this
+    /// spares a bulk importer the catch-up on the next search or open.
+    pub fn flush(&self) -> Result<()> {
+        self.fresh_text().map(|_| ())
+    }
+
     /// Commits the text index and waits for its merges. Dropping a `Memdb`
     /// also commits; `close` reports errors instead of ignoring them.
     pub fn close(self) -> Result<()> {
@@ -711,6 +767,7 @@ impl Memdb {
     /// Writes prepared imports in one transaction.
     pub(crate) fn write_imports(&self, batch: Vec<PreparedImport>) -> Result<()> {
         self.write(|txn, ops| {
+            let mut tables = store::MessageTables::open(txn)?;
             for PreparedImport {
                 key,
                 mut conv,
@@ -729,8 +786,8 @@ impl Memdb {
                         embedding_id: emb.clone(),
                         ..message_record(key, &mut conv, m, created)?
                     };
-                    store::insert_message(txn, *mid, &rec)?;
-                    ops.push(Op::PutMessage(mid.to_le_bytes()));
+                    tables.insert(*mid, &rec)?;
+                    ops.push(Op::InsertMessage(mid.to_le_bytes()));
                 }
                 store::put_conversation(txn, key, &conv, None)?;
             }
@@ -814,7 +871,10 @@ fn message_record(
         .checked_add(1)
         .ok_or_else(|| Error::invalid("messages", "conversation has too many messages"))?;
     conv.message_count += 1;
-    conv.word_count += record_text(&rec).split_whitespace().count() as u64;
+    conv.word_count += match &rec.content {
+        ContentRecord::Text(s) => s.split_whitespace().count(),
+        ContentRecord::PartsJson(_) => record_text(&rec).split_whitespace().count(),
+    } as u64;
     Ok(rec)
 }
 
@@ -827,11 +887,12 @@ fn add_messages(
     ops: &mut OpBatch,
 ) -> Result<Vec<Message>> {
     let mut out = Vec::with_capacity(messages.len());
+    let mut tables = store::MessageTables::open(txn)?;
     for m in messages {
         let rec = message_record(conv_key, conv, m, now_us)?;
         let id = Uuid::new_v4().as_u128();
-        store::insert_message(txn, id, &rec)?;
-        ops.push(Op::PutMessage(id.to_le_bytes()));
+        tables.insert(id, &rec)?;
+        ops.push(Op::InsertMessage(id.to_le_bytes()));
         out.push(message_from(id, &rec)?);
     }
     Ok(out)

@@ -73,6 +73,22 @@ pub enum Error {
     /// The tantivy index failed.
     #[error("text index error: {0}")]
     TextIndex(String),
+    /// The vector index failed.
+    #[error("vector index error: {0}")]
+    VectorIndex(String),
+    /// An embedding provider failed (tokenizer, ONNX Runtime, model output).
+    #[error("embedding error: {0}")]
+    Embedding(String),
+    /// A file the local embedding model needs is not installed.
+    #[error(
+        "embedding model not installed: {path} is missing; install it with `scripts/install-model.sh {dir}` (or set MEMDB_MODELS to the directory that holds it)"
+    )]
+    ModelMissing {
+        /// The missing file.
+        path: PathBuf,
+        /// The models directory that was searched.
+        dir: PathBuf,
+    },
 }
 
 impl Error {

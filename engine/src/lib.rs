@@ -37,6 +37,7 @@
 
 mod config;
 mod db;
+mod embed;
 mod error;
 mod export;
 mod lock;
@@ -46,19 +47,37 @@ mod text;
 mod time;
 mod types;
 mod validate;
+mod vector;
+mod vindex;
 
 pub use config::Config;
 pub use db::{MAX_LIMIT, Memdb};
+pub use embed::{
+    Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, default_models_dir,
+};
 pub use error::{Error, Result};
 pub use export::{
     EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ImportOptions, ImportReport, Selection,
 };
-pub use spaces::{MAX_DIMENSION, Metric, SpaceSpec, VectorFilter, VectorHit, VectorSpace};
+pub use spaces::{
+    MAX_DIMENSION, Metric, SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome,
+};
 pub use time::parse_timestamp;
 pub use types::*;
 pub use validate::{MAX_FOLDER_BYTES, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES};
+pub use vindex::{VectorSearch, VectorStats};
 
 /// The README's Rust tour, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 mod readme {}
+
+/// Internals for the benchmark binaries in `benches/` (feature
+/// `bench-internals`, off by default). Not part of the API: no stability,
+/// no docs.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod bench_internals {
+    pub use crate::vector::bench::{BenchError, Generation, Graph, clustered, run};
+    pub use memdb_format::Metric;
+}

@@ -1,7 +1,7 @@
 //! One writer per data directory: an exclusive advisory lock on `<dir>/LOCK`.
 //!
-//! The lock is held for the life of the [`DirLock`] and released by the OS
-//! when the process dies, so a crash never leaves a stale lock behind. The
+//! The lock is held for the life of the [`DirLock`], released explicitly on
+//! drop, and released by the OS when the process dies, so a crash never leaves a stale lock behind. The
 //! holder's pid is written into the file only to make the error message
 //! useful; it is never trusted for correctness.
 
@@ -50,5 +50,15 @@ impl DirLock {
         let _ = write!(file, "{}", std::process::id());
         let _ = file.flush();
         Ok(DirLock { _file: file })
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        // Unlock explicitly instead of relying on close(): a child process
+        // forked by this one (before its exec closes our descriptors) shares
+        // the open file description, and with it the lock, until it execs.
+        // `unlock` releases the description's lock for every holder.
+        let _ = self._file.unlock();
     }
 }

@@ -413,7 +413,7 @@ impl Memdb {
             None => "null".to_string(),
             Some(v) => v.to_string(),
         };
-        self.write(|txn, _ops| {
+        let space = self.write(|txn, _ops| {
             let mut t = txn.open_table(VECTOR_SPACES)?;
             if let Some(existing) = get_space(&t, name)? {
                 let space = space_from(name, &existing)?;
@@ -444,7 +444,9 @@ impl Memdb {
             };
             t.insert(name, rec.encode().as_slice())?;
             space_from(name, &rec)
-        })
+        })?;
+        self.vectors.ensure(&self.store, name)?;
+        Ok(space)
     }
 
     /// The space called `name`.
@@ -580,4 +582,89 @@ impl Memdb {
             })
             .collect())
     }
+
+    /// Approximate k-nearest search (HNSW over the generation and the
+    /// delta, merged by similarity) among the records `filter` allows.
+    /// Small allowed sets are searched exactly; larger ones by a filtered
+    /// graph walk.
+    pub fn search_vectors(
+        &self,
+        space: &str,
+        query: &[f32],
+        params: crate::vindex::VectorSearch,
+        filter: &VectorFilter,
+    ) -> Result<Vec<VectorHit>> {
+        let sp = self.vector_space(space)?;
+        check_vector("query", &sp, query)?;
+        if params.k == 0 || params.k > crate::db::MAX_LIMIT {
+            return Err(Error::invalid(
+                "k",
+                format!("{} is outside 1..={}", params.k, crate::db::MAX_LIMIT),
+            ));
+        }
+        if params.ef > 10_000 {
+            return Err(Error::invalid(
+                "ef",
+                format!("{} is outside 0..=10000", params.ef),
+            ));
+        }
+        let allowed = allowed_records(self, filter)?;
+        if self.vectors.take_damaged(sp.id) {
+            // The background check after open found this generation's
+            // sections damaged: rebuild it from the store before answering.
+            self.compact_vectors(space)?;
+        }
+        let index = self.vectors.ensure(&self.store, space)?;
+        self.vectors.search(&index, query, params, allowed.as_ref())
+    }
+
+    /// Counts and sizes of a space's index.
+    pub fn vector_stats(&self, space: &str) -> Result<crate::vindex::VectorStats> {
+        let index = self.vectors.ensure(&self.store, space)?;
+        self.vectors.stats(&self.store, &index)
+    }
+
+    /// Builds the next generation of `space` from the store (on the rayon
+    /// pool; writers are blocked only while it is swapped in), then removes
+    /// the previous generation file. Returns the new stats.
+    pub fn compact_vectors(&self, space: &str) -> Result<crate::vindex::VectorStats> {
+        self.vector_space(space)?;
+        let built = crate::vindex::build_generation(self.vectors.root(), &self.store, space)?;
+        {
+            let _g = self.lock_writes();
+            self.vectors.install(&self.store, &built)?;
+        }
+        self.vector_stats(space)
+    }
+
+    /// Checks every vector generation's section checksums (O(size)). A
+    /// damaged generation is reported and rebuilt from the store.
+    pub fn verify_vectors(&self) -> Result<Vec<VerifyOutcome>> {
+        let mut out = Vec::new();
+        for (name, result) in self.vectors.verify() {
+            let rebuilt = if result.is_err() {
+                self.compact_vectors(&name)?;
+                true
+            } else {
+                false
+            };
+            out.push(VerifyOutcome {
+                space: name,
+                error: result.err(),
+                rebuilt,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// What [`Memdb::verify_vectors`] found for one space.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyOutcome {
+    /// Space name.
+    pub space: String,
+    /// The damage found, if any.
+    pub error: Option<String>,
+    /// Whether the generation was rebuilt from the store.
+    pub rebuilt: bool,
 }

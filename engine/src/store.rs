@@ -9,7 +9,7 @@ use std::path::Path;
 
 use memdb_format::{ConversationRecord, MessageRecord, Op, OplogEntry};
 use redb::{
-    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table,
     TableDefinition, WriteTransaction,
 };
 
@@ -174,9 +174,7 @@ impl Store {
     }
 
     pub(crate) fn last_lsn(&self) -> Result<u64> {
-        let txn = self.read()?;
-        let meta = txn.open_table(META)?;
-        Ok(meta.get(KEY_LAST_LSN)?.map_or(0, |v| v.value()))
+        last_lsn_in(&self.read()?)
     }
 
     /// Oplog entries with LSN in `(after, ..]`, in order, or `None` when the
@@ -294,20 +292,43 @@ pub(crate) fn delete_conversation(
     Ok(removed)
 }
 
-/// Inserts a new message row and its per-conversation index row.
-pub(crate) fn insert_message(txn: &WriteTransaction, id: u128, rec: &MessageRecord) -> Result<()> {
-    let conv = u128::from_le_bytes(rec.conversation_id);
-    let mut messages = txn.open_table(MESSAGES)?;
-    if messages.get(id)?.is_some() {
-        return Err(Error::Conflict(format!(
-            "message {} already exists",
-            uuid::Uuid::from_u128(id)
-        )));
+/// The two tables a message insert writes, opened once for a batch of
+/// inserts in one write transaction (opening a table is a B-tree lookup).
+pub(crate) struct MessageTables<'txn> {
+    messages: Table<'txn, u128, &'static [u8]>,
+    conv_messages: Table<'txn, (u128, i64, u32), u128>,
+}
+
+impl<'txn> MessageTables<'txn> {
+    pub(crate) fn open(txn: &'txn WriteTransaction) -> Result<Self> {
+        Ok(MessageTables {
+            messages: txn.open_table(MESSAGES)?,
+            conv_messages: txn.open_table(CONV_MESSAGES)?,
+        })
     }
-    messages.insert(id, rec.encode().as_slice())?;
-    txn.open_table(CONV_MESSAGES)?
-        .insert((conv, rec.timestamp, rec.seq), id)?;
-    Ok(())
+
+    /// Inserts a new message row and its per-conversation index row. An id
+    /// that already exists is `Error::Conflict`; the row has been overwritten
+    /// in the transaction by then, so the caller must abort it (returning the
+    /// error from [`Store::write`]'s closure drops the transaction uncommitted).
+    pub(crate) fn insert(&mut self, id: u128, rec: &MessageRecord) -> Result<()> {
+        if self.messages.insert(id, rec.encode().as_slice())?.is_some() {
+            return Err(Error::Conflict(format!(
+                "message {} already exists",
+                uuid::Uuid::from_u128(id)
+            )));
+        }
+        let conv = u128::from_le_bytes(rec.conversation_id);
+        self.conv_messages
+            .insert((conv, rec.timestamp, rec.seq), id)?;
+        Ok(())
+    }
+}
+
+/// `meta.last_lsn` as of a read transaction's snapshot.
+pub(crate) fn last_lsn_in(txn: &ReadTransaction) -> Result<u64> {
+    let meta = txn.open_table(META)?;
+    Ok(meta.get(KEY_LAST_LSN)?.map_or(0, |v| v.value()))
 }
 
 /// Message ids of a conversation in (timestamp, seq) order.

@@ -35,6 +35,48 @@ pub enum FormatError {
         /// The decoder's explanation.
         reason: String,
     },
+    /// The input ends before the structure it declares (a truncated file).
+    #[error("{what}: truncated: needs {needed} bytes, has {len}")]
+    Truncated {
+        /// Which structure was being read.
+        what: &'static str,
+        /// Bytes the structure needs.
+        needed: u64,
+        /// Bytes available.
+        len: u64,
+    },
+    /// A stored CRC32 does not match the bytes it covers.
+    #[error("{what}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    Checksum {
+        /// Which header or section the checksum covers.
+        what: &'static str,
+        /// The CRC32 stored in the file.
+        stored: u32,
+        /// The CRC32 of the bytes read.
+        computed: u32,
+    },
+    /// A file's format version is outside the range this build reads.
+    #[error(
+        "{what}: format version {found} is not supported (this build reads versions {oldest} to {newest}); rebuild the file from the store"
+    )]
+    UnsupportedFileVersion {
+        /// Which file kind was being opened.
+        what: &'static str,
+        /// The version stored in the file.
+        found: u32,
+        /// The oldest version this build reads.
+        oldest: u32,
+        /// The newest version this build reads (and the one it writes).
+        newest: u32,
+    },
+    /// An encoder was handed parts that do not form a valid structure.
+    #[error("{what}: cannot encode: {reason}")]
+    InvalidInput {
+        /// Which structure was being encoded.
+        what: &'static str,
+        /// What is wrong with the parts.
+        reason: String,
+    },
 }
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {

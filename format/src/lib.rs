@@ -30,7 +30,14 @@
 )]
 
 mod envelope;
+mod generation;
 mod records;
 
 pub use envelope::{FormatError, RECORD_VERSION};
+pub use generation::{
+    ElementType, GENERATION_HEADER_LEN, GENERATION_MAGIC, GENERATION_OLDEST_SUPPORTED_VERSION,
+    GENERATION_VERSION, GenerationEncoder, GenerationParts, GenerationView, MAX_DIMENSION,
+    MAX_LEVELS, MAX_NEIGHBORS, Metric, NO_ENTRY_POINT, Neighbors, SECTION_ALIGN, Section,
+    SectionInfo,
+};
 pub use records::{ContentRecord, ConversationRecord, MessageRecord, Op, OplogEntry, SpaceRecord};

@@ -77,6 +77,11 @@ pub enum Op {
     PutVector(u32, [u8; 16]),
     /// A record's vector in a vector space was removed (space id, record id).
     DeleteVector(u32, [u8; 16]),
+    /// A message that did not exist before this entry was created: index it.
+    /// Like [`Op::PutMessage`], but tells the text index that no earlier
+    /// document can exist for the id, so it may skip the delete (SPEC.md §5
+    /// says when that is safe during replay).
+    InsertMessage([u8; 16]),
 }
 
 /// A vector space (table `vector_spaces`, key = its name): one embedding
@@ -179,6 +184,30 @@ mod tests {
             OplogEntry::decode(&bytes),
             Err(FormatError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn op_variant_indexes_are_stable() {
+        // postcard encodes the variant index first: appending variants keeps
+        // every older entry decodable, reordering would not.
+        let cases = [
+            (Op::PutMessage([1; 16]), 0u8),
+            (Op::DeleteMessage([1; 16]), 1),
+            (Op::PutConversation([1; 16]), 2),
+            (Op::DeleteConversation([1; 16]), 3),
+            (Op::PutVector(7, [1; 16]), 4),
+            (Op::DeleteVector(7, [1; 16]), 5),
+            (Op::InsertMessage([1; 16]), 6),
+        ];
+        for (op, index) in cases {
+            let entry = OplogEntry {
+                ops: vec![op.clone()],
+            };
+            let bytes = entry.encode();
+            // envelope version, ops length (1), variant index.
+            assert_eq!(bytes[2], index, "{op:?}");
+            assert_eq!(OplogEntry::decode(&bytes).unwrap(), entry);
+        }
     }
 
     proptest! {

@@ -7,9 +7,11 @@
 mod api;
 mod bad_input;
 mod crash;
+mod embed;
 mod model;
 mod recovery;
 mod search;
+mod vector_crash;
 mod vectors;
 
 use memdb::{Memdb, NewConversation, NewMessage};

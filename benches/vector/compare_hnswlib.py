@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""memdb's HNSW vs hnswlib 0.8.0, side by side on the same data.
+
+1. Runs memdb's harness (the vector_harness binary of memdb-benches, in
+   release; cargo run --release -p memdb-benches --bin vector_harness): it
+   generates clustered synthetic vectors, computes exact ground truth,
+   builds memdb's graph, sweeps ef, and writes base.fvecs, query.fvecs,
+   gt.ivecs and memdb.json to --data-dir (benches/data/vector, gitignored).
+2. Builds hnswlib on the same vectors with the same M, ef_construction and
+   thread count, and sweeps the same ef values.
+3. Prints build time, QPS at recall@10 >= 0.95 and >= 0.99 for both, and the
+   ratios. QPS is single-threaded search (hnswlib: knn_query with
+   num_threads=1 over the whole query batch; memdb: one query at a time),
+   measured in CPU time of the searching thread and best of --rounds passes,
+   so that other load on a shared machine distorts it less. Build time is
+   printed as wall time and as CPU time of all threads.
+
+Usage (creates the venv on first run):
+    benches/vector/run.sh [--n 100000] [--dim 384] [--threads 2] ...
+or, with hnswlib==0.8.0 and numpy installed:
+    python3 benches/vector/compare_hnswlib.py --help
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def read_vecs(path, dtype):
+    raw = np.fromfile(path, dtype=np.int32)
+    dim = int(raw[0])
+    return raw.reshape(-1, dim + 1)[:, 1:].copy().view(dtype)
+
+
+def recall_at_10(labels, gt):
+    total = 0.0
+    for row, truth in zip(labels, gt):
+        total += len(set(row.tolist()) & set(truth.tolist())) / len(truth)
+    return total / len(gt)
+
+
+def qps_at(runs, target):
+    """Highest QPS among runs whose recall reaches target (None if none)."""
+    ok = [r["qps"] for r in runs if r["recall"] >= target]
+    return max(ok) if ok else None
+
+
+def run_memdb(args, data_dir):
+    env = dict(os.environ)
+    env.update(
+        MEMDB_VEC_N=str(args.n),
+        MEMDB_VEC_DIM=str(args.dim),
+        MEMDB_VEC_QUERIES=str(args.queries),
+        MEMDB_VEC_M=str(args.m),
+        MEMDB_VEC_EFC=str(args.efc),
+        MEMDB_VEC_THREADS=str(args.threads),
+        MEMDB_VEC_METRIC=args.metric,
+        MEMDB_VEC_EFS=args.efs,
+        MEMDB_VEC_ROUNDS=str(args.rounds),
+        MEMDB_VEC_RANK=str(args.rank),
+        MEMDB_VEC_SPREAD=str(args.spread),
+        MEMDB_VEC_NOISE=str(args.noise),
+        MEMDB_VEC_OUT=str(data_dir),
+    )
+    cmd = ["cargo", "run", "--release", "-p", "memdb-benches", "--bin", "vector_harness"]
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, cwd=ROOT, env=env, check=True)
+    return json.loads((data_dir / "memdb.json").read_text())
+
+
+def run_hnswlib(args, data_dir):
+    import hnswlib
+
+    base = read_vecs(data_dir / "base.fvecs", np.float32)
+    queries = read_vecs(data_dir / "query.fvecs", np.float32)
+    gt = read_vecs(data_dir / "gt.ivecs", np.int32)
+    space = {"cosine": "cosine", "dot": "ip", "l2": "l2"}[args.metric]
+    index = hnswlib.Index(space=space, dim=base.shape[1])
+    index.init_index(max_elements=len(base), ef_construction=args.efc, M=args.m, random_seed=100)
+    start, cpu = time.perf_counter(), time.process_time()
+    index.add_items(base, np.arange(len(base)), num_threads=args.threads)
+    build, build_cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(f"hnswlib build: {build:.2f}s wall, {build_cpu:.2f}s CPU")
+    index.knn_query(queries[:200], k=10, num_threads=1)  # warm-up
+    runs = []
+    for ef in [int(x) for x in args.efs.split(",")]:
+        index.set_ef(ef)
+        best = 0.0
+        for _ in range(args.rounds):
+            # CPU time of this thread: knn_query with num_threads=1 runs the
+            # queries in the calling thread.
+            start = time.thread_time()
+            labels, _ = index.knn_query(queries, k=10, num_threads=1)
+            best = max(best, len(queries) / (time.thread_time() - start))
+        rec = recall_at_10(labels, gt)
+        print(f"hnswlib ef {ef:4}: recall@10 {rec:.4f}  QPS {best:8.0f}", flush=True)
+        runs.append({"ef": ef, "recall": rec, "qps": best})
+    return {"build_secs": build, "build_cpu_secs": build_cpu, "runs": runs}
+
+
+def fmt(v, unit=""):
+    return "-" if v is None else f"{v:,.0f}{unit}" if v >= 100 else f"{v:.2f}{unit}"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=100_000)
+    p.add_argument("--dim", type=int, default=384)
+    p.add_argument("--queries", type=int, default=1_000)
+    p.add_argument("--m", type=int, default=16)
+    p.add_argument("--efc", type=int, default=200)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--metric", choices=["cosine", "dot", "l2"], default="cosine")
+    p.add_argument("--efs", default="10,16,20,24,32,40,48,64,80,96,128,160,192,256,384")
+    p.add_argument("--rounds", type=int, default=3)
+    # Data shape: 64-dimensional clusters plus noise (see engine/src/vector/tests.rs).
+    p.add_argument("--rank", type=int, default=64)
+    p.add_argument("--spread", type=float, default=0.15)
+    p.add_argument("--noise", type=float, default=0.3)
+    p.add_argument("--data-dir", type=Path, default=ROOT / "benches" / "data" / "vector")
+    p.add_argument("--skip-memdb", action="store_true", help="reuse memdb.json and the data files")
+    args = p.parse_args()
+
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    if args.skip_memdb:
+        memdb = json.loads((args.data_dir / "memdb.json").read_text())
+    else:
+        memdb = run_memdb(args, args.data_dir)
+    hnsw = run_hnswlib(args, args.data_dir)
+
+    print()
+    print(f"== {memdb['n']} x {memdb['dim']} {args.metric}, M {args.m}, ef_construction {args.efc}, "
+          f"{args.threads} build threads, 1 search thread")
+    print(f"{'':24}{'memdb':>12}{'hnswlib':>12}{'ratio':>10}")
+    mb, hb = memdb["build_secs"], hnsw["build_secs"]
+    print(f"{'build wall time (s)':24}{mb:12.2f}{hb:12.2f}{mb / hb:10.2f}   (<= 1.0 is the target)")
+    mb, hb = memdb["build_cpu_secs"], hnsw["build_cpu_secs"]
+    print(f"{'build CPU time (s)':24}{mb:12.2f}{hb:12.2f}{mb / hb:10.2f}   (all threads)")
+    for target in (0.95, 0.99):
+        mq, hq = qps_at(memdb["runs"], target), qps_at(hnsw["runs"], target)
+        ratio = f"{mq / hq:10.2f}" if mq and hq else f"{'-':>10}"
+        print(f"{'QPS at recall ' + str(target):24}{fmt(mq):>12}{fmt(hq):>12}{ratio}   (>= 1.0 is the target)")
+    print()
+    print("filtered (memdb, default ef):")
+    for f in memdb["filtered"]:
+        print(f"  {f['share'] * 100:4.0f}% {f['strategy']:>5}: recall@10 {f['recall']:.4f}  QPS {f['qps']:,.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+//! Embedding providers: text in, vectors out (issue #4).
+//!
+//! [`Embedder`] is the one abstraction the rest of the engine sees: it names
+//! its model ([`ModelIdentity`]: provider, model name, dimension, metric) and
+//! turns a batch of texts into vectors. Two providers live here:
+//!
+//! - [`LocalOnnx`], the default: all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions)
+//!   run in-process by ONNX Runtime (`ort`, loaded dynamically from the models
+//!   directory) with a HuggingFace `tokenizers` tokenizer; mean pooling over
+//!   the attention mask, L2 normalisation, batched. Its files are installed by
+//!   `scripts/install-model.sh` and verified by SHA-256 when it loads.
+//! - [`Hashing`]: a deterministic *lexical* embedder (feature hashing of
+//!   words and word pairs). It needs no model, so tests and users who want no
+//!   model can use it; it is never substituted for a configured model.
+//!
+//! The design choice: the identity travels with the vectors. A vector space
+//! records the identity of the embedder that filled it, and vectors from two
+//! identities are never compared, so switching models means re-embedding,
+//! never silently mixing.
+//!
+//! ```
+//! use memdb::{Embedder, Hashing, Metric};
+//! let e = Hashing::default();
+//! let id = e.identity();
+//! assert_eq!((id.provider.as_str(), id.dimension, id.metric), ("hashing", 384, Metric::Cosine));
+//! let v = e.embed(&["reset my password", "password reset"]).unwrap();
+//! assert_eq!(v.len(), 2);
+//! ```
+//!
+//! What it is not: no caching (the query cache sits above this), no storage,
+//! no network (the OpenAI-compatible provider is separate).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::spaces::Metric;
+
+mod hashing;
+mod local;
+
+pub use hashing::Hashing;
+pub use local::{LocalOnnx, LocalOnnxOptions, default_models_dir};
+
+/// Which model produced a vector: vectors with different identities must
+/// never share a vector space.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModelIdentity {
+    /// The provider, e.g. `local-onnx`, `hashing`, `openai`.
+    pub provider: String,
+    /// The model name within the provider, e.g. `all-MiniLM-L6-v2`.
+    pub name: String,
+    /// Output dimension.
+    pub dimension: u32,
+    /// The metric the vectors are meant to be compared with.
+    pub metric: Metric,
+}
+
+/// The vectors of one [`Embedder::embed_report`] call, with what was lost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embeddings {
+    /// One vector per input text, in input order.
+    pub vectors: Vec<Vec<f32>>,
+    /// `truncated[i]` is true when text `i` was longer than the model's token
+    /// limit and only its beginning was embedded.
+    pub truncated: Vec<bool>,
+}
+
+/// Turns texts into vectors. Implementations are deterministic for a given
+/// identity: the same text always yields the same vector (up to float noise).
+pub trait Embedder: Send + Sync {
+    /// The model's identity (stored with the vector space).
+    fn identity(&self) -> ModelIdentity;
+
+    /// Embeds a batch of texts: one vector of `identity().dimension` floats
+    /// per text, in order. An empty slice gives an empty result.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        Ok(self.embed_report(texts)?.vectors)
+    }
+
+    /// Like [`embed`](Embedder::embed), and also says which texts were
+    /// truncated to the model's token limit.
+    fn embed_report(&self, texts: &[&str]) -> Result<Embeddings>;
+
+    /// The longest input, in model tokens, embedded whole (`None`: no limit).
+    fn max_tokens(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Scales `v` to unit L2 norm in place; a zero vector stays zero.
+pub(crate) fn l2_normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in v.iter_mut() {
+            *x /= norm;
+        }
+    }
+}

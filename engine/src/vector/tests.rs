@@ -1,0 +1,440 @@
+//! Recall and equivalence tests of the vector core, against exact brute
+//! force (f64, in `synthetic.rs`, independent of the kernels) and, once,
+//! against instant-distance.
+
+use super::search::{GraphStore, Strategy};
+use super::synthetic::{Clustered, Rng, allowed_set, brute_force, recall};
+use super::*;
+
+const N: usize = 5_000;
+const DIM: usize = 96;
+const QUERIES: usize = 100;
+
+struct Fixture {
+    data: Vec<f32>,
+    ids: Vec<u128>,
+    queries: Vec<Vec<f32>>,
+}
+
+fn fixture(seed: u64) -> Fixture {
+    // Hard enough that recall at the default ef is not trivially 1.0.
+    let mut data_gen = Clustered::with_shape(DIM, 50, 48, 0.2, 0.4, seed);
+    let data = data_gen.points(N);
+    let queries = (0..QUERIES).map(|_| data_gen.point()).collect();
+    Fixture {
+        data,
+        ids: (0..N as u128).map(|i| i * 0x1_0000_0001 + 7).collect(),
+        queries,
+    }
+}
+
+fn mean_recall(
+    f: &Fixture,
+    metric: Metric,
+    search: impl Fn(&[f32]) -> Vec<Hit>,
+    allow: impl Fn(u32) -> bool + Copy,
+) -> f64 {
+    let total: f64 = f
+        .queries
+        .iter()
+        .map(|q| {
+            let truth = brute_force(metric, DIM, &f.data, q, 10, allow);
+            recall(&search(q), &truth)
+        })
+        .sum();
+    total / f.queries.len() as f64
+}
+
+/// Builds on one thread: the graph, and so every recall measured on it, is
+/// then the same on every run (a parallel build's graph depends on thread
+/// scheduling).
+fn build_one_thread(metric: Metric, dim: usize, ids: &[u128], data: &[f32]) -> Hnsw {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| Hnsw::build(metric, dim, HnswParams::default(), ids, data))
+        .unwrap()
+}
+
+/// Everything one metric must satisfy, on one build.
+fn check_metric(metric: Metric) {
+    let f = fixture(metric.to_byte().into());
+    let g = build_one_thread(metric, DIM, &f.ids, &f.data);
+    assert_eq!(g.len(), N);
+    let p = SearchParams::default();
+
+    let r = mean_recall(
+        &f,
+        metric,
+        |q| g.search(q, p, Filter::All).unwrap(),
+        |_| true,
+    );
+    eprintln!("{metric:?}: recall@10 {r:.4}");
+    assert!(r >= 0.95, "{metric:?}: recall@10 {r}");
+    // At ef = k the graph alone must carry recall: this catches a weak
+    // graph that a large ef would hide.
+    let low = SearchParams { k: 10, ef: 10 };
+    let r = mean_recall(
+        &f,
+        metric,
+        |q| g.search(q, low, Filter::All).unwrap(),
+        |_| true,
+    );
+    eprintln!("{metric:?}: recall@10 at ef 10: {r:.4}");
+    assert!(r >= 0.88, "{metric:?}: recall@10 at ef 10: {r}");
+
+    for share in [0.01, 0.10, 0.50] {
+        let set = allowed_set(N, share, 99);
+        let allow = |i: u32| set.contains(i);
+        for strategy in [Strategy::Auto, Strategy::Graph] {
+            let r = mean_recall(
+                &f,
+                metric,
+                |q| {
+                    let hits = g.search_with(q, p, Filter::Nodes(&set), strategy).unwrap();
+                    assert!(hits.iter().all(|h| set.contains(h.node)));
+                    hits
+                },
+                allow,
+            );
+            eprintln!("{metric:?} {share} {strategy:?}: filtered recall@10 {r:.4}");
+            assert!(
+                r >= 0.95,
+                "{metric:?} {share} {strategy:?}: filtered recall {r}"
+            );
+        }
+        // A predicate over the same set gives the same answers (Auto may
+        // pick differently near the threshold: the predicate's count is a
+        // sampled estimate).
+        let pred = |i: u32| set.contains(i);
+        for q in f.queries.iter().take(10) {
+            for strategy in [Strategy::Exact, Strategy::Graph] {
+                assert_eq!(
+                    g.search_with(q, p, Filter::Predicate(&pred), strategy)
+                        .unwrap(),
+                    g.search_with(q, p, Filter::Nodes(&set), strategy).unwrap()
+                );
+            }
+        }
+    }
+
+    // Through the generation layout: identical results, filtered or not.
+    let bytes = g.generation_bytes(17, 2).unwrap();
+    let file = MappedGeneration::open(bytes).unwrap();
+    file.verify().unwrap();
+    assert_eq!((file.len(), file.lsn(), file.generation()), (N, 17, 2));
+    let set = allowed_set(N, 0.10, 5);
+    for q in &f.queries {
+        for filter in [Filter::All, Filter::Nodes(&set)] {
+            for strategy in [Strategy::Auto, Strategy::Graph] {
+                assert_eq!(
+                    file.search_with(q, p, filter, strategy).unwrap(),
+                    g.search_with(q, p, filter, strategy).unwrap()
+                );
+            }
+        }
+    }
+    for node in [0u32, 1, 4_999] {
+        let id = g.record_id(node).unwrap();
+        assert_eq!(file.record_id(node), Some(id));
+        assert_eq!(file.node_of(id), Some(node));
+    }
+}
+
+#[test]
+fn cosine_recall_filters_and_round_trip() {
+    check_metric(Metric::Cosine);
+}
+
+#[test]
+fn dot_recall_filters_and_round_trip() {
+    check_metric(Metric::Dot);
+}
+
+#[test]
+fn l2_recall_filters_and_round_trip() {
+    check_metric(Metric::L2);
+}
+
+#[test]
+fn insert_after_build() {
+    let f = fixture(11);
+    let split = N * 3 / 4;
+    let mut g = Hnsw::build(
+        Metric::Cosine,
+        DIM,
+        HnswParams::default(),
+        &f.ids[..split],
+        &f.data[..split * DIM],
+    )
+    .unwrap();
+    for i in split..N {
+        let node = g.insert(f.ids[i], &f.data[i * DIM..(i + 1) * DIM]).unwrap();
+        assert_eq!(node as usize, i);
+    }
+    assert_eq!(g.node_of(f.ids[N - 1]), Some(N as u32 - 1));
+    let r = mean_recall(
+        &f,
+        Metric::Cosine,
+        |q| g.search(q, SearchParams::default(), Filter::All).unwrap(),
+        |_| true,
+    );
+    eprintln!("recall after inserts {r:.4}");
+    assert!(r >= 0.95, "recall after inserts {r}");
+    // Inserted nodes are reachable: each finds itself first.
+    for i in (split..N).step_by(97) {
+        let hits = g
+            .search(
+                &f.data[i * DIM..(i + 1) * DIM],
+                SearchParams::default(),
+                Filter::All,
+            )
+            .unwrap();
+        assert_eq!(hits[0].node as usize, i);
+    }
+}
+
+#[test]
+fn incremental_graph_from_empty() {
+    // The delta starts empty and grows one insert at a time.
+    let mut data_gen = Clustered::new(32, 8, 3);
+    let mut g = Hnsw::new(Metric::L2, 32, HnswParams::default()).unwrap();
+    assert!(
+        g.search(&data_gen.point(), SearchParams::default(), Filter::All)
+            .unwrap()
+            .is_empty()
+    );
+    let data = data_gen.points(600);
+    for (i, v) in data.chunks_exact(32).enumerate() {
+        g.insert(i as u128, v).unwrap();
+    }
+    let mut total = 0.0;
+    for _ in 0..50 {
+        let q = data_gen.point();
+        let truth = brute_force(Metric::L2, 32, &data, &q, 10, |_| true);
+        total += recall(
+            &g.search(&q, SearchParams::default(), Filter::All).unwrap(),
+            &truth,
+        );
+    }
+    assert!(total / 50.0 >= 0.95, "{}", total / 50.0);
+    // k larger than the graph returns everything.
+    let all = g
+        .search(&data[..32], SearchParams { k: 1000, ef: 10 }, Filter::All)
+        .unwrap();
+    assert_eq!(all.len(), 600);
+    assert!(all.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+#[test]
+fn bad_vectors_are_rejected() {
+    let mut g = Hnsw::new(Metric::Cosine, 4, HnswParams::default()).unwrap();
+    assert!(matches!(
+        g.insert(1, &[1.0, 2.0, 3.0]),
+        Err(VectorError::Dimension {
+            expected: 4,
+            found: 3
+        })
+    ));
+    assert!(matches!(
+        g.insert(1, &[1.0, f32::NAN, 3.0, 0.0]),
+        Err(VectorError::NotFinite { index: 1 })
+    ));
+    assert!(matches!(
+        g.insert(1, &[0.0; 4]),
+        Err(VectorError::ZeroVector)
+    ));
+    assert!(matches!(
+        g.insert(1, &[f32::MAX; 4]),
+        Err(VectorError::NormOverflow)
+    ));
+    assert!(
+        g.search(
+            &[f32::INFINITY, 0.0, 0.0, 0.0],
+            SearchParams::default(),
+            Filter::All
+        )
+        .is_err()
+    );
+    assert!(g.is_empty());
+    assert!(Hnsw::new(Metric::L2, 0, HnswParams::default()).is_err());
+    assert!(
+        Hnsw::build(
+            Metric::L2,
+            2,
+            HnswParams::default(),
+            &[1, 2],
+            &[0.0, 1.0, f32::NAN, 0.0]
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn corrupt_generations_are_errors_not_panics() {
+    let mut data_gen = Clustered::new(16, 4, 8);
+    let data = data_gen.points(300);
+    let ids: Vec<u128> = (0..300).collect();
+    let g = Hnsw::build(Metric::L2, 16, HnswParams::default(), &ids, &data).unwrap();
+    let bytes = g.generation_bytes(1, 1).unwrap();
+    for len in [0, 10, 255, 256, bytes.len() / 2, bytes.len() - 1] {
+        assert!(
+            MappedGeneration::open(bytes[..len].to_vec()).is_err(),
+            "{len}"
+        );
+    }
+    // Garbage in the adjacency (header intact): searches run, verify fails.
+    let view = memdb_format::GenerationView::parse(&bytes).unwrap();
+    let l0 = view.section(memdb_format::Section::Layer0);
+    let mut bad = bytes.clone();
+    let mut rng = Rng::new(1);
+    for b in &mut bad[l0.offset as usize..(l0.offset + l0.len) as usize] {
+        *b = rng.next_u64() as u8;
+    }
+    let file = MappedGeneration::open(bad).unwrap();
+    assert!(file.verify().is_err());
+    for _ in 0..20 {
+        let _ = file
+            .search(&data_gen.point(), SearchParams::default(), Filter::All)
+            .unwrap();
+    }
+    // A duplicate record id cannot be written.
+    let mut g2 = Hnsw::new(Metric::L2, 2, HnswParams::default()).unwrap();
+    g2.insert(5, &[0.0, 1.0]).unwrap();
+    g2.insert(5, &[1.0, 1.0]).unwrap();
+    assert_eq!(g2.node_of(5), Some(1));
+    assert!(g2.generation_bytes(1, 1).is_err());
+}
+
+#[test]
+fn empty_graph_round_trips() {
+    let g = Hnsw::new(Metric::Dot, 8, HnswParams::default()).unwrap();
+    let file = MappedGeneration::open(g.generation_bytes(0, 1).unwrap()).unwrap();
+    file.verify().unwrap();
+    assert!(file.is_empty());
+    assert!(
+        file.search(&[1.0; 8], SearchParams::default(), Filter::All)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        file.search(&[1.0; 7], SearchParams::default(), Filter::All)
+            .is_err()
+    );
+}
+
+#[test]
+fn graph_invariants_hold_after_parallel_build() {
+    let f = fixture(4);
+    let g = Hnsw::build(Metric::L2, DIM, HnswParams::default(), &f.ids, &f.data).unwrap();
+    let bytes = g.generation_bytes(0, 0).unwrap();
+    let view = memdb_format::GenerationView::parse(&bytes).unwrap();
+    // verify_sections checks counts, id ranges, offsets and the id index.
+    view.verify_sections().unwrap();
+    let mut no_links = 0;
+    for node in 0..N as u32 {
+        let mut seen = Vec::new();
+        g.for_each_neighbor(node, 0, |nb| seen.push(nb));
+        assert!(!seen.contains(&node), "self link at {node}");
+        let mut dedup = seen.clone();
+        dedup.sort_unstable();
+        dedup.dedup();
+        assert_eq!(dedup.len(), seen.len(), "duplicate links at {node}");
+        no_links += usize::from(seen.is_empty());
+    }
+    assert_eq!(no_links, 0);
+}
+
+/// instant-distance as an independent oracle. Our recall tests compare
+/// against a brute force written in this file; that catches a weak graph
+/// but not a mistake shared by our graph and our idea of the metric (a
+/// wrong normalization, a sign error in the dot kernel, a heuristic bug
+/// that every test tunes around). instant-distance is a second, unrelated
+/// HNSW implementation: on the same data its neighbors and ours must agree,
+/// and its distances must match the scores we report.
+#[test]
+fn agrees_with_instant_distance() {
+    use instant_distance::{Builder, Point, Search};
+
+    #[derive(Clone)]
+    struct P(Vec<f32>);
+    impl Point for P {
+        fn distance(&self, other: &Self) -> f32 {
+            // Cosine distance over normalized vectors, computed in plain
+            // scalar code, independent of our kernels.
+            1.0 - self.0.iter().zip(&other.0).map(|(a, b)| a * b).sum::<f32>()
+        }
+    }
+    let dim = 32;
+    let mut data_gen = Clustered::new(dim, 20, 21);
+    let data = data_gen.points(2_000);
+    let norm = |v: &[f32]| {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        P(v.iter().map(|x| x / n).collect())
+    };
+    let points: Vec<P> = data.chunks_exact(dim).map(norm).collect();
+    let values: Vec<u32> = (0..points.len() as u32).collect();
+    let oracle = Builder::default().seed(7).build(points, values);
+    let ids: Vec<u128> = (0..2_000).collect();
+    let g = Hnsw::build(Metric::Cosine, dim, HnswParams::default(), &ids, &data).unwrap();
+
+    let (mut agree, mut total) = (0, 0);
+    let mut search = Search::default();
+    for _ in 0..50 {
+        let q = data_gen.point();
+        let theirs: Vec<(u32, f32)> = oracle
+            .search(&norm(&q), &mut search)
+            .take(10)
+            .map(|item| (*item.value, item.distance))
+            .collect();
+        let ours = g.search(&q, SearchParams::default(), Filter::All).unwrap();
+        total += theirs.len();
+        agree += theirs
+            .iter()
+            .filter(|(id, _)| ours.iter().any(|h| h.node == *id))
+            .count();
+        // Where both return a node, our similarity is 1 − their distance.
+        for h in &ours {
+            if let Some((_, d)) = theirs.iter().find(|(id, _)| *id == h.node) {
+                assert!(
+                    (h.score - (1.0 - d)).abs() < 1e-4,
+                    "{} vs {}",
+                    h.score,
+                    1.0 - d
+                );
+            }
+        }
+    }
+    let agreement = agree as f64 / total as f64;
+    eprintln!("agreement with instant-distance {agreement:.4}");
+    assert!(
+        agreement >= 0.95,
+        "agreement with instant-distance {agreement}"
+    );
+}
+
+#[test]
+fn large_dimension_round_trips() {
+    let dim = 4096;
+    let mut data_gen = Clustered::new(dim, 4, 12);
+    let data = data_gen.points(200);
+    let ids: Vec<u128> = (0..200).map(|i| i << 64).collect();
+    let g = build_one_thread(Metric::Cosine, dim, &ids, &data);
+    let file = MappedGeneration::open(g.generation_bytes(3, 4).unwrap()).unwrap();
+    file.verify().unwrap();
+    let mut total = 0.0;
+    for _ in 0..10 {
+        let q = data_gen.point();
+        let truth = brute_force(Metric::Cosine, dim, &data, &q, 10, |_| true);
+        let hits = g.search(&q, SearchParams::default(), Filter::All).unwrap();
+        total += recall(&hits, &truth);
+        assert_eq!(
+            file.search(&q, SearchParams::default(), Filter::All)
+                .unwrap(),
+            hits
+        );
+    }
+    eprintln!("dimension 4096: recall@10 {:.4}", total / 10.0);
+    assert!(total / 10.0 >= 0.95, "{}", total / 10.0);
+}

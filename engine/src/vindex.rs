@@ -1,0 +1,683 @@
+//! The vector index of each space, derived from the store (SPEC.md §"Vector
+//! index"): the current **generation** (an immutable, memory-mapped HNSW
+//! file), a **delta** (an in-memory HNSW of the vectors written after the
+//! generation's LSN), and the **tombstones** (records whose copy in the
+//! generation is stale: deleted or overwritten since).
+//!
+//! Opening is O(1) per space: an mmap and a header check. The delta is
+//! rebuilt from the oplog entries after the generation's LSN, reading the
+//! vectors from redb. Compaction builds the next generation from redb's
+//! vectors on the rayon pool while writes continue, writes it to a temporary
+//! file, fsyncs and renames it, then records it (generation number and LSN)
+//! in redb in one transaction that also drops the tombstones it covers.
+//! Readers holding the previous generation keep their mmap (the file is
+//! unlinked, not truncated).
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use memdb_format::{Op, SpaceRecord};
+use redb::{ReadableTable, WriteTransaction};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use crate::spaces::{self, Metric, VectorHit};
+use crate::store::{self, Store, VECTOR_SPACES, VECTOR_TOMBSTONES, VECTORS};
+use crate::vector::{
+    self, Filter, Hnsw, HnswParams, MappedGeneration, NodeSet, SearchParams, VectorError,
+};
+
+/// A generation file's bytes, memory-mapped.
+pub(crate) struct Mapped(memmap2::Mmap);
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Maps `path` read-only.
+#[allow(unsafe_code)]
+fn map_file(path: &Path) -> Result<Mapped> {
+    let file = File::open(path).map_err(Error::io(path))?;
+    // SAFETY: generation files are written once to a temporary name, fsynced
+    // and renamed; memdb never writes to a file after the rename, and only
+    // the process holding the directory lock deletes them (unlink keeps the
+    // pages of an existing mapping valid). Another program modifying the file
+    // would break this, as it would for any mmap-based store.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(Error::io(path))?;
+    Ok(Mapped(map))
+}
+
+impl From<VectorError> for Error {
+    fn from(e: VectorError) -> Self {
+        match e {
+            VectorError::Dimension { .. }
+            | VectorError::NotFinite { .. }
+            | VectorError::NormOverflow
+            | VectorError::ZeroVector => Error::invalid("vector", e.to_string()),
+            VectorError::Format(f) => Error::Corrupted {
+                what: "vector generation".into(),
+                reason: f.to_string(),
+            },
+            other => Error::VectorIndex(other.to_string()),
+        }
+    }
+}
+
+fn metric_format(m: Metric) -> vector::Metric {
+    match m {
+        Metric::Cosine => vector::Metric::Cosine,
+        Metric::Dot => vector::Metric::Dot,
+        Metric::L2 => vector::Metric::L2,
+    }
+}
+
+/// Counts and sizes of one space's index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VectorStats {
+    /// Space name.
+    pub space: String,
+    /// Live vectors (in the store).
+    pub count: u64,
+    /// Current generation number (0 = none).
+    pub generation: u64,
+    /// LSN the generation covers.
+    pub generation_lsn: u64,
+    /// Nodes in the generation file (including stale ones).
+    pub generation_nodes: u64,
+    /// Vectors in the in-memory delta.
+    pub delta: u64,
+    /// Stale generation copies (deleted or overwritten since).
+    pub tombstones: u64,
+    /// Size of the generation file in bytes.
+    pub file_bytes: u64,
+}
+
+/// Search-time parameters of a vector search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VectorSearch {
+    /// Results wanted (1..=1000).
+    pub k: usize,
+    /// HNSW candidate-list size (default 64; raised to `k`).
+    pub ef: usize,
+}
+
+impl Default for VectorSearch {
+    fn default() -> Self {
+        VectorSearch {
+            k: vector::DEFAULT_K,
+            ef: vector::DEFAULT_EF,
+        }
+    }
+}
+
+/// The in-memory state of one space's index.
+pub(crate) struct SpaceIndex {
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    dim: usize,
+    dir: PathBuf,
+    generation: u64,
+    generation_lsn: u64,
+    current: Option<Arc<MappedGeneration<Mapped>>>,
+    /// Vectors written after `generation_lsn`; overwritten records leave
+    /// stale nodes, so `live` says which node is current.
+    delta: Hnsw,
+    live: HashMap<u128, u32>,
+    /// Records whose copy in `current` must not be returned.
+    tombstoned: HashSet<u128>,
+    applied_lsn: u64,
+}
+
+fn gen_path(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(format!("current-{generation:06}.hnsw"))
+}
+
+impl SpaceIndex {
+    fn params_of(rec: &SpaceRecord) -> HnswParams {
+        HnswParams {
+            m: usize::from(rec.m),
+            ef_construction: usize::from(rec.ef_construction),
+            ..HnswParams::default()
+        }
+    }
+
+    /// Opens a space's index: maps its generation (O(1)), loads its
+    /// tombstones and replays the oplog after the generation into the delta.
+    /// Returns `None` when the generation is missing or damaged, or the oplog
+    /// no longer reaches back to it: the caller rebuilds.
+    fn open(
+        root: &Path,
+        store: &Store,
+        name: &str,
+        rec: &SpaceRecord,
+    ) -> Result<Option<SpaceIndex>> {
+        let space = spaces::space_from(name, rec)?;
+        let dir = root.join(rec.id.to_string());
+        std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+        let current = if rec.generation == 0 {
+            None
+        } else {
+            let path = gen_path(&dir, rec.generation);
+            let opened = map_file(&path).and_then(|m| Ok(MappedGeneration::open(m)?));
+            match opened {
+                Ok(g)
+                    if g.generation() == rec.generation
+                        && g.lsn() == rec.generation_lsn
+                        && g.dim() == space.dimension as usize
+                        && g.metric() == metric_format(space.metric) =>
+                {
+                    Some(Arc::new(g))
+                }
+                _ => return Ok(None),
+            }
+        };
+        let mut idx = SpaceIndex {
+            id: rec.id,
+            name: name.to_string(),
+            dim: space.dimension as usize,
+            dir,
+            generation: rec.generation,
+            generation_lsn: rec.generation_lsn,
+            current,
+            delta: Hnsw::new(
+                metric_format(space.metric),
+                space.dimension as usize,
+                Self::params_of(rec),
+            )?,
+            live: HashMap::new(),
+            tombstoned: HashSet::new(),
+            applied_lsn: rec.generation_lsn,
+        };
+        idx.load_tombstones(store)?;
+        let Some(entries) = store.oplog_since(rec.generation_lsn)? else {
+            return Ok(None);
+        };
+        let ops: Vec<(u64, Vec<Op>)> = entries.into_iter().map(|(l, e)| (l, e.ops)).collect();
+        idx.apply(store, &ops)?;
+        idx.applied_lsn = store.last_lsn()?;
+        idx.remove_stale_files();
+        Ok(Some(idx))
+    }
+
+    fn load_tombstones(&mut self, store: &Store) -> Result<()> {
+        self.tombstoned.clear();
+        let txn = store.read()?;
+        let t = txn.open_table(VECTOR_TOMBSTONES)?;
+        for row in t.range((self.id, 0u128)..=(self.id, u128::MAX))? {
+            self.tombstoned.insert(row?.0.value().1);
+        }
+        Ok(())
+    }
+
+    /// Removes generation files other than the current one (left by a
+    /// crash during compaction, or superseded).
+    fn remove_stale_files(&self) {
+        let current = gen_path(&self.dir, self.generation);
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for e in entries.flatten() {
+                let p = e.path();
+                if p != current {
+                    let _ = std::fs::remove_file(&p);
+                }
+            }
+        }
+    }
+
+    /// Applies vector ops of this space, reading current vectors from redb.
+    fn apply(&mut self, store: &Store, entries: &[(u64, Vec<Op>)]) -> Result<()> {
+        let txn = store.read()?;
+        let vectors = txn.open_table(VECTORS)?;
+        for (lsn, ops) in entries {
+            for op in ops {
+                let (space, rid) = match op {
+                    Op::PutVector(s, r) | Op::DeleteVector(s, r) => (*s, u128::from_le_bytes(*r)),
+                    _ => continue,
+                };
+                if space != self.id {
+                    continue;
+                }
+                if self
+                    .current
+                    .as_ref()
+                    .is_some_and(|g| g.node_of(rid).is_some())
+                {
+                    self.tombstoned.insert(rid);
+                }
+                match vectors.get((space, rid))? {
+                    Some(bytes) => {
+                        let v = spaces::decode_vector(bytes.value(), self.dim as u32)?;
+                        let node = self.delta.insert(rid, &v)?;
+                        self.live.insert(rid, node);
+                    }
+                    None => {
+                        self.live.remove(&rid);
+                    }
+                }
+            }
+            self.applied_lsn = self.applied_lsn.max(*lsn);
+        }
+        Ok(())
+    }
+
+    fn stats(&self, count: u64) -> VectorStats {
+        VectorStats {
+            space: self.name.clone(),
+            count,
+            generation: self.generation,
+            generation_lsn: self.generation_lsn,
+            generation_nodes: self.current.as_ref().map_or(0, |g| g.len() as u64),
+            delta: self.live.len() as u64,
+            tombstones: self.tombstoned.len() as u64,
+            file_bytes: self.current.as_ref().map_or(0, |g| g.file_len()),
+        }
+    }
+
+    /// Searches generation and delta and merges by similarity.
+    fn search(
+        &self,
+        query: &[f32],
+        params: VectorSearch,
+        allowed: Option<&HashSet<u128>>,
+    ) -> Result<Vec<VectorHit>> {
+        let sp = SearchParams {
+            k: params.k,
+            ef: params.ef.max(params.k),
+        };
+        let mut hits: Vec<(f32, u128)> = Vec::new();
+        if let Some(current) = &self.current {
+            let view = current.view()?;
+            let n = current.len();
+            let keep = |rid: u128| {
+                !self.tombstoned.contains(&rid) && allowed.is_none_or(|a| a.contains(&rid))
+            };
+            let found = match allowed {
+                Some(a) if a.len() < n / 8 => {
+                    let nodes = a
+                        .iter()
+                        .filter(|r| !self.tombstoned.contains(r))
+                        .filter_map(|&r| view.node_of(r));
+                    let set = NodeSet::new(n, nodes);
+                    current.search(query, sp, Filter::Nodes(&set))?
+                }
+                _ if allowed.is_none() && self.tombstoned.is_empty() => {
+                    current.search(query, sp, Filter::All)?
+                }
+                _ => {
+                    let pred = |node: u32| view.record_id(node).is_some_and(keep);
+                    current.search(query, sp, Filter::Predicate(&pred))?
+                }
+            };
+            for h in found {
+                if let Some(rid) = view.record_id(h.node) {
+                    hits.push((h.score, rid));
+                }
+            }
+        }
+        if !self.live.is_empty() {
+            let current = |node: u32| {
+                self.delta.record_id(node).is_some_and(|rid| {
+                    self.live.get(&rid) == Some(&node) && allowed.is_none_or(|a| a.contains(&rid))
+                })
+            };
+            for h in self.delta.search(query, sp, Filter::Predicate(&current))? {
+                if let Some(rid) = self.delta.record_id(h.node) {
+                    hits.push((h.score, rid));
+                }
+            }
+        }
+        hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.dedup_by_key(|h| h.1);
+        hits.truncate(params.k);
+        Ok(hits
+            .into_iter()
+            .map(|(s, r)| VectorHit {
+                record: Uuid::from_u128(r),
+                similarity: s,
+            })
+            .collect())
+    }
+}
+
+/// Every space's index.
+#[derive(Default)]
+pub(crate) struct VectorIndexes {
+    root: PathBuf,
+    spaces: RwLock<HashMap<u32, Arc<RwLock<SpaceIndex>>>>,
+    /// Spaces whose generation failed the background checksum check after
+    /// open; they are rebuilt from the store before their next search.
+    damaged: Arc<std::sync::Mutex<HashSet<u32>>>,
+}
+
+impl VectorIndexes {
+    /// Opens every space's index under `<dir>/vectors/`, rebuilding those
+    /// whose generation is unusable.
+    pub(crate) fn open(dir: &Path, store: &Store) -> Result<VectorIndexes> {
+        let root = dir.join("vectors");
+        std::fs::create_dir_all(&root).map_err(Error::io(&root))?;
+        let v = VectorIndexes {
+            root,
+            spaces: RwLock::new(HashMap::new()),
+            damaged: Arc::default(),
+        };
+        for (name, rec) in all_spaces(store)? {
+            v.load(store, &name, &rec)?;
+        }
+        v.verify_in_background();
+        Ok(v)
+    }
+
+    /// Open checks only headers (O(1)); this checks every section CRC of
+    /// the generations just opened on a background thread and records the
+    /// spaces whose file is damaged.
+    fn verify_in_background(&self) {
+        let generations: Vec<(u32, Arc<MappedGeneration<Mapped>>)> = self
+            .spaces
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(|(id, s)| {
+                let s = s.read().unwrap_or_else(|e| e.into_inner());
+                s.current.clone().map(|g| (*id, g))
+            })
+            .collect();
+        if generations.is_empty() {
+            return;
+        }
+        let damaged = self.damaged.clone();
+        let spawned = std::thread::Builder::new()
+            .name("memdb-verify".into())
+            .spawn(move || {
+                for (id, g) in generations {
+                    if g.verify().is_err() {
+                        damaged.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+                    }
+                }
+            });
+        // Without a thread the check still runs on `verify`; nothing is lost.
+        drop(spawned);
+    }
+
+    /// Takes the spaces the background check found damaged.
+    pub(crate) fn take_damaged(&self, id: u32) -> bool {
+        self.damaged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+    }
+
+    fn load(
+        &self,
+        store: &Store,
+        name: &str,
+        rec: &SpaceRecord,
+    ) -> Result<Arc<RwLock<SpaceIndex>>> {
+        let idx = match SpaceIndex::open(&self.root, store, name, rec)? {
+            Some(idx) => idx,
+            None => {
+                // Generation missing, damaged or not covered by the oplog:
+                // rebuild it from the vectors in redb.
+                let built = build_generation(&self.root, store, name)?;
+                commit_generation(store, &built)?;
+                match SpaceIndex::open(&self.root, store, name, &built.record)? {
+                    Some(idx) => idx,
+                    None => {
+                        return Err(Error::VectorIndex(format!(
+                            "rebuilt generation of space {name:?} does not open"
+                        )));
+                    }
+                }
+            }
+        };
+        let arc = Arc::new(RwLock::new(idx));
+        self.spaces
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(rec.id, arc.clone());
+        Ok(arc)
+    }
+
+    pub(crate) fn space(&self, id: u32) -> Option<Arc<RwLock<SpaceIndex>>> {
+        self.spaces
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .cloned()
+    }
+
+    /// Lowest LSN any space still needs from the oplog (its generation LSN).
+    pub(crate) fn oplog_floor(&self) -> Option<u64> {
+        self.spaces
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .map(|s| s.read().unwrap_or_else(|e| e.into_inner()).generation_lsn)
+            .min()
+    }
+
+    /// Applies a committed entry to the spaces it touches; a space created
+    /// by this entry's transaction is opened first.
+    pub(crate) fn apply(&self, store: &Store, lsn: u64, ops: &[Op]) -> Result<()> {
+        let mut touched: Vec<u32> = Vec::new();
+        for op in ops {
+            if let Op::PutVector(s, _) | Op::DeleteVector(s, _) = op
+                && !touched.contains(s)
+            {
+                touched.push(*s);
+            }
+        }
+        for id in touched {
+            let space = match self.space(id) {
+                Some(s) => s,
+                None => match all_spaces(store)?.into_iter().find(|(_, r)| r.id == id) {
+                    Some((name, rec)) => self.load(store, &name, &rec)?,
+                    None => continue,
+                },
+            };
+            let mut s = space.write().unwrap_or_else(|e| e.into_inner());
+            if s.applied_lsn < lsn {
+                s.apply(store, &[(lsn, ops.to_vec())])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers a newly created (empty) space.
+    pub(crate) fn ensure(&self, store: &Store, name: &str) -> Result<Arc<RwLock<SpaceIndex>>> {
+        let (name, rec) = all_spaces(store)?
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .ok_or_else(|| Error::NotFound {
+                what: "vector space",
+                id: name.to_string(),
+            })?;
+        match self.space(rec.id) {
+            Some(s) => Ok(s),
+            None => self.load(store, &name, &rec),
+        }
+    }
+
+    pub(crate) fn search(
+        &self,
+        space: &Arc<RwLock<SpaceIndex>>,
+        query: &[f32],
+        params: VectorSearch,
+        allowed: Option<&HashSet<u128>>,
+    ) -> Result<Vec<VectorHit>> {
+        let s = space.read().unwrap_or_else(|e| e.into_inner());
+        s.search(query, params, allowed)
+    }
+
+    pub(crate) fn stats(
+        &self,
+        store: &Store,
+        space: &Arc<RwLock<SpaceIndex>>,
+    ) -> Result<VectorStats> {
+        let s = space.read().unwrap_or_else(|e| e.into_inner());
+        let txn = store.read()?;
+        let t = txn.open_table(VECTORS)?;
+        let mut count = 0;
+        for row in t.range((s.id, 0u128)..=(s.id, u128::MAX))? {
+            row?;
+            count += 1;
+        }
+        Ok(s.stats(count))
+    }
+
+    /// Records a built generation in redb and swaps it in. The caller holds
+    /// the write lock, so no entry is applied concurrently.
+    pub(crate) fn install(&self, store: &Store, built: &Built) -> Result<()> {
+        commit_generation(store, built)?;
+        let reopened = SpaceIndex::open(&self.root, store, &built.name, &built.record)?
+            .ok_or_else(|| {
+                Error::VectorIndex(format!(
+                    "new generation of space {:?} does not open",
+                    built.name
+                ))
+            })?;
+        match self.space(built.record.id) {
+            Some(slot) => *slot.write().unwrap_or_else(|e| e.into_inner()) = reopened,
+            None => {
+                self.spaces
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(built.record.id, Arc::new(RwLock::new(reopened)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets a space's in-memory state after an apply failure; the next
+    /// access reopens it from its generation and the oplog.
+    pub(crate) fn forget(&self, id: u32) {
+        self.spaces
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Checks every generation's section checksums (O(total file size)).
+    pub(crate) fn verify(&self) -> Vec<(String, std::result::Result<(), String>)> {
+        let spaces: Vec<_> = self
+            .spaces
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let mut out = Vec::new();
+        for s in spaces {
+            let s = s.read().unwrap_or_else(|e| e.into_inner());
+            let result = match &s.current {
+                Some(g) => g.verify().map_err(|e| e.to_string()),
+                None => Ok(()),
+            };
+            out.push((s.name.clone(), result));
+        }
+        out
+    }
+}
+
+fn all_spaces(store: &Store) -> Result<Vec<(String, SpaceRecord)>> {
+    let txn = store.read()?;
+    let t = txn.open_table(VECTOR_SPACES)?;
+    let mut out = Vec::new();
+    for row in t.iter()? {
+        let (k, v) = row?;
+        out.push((k.value().to_string(), SpaceRecord::decode(v.value())?));
+    }
+    Ok(out)
+}
+
+/// A generation written to disk but not yet recorded in redb.
+pub(crate) struct Built {
+    record: SpaceRecord,
+    name: String,
+}
+
+/// Builds the next generation of `name` from a redb snapshot: every live
+/// vector as of the snapshot's LSN. Written to `current-N.hnsw.tmp`, fsynced,
+/// renamed to `current-N.hnsw`, directory fsynced.
+pub(crate) fn build_generation(root: &Path, store: &Store, name: &str) -> Result<Built> {
+    let txn = store.read()?;
+    let spaces_t = txn.open_table(VECTOR_SPACES)?;
+    let rec = spaces::get_space(&spaces_t, name)?.ok_or_else(|| Error::NotFound {
+        what: "vector space",
+        id: name.to_string(),
+    })?;
+    let space = spaces::space_from(name, &rec)?;
+    let lsn = txn
+        .open_table(store::META)?
+        .get("last_lsn")?
+        .map_or(0, |v| v.value());
+    let vectors = txn.open_table(VECTORS)?;
+    let mut ids = Vec::new();
+    let mut flat = Vec::new();
+    for row in vectors.range((rec.id, 0u128)..=(rec.id, u128::MAX))? {
+        let (k, v) = row?;
+        ids.push(k.value().1);
+        flat.extend(spaces::decode_vector(v.value(), rec.dimension)?);
+    }
+    drop(vectors);
+    drop(spaces_t);
+    drop(txn);
+    let graph = Hnsw::build(
+        metric_format(space.metric),
+        space.dimension as usize,
+        SpaceIndex::params_of(&rec),
+        &ids,
+        &flat,
+    )?;
+    let generation = rec.generation + 1;
+    let dir = root.join(rec.id.to_string());
+    std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+    let path = gen_path(&dir, generation);
+    let tmp = path.with_extension("hnsw.tmp");
+    {
+        let mut file = File::create(&tmp).map_err(Error::io(&tmp))?;
+        let mut w = std::io::BufWriter::new(&mut file);
+        graph.write_generation(lsn, generation, &mut w)?;
+        w.flush().map_err(Error::io(&tmp))?;
+        drop(w);
+        file.sync_all().map_err(Error::io(&tmp))?;
+    }
+    // Read the file back and check every section before it can become
+    // current: a bad write is caught here, not at some later search.
+    MappedGeneration::open(map_file(&tmp)?)?.verify()?;
+    std::fs::rename(&tmp, &path).map_err(Error::io(&path))?;
+    File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(Error::io(&dir))?;
+    Ok(Built {
+        record: SpaceRecord {
+            generation,
+            generation_lsn: lsn,
+            ..rec
+        },
+        name: name.to_string(),
+    })
+}
+
+/// Records a built generation in redb and drops the tombstones it covers,
+/// in one transaction (no oplog entry: nothing derived changes meaning).
+fn commit_generation(store: &Store, built: &Built) -> Result<()> {
+    store.write(0, |txn: &WriteTransaction, _ops| {
+        let mut t = txn.open_table(VECTOR_SPACES)?;
+        t.insert(built.name.as_str(), built.record.encode().as_slice())?;
+        let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
+        let id = built.record.id;
+        let lsn = built.record.generation_lsn;
+        tombs.retain_in((id, 0u128)..=(id, u128::MAX), |_, at| at > lsn)?;
+        Ok(())
+    })?;
+    Ok(())
+}

@@ -1,0 +1,232 @@
+//! Embedding providers (issue #4): the hashing embedder, and the local ONNX
+//! model end to end.
+//!
+//! The local-model tests read the real model from the models directory
+//! (`$MEMDB_MODELS`, else the platform default); `scripts/install-model.sh`
+//! puts it there, and `.ci/run` runs that script before the tests. They never
+//! download anything themselves.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use memdb::{Embedder, Error, Hashing, LocalOnnx, LocalOnnxOptions, Metric};
+
+fn cos(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn models_dir() -> PathBuf {
+    memdb::default_models_dir().expect("models directory")
+}
+
+/// One model for the whole test binary (loading costs a few hundred ms).
+fn model() -> &'static LocalOnnx {
+    static MODEL: OnceLock<LocalOnnx> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        LocalOnnx::open(&models_dir()).unwrap_or_else(|e| {
+            panic!("{e}\n(the local-model tests need scripts/install-model.sh to have run)")
+        })
+    })
+}
+
+#[test]
+fn hashing_is_deterministic_normalized_and_lexical() {
+    let e = Hashing::default();
+    let id = e.identity();
+    assert_eq!(id.provider, "hashing");
+    assert_eq!(id.name, "hashing-v1");
+    assert_eq!(id.dimension, 384);
+    assert_eq!(id.metric, Metric::Cosine);
+
+    let texts = [
+        "Rust lifetimes and the borrow checker",
+        "the borrow checker rejects my lifetimes",
+        "Baking sourdough bread at home",
+        "",
+    ];
+    let a = e.embed(&texts).unwrap();
+    assert_eq!(a, e.embed(&texts).unwrap());
+    assert_eq!(a, Hashing::default().embed(&texts).unwrap());
+    for v in &a {
+        assert_eq!(v.len(), 384);
+        assert!((cos(v, v) - 1.0).abs() < 1e-5);
+    }
+    assert!(cos(&a[0], &a[1]) > cos(&a[0], &a[2]) + 0.2);
+
+    let small = Hashing::new(64).unwrap();
+    assert_eq!(small.embed(&["x y z"]).unwrap()[0].len(), 64);
+    assert!(matches!(Hashing::new(0), Err(Error::InvalidInput { .. })));
+}
+
+#[test]
+fn local_model_identity_dimension_and_norm() {
+    let m = model();
+    let id = m.identity();
+    assert_eq!(
+        (
+            id.provider.as_str(),
+            id.name.as_str(),
+            id.dimension,
+            id.metric
+        ),
+        ("local-onnx", "all-MiniLM-L6-v2", 384, Metric::Cosine)
+    );
+    let v = m
+        .embed(&["How do I reset my password?", "", "日本語のテキスト"])
+        .unwrap();
+    assert_eq!(v.len(), 3);
+    for x in &v {
+        assert_eq!(x.len(), 384);
+        assert!((cos(x, x).sqrt() - 1.0).abs() < 1e-4);
+    }
+    assert!(m.embed(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn local_model_is_semantic() {
+    let m = model();
+    let texts = [
+        "How do I reset my password?",
+        "I forgot my login credentials",
+        "The weather is sunny in Paris today",
+        "My cat likes to sleep on the sofa",
+        "What is a good recipe for banana bread?",
+    ];
+    let v = m.embed(&texts).unwrap();
+    let para = cos(&v[0], &v[1]);
+    let unrelated = [
+        cos(&v[0], &v[2]),
+        cos(&v[0], &v[3]),
+        cos(&v[0], &v[4]),
+        cos(&v[1], &v[2]),
+        cos(&v[2], &v[3]),
+    ];
+    eprintln!("paraphrase cosine {para:.3}, unrelated {unrelated:.3?}");
+    assert!(para > 0.5, "paraphrase cosine {para}");
+    for u in unrelated {
+        assert!(u < 0.3, "unrelated cosine {u}");
+    }
+}
+
+#[test]
+fn local_model_batches_match_single_calls() {
+    let m = model();
+    let texts = [
+        "short",
+        "A somewhat longer sentence about databases and vector search.",
+        "How do I reset my password?",
+        "memdb stores conversations for LLM agents, with full-text and semantic search over every message it keeps.",
+    ];
+    let batched = m.embed(&texts).unwrap();
+    let mut worst = 0.0f32;
+    for (t, b) in texts.iter().zip(&batched) {
+        let single = m.embed(&[t]).unwrap();
+        for (x, y) in single[0].iter().zip(b) {
+            worst = worst.max((x - y).abs());
+        }
+    }
+    eprintln!("largest batched-vs-single difference {worst:e}");
+    assert!(worst < 1e-5, "batched and single vectors differ by {worst}");
+
+    // Small batches give the same vectors as one big one.
+    let chunked = LocalOnnx::open_with(&models_dir(), LocalOnnxOptions::default().batch_size(2))
+        .unwrap()
+        .embed(&texts)
+        .unwrap();
+    for (a, b) in chunked.iter().zip(&batched) {
+        assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-5));
+    }
+}
+
+#[test]
+fn local_model_reports_truncation() {
+    let m = model();
+    assert_eq!(m.max_tokens(), Some(256));
+    let long = "memory ".repeat(400);
+    let r = m.embed_report(&["a short text", &long]).unwrap();
+    assert_eq!(r.truncated, vec![false, true]);
+    assert_eq!(r.vectors.len(), 2);
+    assert!((cos(&r.vectors[1], &r.vectors[1]) - 1.0).abs() < 1e-4);
+}
+
+/// Copies the installed model files into a fresh directory.
+fn copy_models(to: &Path) {
+    for f in LocalOnnx::FILES {
+        std::fs::copy(models_dir().join(f), to.join(f)).expect("copy model file");
+    }
+}
+
+#[test]
+fn corrupted_model_file_is_a_clear_error() {
+    model(); // the real files are installed
+    for victim in ["model.onnx", "tokenizer.json"] {
+        let dir = crate::tmp();
+        copy_models(dir.path());
+        let path = dir.path().join(victim);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+        let err = LocalOnnx::open(dir.path()).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, Error::Corrupted { .. }), "{msg}");
+        assert!(msg.contains(victim) && msg.contains("SHA-256"), "{msg}");
+        assert!(msg.contains("install-model.sh"), "{msg}");
+    }
+}
+
+#[test]
+fn missing_files_are_a_clear_error() {
+    // An empty models directory: names the missing file and the fix.
+    let empty = crate::tmp();
+    let err = LocalOnnx::open(empty.path()).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::ModelMissing { .. }), "{msg}");
+    assert!(msg.contains("install-model.sh"), "{msg}");
+
+    // Model and tokenizer present, runtime library path missing.
+    let dir = crate::tmp();
+    copy_models(dir.path());
+    let opts =
+        LocalOnnxOptions::default().runtime_library(dir.path().join("no-such-libonnxruntime.so"));
+    let err = LocalOnnx::open_with(dir.path(), opts).unwrap_err();
+    match &err {
+        Error::ModelMissing { path, .. } => {
+            assert!(path.ends_with("no-such-libonnxruntime.so"), "{err}")
+        }
+        other => panic!("expected ModelMissing, got {other}"),
+    }
+}
+
+#[test]
+fn bad_options_are_refused() {
+    let dir = models_dir();
+    for opts in [
+        LocalOnnxOptions::default().intra_threads(0),
+        LocalOnnxOptions::default().batch_size(0),
+        LocalOnnxOptions::default().max_tokens(257),
+    ] {
+        assert!(matches!(
+            LocalOnnx::open_with(&dir, opts),
+            Err(Error::InvalidInput { .. })
+        ));
+    }
+}
+
+/// The same model run by onnxruntime's Python API (same tokenizer, mean
+/// pooling, normalisation) gave these first components: the Rust pipeline
+/// must agree with the reference, not just be self-consistent.
+#[test]
+fn local_model_matches_the_python_reference() {
+    let v = model().embed(&["How do I reset my password?"]).unwrap();
+    let reference = [
+        0.005_373_35,
+        -0.061_110_72,
+        -0.071_281_25,
+        -0.034_229_86,
+        -0.042_787_16,
+    ];
+    for (x, r) in v[0].iter().zip(reference) {
+        assert!((x - r).abs() < 1e-4, "{:?} vs {reference:?}", &v[0][..5]);
+    }
+}
