@@ -187,6 +187,7 @@ pub fn run(cli: Cli) -> Result<Output> {
         Command::Check => with_db(open()?, |db| Ok(Output::Check(db.check()?)))?,
         Command::Verify => with_db(open()?, |db| {
             Ok(Output::Verify {
+                recovery: db.recovery_report().to_vec(),
                 text: db.check()?,
                 vectors: db.verify_vectors()?,
             })

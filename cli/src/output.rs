@@ -57,6 +57,7 @@ pub enum Output {
     Verify {
         text: CheckReport,
         vectors: Vec<memdb::VerifyOutcome>,
+        recovery: Vec<String>,
     },
     /// `spaces`, `compact`: per-space index statistics.
     Spaces(Vec<memdb::VectorStats>),
@@ -158,7 +159,12 @@ impl Output {
                 }
                 v
             }
-            Output::Verify { text, vectors } => json!({
+            Output::Verify {
+                text,
+                vectors,
+                recovery,
+            } => json!({
+                "recovery": recovery,
                 "text": {"consistent": text.is_consistent(), "messages": text.messages, "indexed": text.indexed},
                 "vectors": to_value(vectors),
                 "ok": text.is_consistent() && vectors.iter().all(|v| v.error.is_none()),
@@ -332,7 +338,14 @@ impl Output {
             ),
             Output::Reindexed(n) => line(o, format_args!("reindexed {n} documents")),
             Output::Check(r) => check(o, r),
-            Output::Verify { text, vectors } => {
+            Output::Verify {
+                text,
+                vectors,
+                recovery,
+            } => {
+                for event in recovery {
+                    line(o, format_args!("recovered on open: {event}"));
+                }
                 check(o, text);
                 for v in vectors {
                     match &v.error {
@@ -388,7 +401,7 @@ impl Output {
                 r.messages,
                 r.indexed
             )),
-            Output::Verify { text, vectors } => {
+            Output::Verify { text, vectors, .. } => {
                 let damaged: Vec<&str> = vectors
                     .iter()
                     .filter(|v| v.error.is_some())

@@ -36,6 +36,7 @@ pub struct Memdb {
     write_lock: Mutex<()>,
     last_lsn: AtomicU64,
     pub(crate) vectors: VectorIndexes,
+    recovery: Vec<String>,
     _lock: DirLock,
 }
 
@@ -74,13 +75,18 @@ impl Memdb {
         std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
         let lock = DirLock::acquire(&dir)?;
         let store = Store::open(&dir.join("memdb.redb"))?;
+        let mut recovery = Vec::new();
         let text_dir = dir.join("text");
         let text = match TextIndex::open(&text_dir, &config)? {
             Opened::Ready(t) => *t,
-            Opened::NeedsRebuild(_why) => TextIndex::rebuild(&text_dir, &store, &config)?,
+            Opened::NeedsRebuild(why) => {
+                recovery.push(format!("{why}; rebuilt from the store"));
+                TextIndex::rebuild(&text_dir, &store, &config)?
+            }
         };
         let last = store.last_lsn()?;
         let vectors = VectorIndexes::open(&dir, &store)?;
+        recovery.extend(vectors.events());
         let db = Memdb {
             dir,
             config,
@@ -89,6 +95,7 @@ impl Memdb {
             write_lock: Mutex::new(()),
             last_lsn: AtomicU64::new(last),
             vectors,
+            recovery,
             _lock: lock,
         };
         {
@@ -96,6 +103,13 @@ impl Memdb {
             db.catch_up_text()?;
         }
         Ok(db)
+    }
+
+    /// What recovery did while opening: derived indexes found missing,
+    /// damaged or from another version and rebuilt from the store. Empty
+    /// after a clean open (replaying the oplog is routine and not listed).
+    pub fn recovery_report(&self) -> &[String] {
+        &self.recovery
     }
 
     /// The data directory.

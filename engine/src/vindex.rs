@@ -352,6 +352,8 @@ pub(crate) struct VectorIndexes {
     /// Spaces whose generation failed the background checksum check after
     /// open; they are rebuilt from the store before their next search.
     damaged: Arc<std::sync::Mutex<HashSet<u32>>>,
+    /// What recovery did while opening (rebuilt generations), for reports.
+    events: std::sync::Mutex<Vec<String>>,
 }
 
 impl VectorIndexes {
@@ -364,6 +366,7 @@ impl VectorIndexes {
             root,
             spaces: RwLock::new(HashMap::new()),
             damaged: Arc::default(),
+            events: std::sync::Mutex::new(Vec::new()),
         };
         for (name, rec) in all_spaces(store)? {
             v.load(store, &name, &rec)?;
@@ -403,6 +406,14 @@ impl VectorIndexes {
         drop(spawned);
     }
 
+    /// Recovery actions taken while opening.
+    pub(crate) fn events(&self) -> Vec<String> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Takes the spaces the background check found damaged.
     pub(crate) fn take_damaged(&self, id: u32) -> bool {
         self.damaged
@@ -422,6 +433,16 @@ impl VectorIndexes {
             None => {
                 // Generation missing, damaged or not covered by the oplog:
                 // rebuild it from the vectors in redb.
+                if rec.generation > 0 {
+                    self.events
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(format!(
+                            "vector space {name:?}: generation {} unusable (missing, damaged or \
+                             not covered by the oplog); rebuilt from the store",
+                            rec.generation
+                        ));
+                }
                 let built = build_generation(&self.root, store, name)?;
                 commit_generation(store, &built)?;
                 match SpaceIndex::open(&self.root, store, name, &built.record)? {

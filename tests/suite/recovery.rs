@@ -59,6 +59,18 @@ fn deleted_index_is_rebuilt_with_the_same_answers() {
     let db = Memdb::open(d.path()).unwrap();
     assert_eq!(snapshot(&db, QUERIES), before);
     assert!(db.check().unwrap().is_consistent());
+    let report = db.recovery_report();
+    assert_eq!(report.len(), 1, "{report:?}");
+    assert!(
+        report[0].contains("missing") && report[0].contains("rebuilt"),
+        "{report:?}"
+    );
+    db.close().unwrap();
+    let db = Memdb::open(d.path()).unwrap();
+    assert!(
+        db.recovery_report().is_empty(),
+        "a clean open reports nothing"
+    );
 }
 
 #[test]

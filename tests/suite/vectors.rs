@@ -439,6 +439,11 @@ fn damaged_generation_is_detected_and_rebuilt() {
             std::fs::write(&file, b"not a generation").unwrap();
         }
         let db = Memdb::open(d.path()).unwrap();
+        assert!(
+            db.recovery_report().iter().any(|e| e.contains("rebuilt")),
+            "{:?}",
+            db.recovery_report()
+        );
         for (q, b) in queries.iter().zip(&before) {
             let got = db
                 .search_vectors(
