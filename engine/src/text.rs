@@ -7,31 +7,24 @@
 //! op reads the *current* store state (a put of a message deleted since
 //! becomes a delete), so replay is idempotent and order-insensitive within
 //! the replayed range.
-//!
-//! Message ids are read per hit from two u64 fast fields (`id_hi`, `id_lo`)
-//! rather than from the doc store, which would decompress a block per hit.
 
-use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
-use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
+use memdb_format::{ConversationRecord, MessageRecord, Op};
 use redb::ReadableTable;
 use tantivy::collector::TopDocs;
-use tantivy::columnar::Column;
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, RangeQuery, TermQuery,
 };
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
+    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+    Value,
 };
 use tantivy::tokenizer::{LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer};
-use tantivy::{
-    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, TantivyDocument,
-    Term,
-};
+use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 use uuid::Uuid;
 
 use crate::config::Config;
@@ -41,16 +34,12 @@ use crate::types::{Filter, Status};
 
 /// Bumped when the tantivy schema or analysis changes; an index built with
 /// another version is rebuilt on open.
-const TEXT_SCHEMA_VERSION: u32 = 2;
+const TEXT_SCHEMA_VERSION: u32 = 1;
 const LOWER_TOKENIZER: &str = "memdb_lower";
-const ID_HI: &str = "id_hi";
-const ID_LO: &str = "id_lo";
 
 #[derive(Clone, Copy)]
 struct Fields {
     id: Field,
-    id_hi: Field,
-    id_lo: Field,
     conv: Field,
     kind: Field,
     content: Field,
@@ -76,9 +65,7 @@ fn schema() -> (Schema, Fields) {
             .set_index_option(IndexRecordOption::Basic),
     );
     let fields = Fields {
-        id: b.add_text_field("id", STRING),
-        id_hi: b.add_u64_field(ID_HI, FAST),
-        id_lo: b.add_u64_field(ID_LO, FAST),
+        id: b.add_text_field("id", STRING | STORED),
         conv: b.add_text_field("conversation_id", STRING),
         kind: b.add_text_field("kind", STRING),
         content: b.add_text_field("content", stemmed),
@@ -87,8 +74,8 @@ fn schema() -> (Schema, Fields) {
         label: b.add_text_field("label", STRING),
         folder: b.add_text_field("folder", STRING),
         status: b.add_text_field("status", STRING),
-        ts: b.add_i64_field("timestamp", INDEXED | FAST),
-        importance: b.add_u64_field("importance", INDEXED | FAST),
+        ts: b.add_i64_field("timestamp", INDEXED | tantivy::schema::FAST),
+        importance: b.add_u64_field("importance", INDEXED | tantivy::schema::FAST),
     };
     (b.build(), fields)
 }
@@ -106,75 +93,15 @@ pub(crate) fn folder_ancestors(folder: &str) -> Vec<String> {
     out
 }
 
-/// The conversation fields a message's document copies, built once per
-/// conversation per [`TextIndex::apply`] call (or rebuild run).
-struct Scope {
-    conv: String,
-    label: String,
-    folders: Vec<String>,
-    status: &'static str,
-    importance: u64,
-}
-
-impl Scope {
-    fn new(cid: u128, conv: &ConversationRecord) -> Scope {
-        Scope {
-            conv: Uuid::from_u128(cid).to_string(),
-            label: conv.label.clone(),
-            folders: folder_ancestors(&conv.folder),
-            status: Status::from_code(conv.status).unwrap_or_default().as_str(),
-            importance: u64::from(conv.importance),
-        }
-    }
-}
-
-/// The `id_hi`/`id_lo` fast-field columns of one segment.
-struct IdColumns {
-    hi: Column<u64>,
-    lo: Column<u64>,
-}
-
-impl IdColumns {
-    fn open(seg: &SegmentReader) -> Result<IdColumns> {
-        let ff = seg.fast_fields();
-        Ok(IdColumns {
-            hi: ff.u64(ID_HI)?,
-            lo: ff.u64(ID_LO)?,
-        })
-    }
-
-    fn get(&self, doc: DocId) -> Option<u128> {
-        let hi = self.hi.first(doc)?;
-        let lo = self.lo.first(doc)?;
-        Some((u128::from(hi) << 64) | u128::from(lo))
-    }
-}
-
-/// Id columns of the segments of one searcher generation, opened on first
-/// use (opening a column looks it up in the segment's column dictionary).
-#[derive(Default)]
-struct IdColumnCache {
-    generation: u64,
-    segments: Vec<Option<Arc<IdColumns>>>,
-}
-
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Payload {
     lsn: u64,
     schema: u32,
-    /// The newest store LSN any document in this commit was read at (a
-    /// replay reads the store's current state, which may be ahead of `lsn`).
-    #[serde(default)]
-    read_lsn: u64,
 }
 
 struct State {
     applied_lsn: u64,
     committed_lsn: u64,
-    /// The newest store snapshot (its `last_lsn`) that any document in the
-    /// index, committed or pending, was built from. A message inserted at a
-    /// later LSN cannot have a document from before this apply call.
-    read_lsn: u64,
 }
 
 pub(crate) struct TextIndex {
@@ -186,7 +113,6 @@ pub(crate) struct TextIndex {
     parser: QueryParser,
     state: Mutex<State>,
     committed: AtomicU64,
-    ids: Mutex<IdColumnCache>,
 }
 
 /// Outcome of opening the index directory.
@@ -229,8 +155,7 @@ impl TextIndex {
         if index.schema() != expected {
             return Ok(Opened::NeedsRebuild("text index schema differs".into()));
         }
-        let read_lsn = payload.read_lsn.max(payload.lsn);
-        match Self::from_index(dir, index, payload.lsn, read_lsn, config) {
+        match Self::from_index(dir, index, payload.lsn, config) {
             Ok(t) => Ok(Opened::Ready(Box::new(t))),
             Err(e) => Ok(Opened::NeedsRebuild(format!(
                 "text index failed to open: {e}"
@@ -238,13 +163,7 @@ impl TextIndex {
         }
     }
 
-    fn from_index(
-        dir: &Path,
-        index: Index,
-        lsn: u64,
-        read_lsn: u64,
-        config: &Config,
-    ) -> Result<TextIndex> {
+    fn from_index(dir: &Path, index: Index, lsn: u64, config: &Config) -> Result<TextIndex> {
         let (_, fields) = schema();
         index.tokenizers().register(
             LOWER_TOKENIZER,
@@ -274,10 +193,8 @@ impl TextIndex {
             state: Mutex::new(State {
                 applied_lsn: lsn,
                 committed_lsn: lsn,
-                read_lsn,
             }),
             committed: AtomicU64::new(lsn),
-            ids: Mutex::new(IdColumnCache::default()),
         })
     }
 
@@ -290,14 +207,14 @@ impl TextIndex {
         }
         std::fs::create_dir_all(&tmp).map_err(Error::io(&tmp))?;
         let (schema, _) = schema();
+        let lsn = store.last_lsn()?;
         {
             let index = Index::create_in_dir(&tmp, schema)?;
-            let t = Self::from_index(&tmp, index, 0, 0, config)?;
+            let t = Self::from_index(&tmp, index, 0, config)?;
             let txn = store.read()?;
-            let lsn = store::last_lsn_in(&txn)?;
             let convs = txn.open_table(store::CONVERSATIONS)?;
             let msgs = txn.open_table(store::MESSAGES)?;
-            let mut scopes = HashMap::new();
+            let mut cache: Option<(u128, ConversationRecord)> = None;
             {
                 let mut guard = t.lock_writer();
                 let writer = open_writer(&mut guard)?;
@@ -305,16 +222,18 @@ impl TextIndex {
                     let (k, v) = row?;
                     let msg = MessageRecord::decode(v.value())?;
                     let conv_id = u128::from_le_bytes(msg.conversation_id);
-                    if let Some(scope) = scope_of(&mut scopes, &convs, conv_id)? {
-                        writer.add_document(t.document(k.value(), &msg, scope))?;
+                    if cache.as_ref().is_none_or(|(id, _)| *id != conv_id) {
+                        match store::get_conversation(&convs, conv_id)? {
+                            Some(c) => cache = Some((conv_id, c)),
+                            None => continue,
+                        }
+                    }
+                    if let Some((_, conv)) = &cache {
+                        writer.add_document(t.document(k.value(), &msg, conv))?;
                     }
                 }
             }
-            {
-                let mut state = t.state_lock();
-                state.applied_lsn = lsn;
-                state.read_lsn = lsn;
-            }
+            t.state_lock().applied_lsn = lsn;
             t.commit()?;
             t.close()?;
         }
@@ -364,95 +283,62 @@ impl TextIndex {
         &self.dir
     }
 
-    fn document(&self, id: u128, msg: &MessageRecord, scope: &Scope) -> TantivyDocument {
+    fn document(
+        &self,
+        id: u128,
+        msg: &MessageRecord,
+        conv: &ConversationRecord,
+    ) -> TantivyDocument {
         let f = &self.fields;
         let mut doc = TantivyDocument::default();
-        let parts;
-        let text = match &msg.content {
-            ContentRecord::Text(s) => s.as_str(),
-            ContentRecord::PartsJson(_) => {
-                parts = crate::db::record_text(msg);
-                parts.as_str()
-            }
-        };
+        let text = crate::db::record_text(msg);
+        doc.add_text(f.id, Uuid::from_u128(id).to_string());
         doc.add_text(
-            f.id,
-            Uuid::from_u128(id).hyphenated().encode_lower(&mut [0; 36]),
+            f.conv,
+            Uuid::from_u128(u128::from_le_bytes(msg.conversation_id)).to_string(),
         );
-        doc.add_u64(f.id_hi, (id >> 64) as u64);
-        doc.add_u64(f.id_lo, id as u64);
-        doc.add_text(f.conv, &scope.conv);
         doc.add_text(f.kind, "message");
-        doc.add_text(f.content, text);
-        doc.add_text(f.content_raw, text);
+        doc.add_text(f.content, &text);
+        doc.add_text(f.content_raw, &text);
         doc.add_text(f.role, &msg.role);
-        doc.add_text(f.label, &scope.label);
-        for folder in &scope.folders {
+        doc.add_text(f.label, &conv.label);
+        for folder in folder_ancestors(&conv.folder) {
             doc.add_text(f.folder, folder);
         }
-        doc.add_text(f.status, scope.status);
+        let status = Status::from_code(conv.status).unwrap_or_default();
+        doc.add_text(f.status, status.as_str());
         doc.add_i64(f.ts, msg.timestamp);
-        doc.add_u64(f.importance, scope.importance);
+        doc.add_u64(f.importance, u64::from(conv.importance));
         doc
     }
 
-    fn id_term(&self, id: u128) -> Term {
-        Term::from_field_text(
-            self.fields.id,
-            Uuid::from_u128(id).hyphenated().encode_lower(&mut [0; 36]),
-        )
-    }
-
     /// Applies oplog entries (in LSN order) by reading the current store state.
-    ///
-    /// `InsertMessage(id)` adds the document without first deleting `id`
-    /// when no document for it can exist (SPEC.md §5): every document
-    /// already in the index was built from a store snapshot older than the
-    /// entry (`lsn > read_lsn`), and no earlier op of this call added `id`.
-    /// Otherwise (a replay whose earlier ops read the current state, which
-    /// already holds the message) it deletes first, like `PutMessage`.
     pub(crate) fn apply(&self, store: &Store, entries: &[(u64, Vec<Op>)]) -> Result<()> {
         let Some(&(last, _)) = entries.last() else {
             return Ok(());
         };
         let txn = store.read()?;
-        let snapshot = store::last_lsn_in(&txn)?;
         let convs = txn.open_table(store::CONVERSATIONS)?;
         let msgs = txn.open_table(store::MESSAGES)?;
         let mut guard = self.lock_writer();
         let writer = open_writer(&mut guard)?;
-        // Raised before any document is added, under the writer lock, so a
-        // commit never records a `read_lsn` older than a document it holds.
-        let read_before = {
-            let mut state = self.state_lock();
-            let before = state.read_lsn;
-            state.read_lsn = before.max(snapshot);
-            before
-        };
         let f = self.fields;
-        let mut scopes: HashMap<u128, Option<Scope>> = HashMap::new();
-        // Messages this call added a document for.
-        let mut added: HashSet<u128> = HashSet::new();
-        for (lsn, ops) in entries {
+        for (_, ops) in entries {
             for op in ops {
                 match op {
                     Op::PutMessage(id) | Op::DeleteMessage(id) | Op::InsertMessage(id) => {
                         let id = u128::from_le_bytes(*id);
-                        let fresh = matches!(op, Op::InsertMessage(_))
-                            && *lsn > read_before
-                            && !added.contains(&id);
-                        if !fresh {
-                            writer.delete_term(self.id_term(id));
-                        }
+                        writer.delete_term(Term::from_field_text(
+                            f.id,
+                            &Uuid::from_u128(id).to_string(),
+                        ));
                         if let Some(msg) = store::get_message(&msgs, id)?
-                            && let Some(scope) = scope_of(
-                                &mut scopes,
+                            && let Some(conv) = store::get_conversation(
                                 &convs,
                                 u128::from_le_bytes(msg.conversation_id),
                             )?
                         {
-                            writer.add_document(self.document(id, &msg, scope))?;
-                            added.insert(id);
+                            writer.add_document(self.document(id, &msg, &conv))?;
                         }
                     }
                     Op::PutVector(..) | Op::DeleteVector(..) => {}
@@ -460,13 +346,12 @@ impl TextIndex {
                         let cid = u128::from_le_bytes(*cid);
                         writer.delete_term(Term::from_field_text(
                             f.conv,
-                            Uuid::from_u128(cid).hyphenated().encode_lower(&mut [0; 36]),
+                            &Uuid::from_u128(cid).to_string(),
                         ));
-                        if let Some(scope) = scope_of(&mut scopes, &convs, cid)? {
+                        if let Some(conv) = store::get_conversation(&convs, cid)? {
                             for mid in store::conversation_message_ids(&txn, cid)? {
                                 if let Some(msg) = store::get_message(&msgs, mid)? {
-                                    writer.add_document(self.document(mid, &msg, scope))?;
-                                    added.insert(mid);
+                                    writer.add_document(self.document(mid, &msg, &conv))?;
                                 }
                             }
                         }
@@ -496,14 +381,10 @@ impl TextIndex {
     pub(crate) fn commit(&self) -> Result<()> {
         let mut guard = self.lock_writer();
         let writer = open_writer(&mut guard)?;
-        let (lsn, read_lsn) = {
-            let state = self.state_lock();
-            (state.applied_lsn, state.read_lsn)
-        };
+        let lsn = self.state_lock().applied_lsn;
         let payload = serde_json::to_string(&Payload {
             lsn,
             schema: TEXT_SCHEMA_VERSION,
-            read_lsn,
         })
         .map_err(|e| Error::TextIndex(e.to_string()))?;
         let mut prepared = writer.prepare_commit()?;
@@ -588,80 +469,36 @@ impl TextIndex {
                 .order_by_score(),
         )?;
         let mut out = Vec::with_capacity(top.len());
-        let mut columns: Vec<Option<Arc<IdColumns>>> = Vec::new();
         for (score, addr) in top {
-            let seg = addr.segment_ord as usize;
-            if columns.len() <= seg {
-                columns.resize(seg + 1, None);
-            }
-            let cols = match &columns[seg] {
-                Some(c) => c.clone(),
-                None => {
-                    let c = self.id_columns(&searcher, addr.segment_ord)?;
-                    columns[seg] = Some(c.clone());
-                    c
-                }
-            };
-            if let Some(id) = cols.get(addr.doc_id) {
+            if let Some(id) = self.doc_id(&searcher, addr)? {
                 out.push((id, score));
             }
         }
         Ok(out)
     }
 
-    /// The id columns of segment `ord` of `searcher`, cached per searcher
-    /// generation (the reader reloads only on commit).
-    fn id_columns(&self, searcher: &Searcher, ord: u32) -> Result<Arc<IdColumns>> {
-        let generation = searcher.generation().generation_id();
-        let n = searcher.segment_readers().len();
-        let mut cache = self.ids.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.generation != generation || cache.segments.len() != n {
-            cache.generation = generation;
-            cache.segments = vec![None; n];
-        }
-        let slot = cache
-            .segments
-            .get_mut(ord as usize)
-            .ok_or_else(|| Error::TextIndex(format!("no segment {ord} in the searcher")))?;
-        if let Some(c) = slot {
-            return Ok(c.clone());
-        }
-        let c = Arc::new(IdColumns::open(searcher.segment_reader(ord))?);
-        *slot = Some(c.clone());
-        Ok(c)
+    fn doc_id(&self, searcher: &tantivy::Searcher, addr: DocAddress) -> Result<Option<u128>> {
+        let doc: TantivyDocument = searcher.doc(addr)?;
+        Ok(doc
+            .get_first(self.fields.id)
+            .and_then(|v| v.as_str())
+            .and_then(|s| Uuid::parse_str(s).ok())
+            .map(|u| u.as_u128()))
     }
 
     /// Every message id in the committed index (for consistency checks).
     pub(crate) fn all_ids(&self) -> Result<Vec<u128>> {
         let searcher = self.reader.searcher();
         let mut out = Vec::new();
-        for seg in searcher.segment_readers() {
-            let cols = IdColumns::open(seg)?;
+        for (ord, seg) in searcher.segment_readers().iter().enumerate() {
             for doc in seg.doc_ids_alive() {
-                if let Some(id) = cols.get(doc) {
+                if let Some(id) = self.doc_id(&searcher, DocAddress::new(ord as u32, doc))? {
                     out.push(id);
                 }
             }
         }
         Ok(out)
     }
-}
-
-/// The cached [`Scope`] of conversation `cid`, read on first use; `None`
-/// when the conversation does not exist.
-fn scope_of<'a>(
-    cache: &'a mut HashMap<u128, Option<Scope>>,
-    convs: &impl ReadableTable<u128, &'static [u8]>,
-    cid: u128,
-) -> Result<Option<&'a Scope>> {
-    let scope = match cache.entry(cid) {
-        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-        std::collections::hash_map::Entry::Vacant(e) => {
-            let scope = store::get_conversation(convs, cid)?.map(|c| Scope::new(cid, &c));
-            e.insert(scope)
-        }
-    };
-    Ok(scope.as_ref())
 }
 
 /// Rewrites `NOT x` to `-x`, apostrophes inside words to spaces, and bare prefix terms `foo*` (outside quotes, not after a field
