@@ -36,6 +36,8 @@ use crate::types::{Filter, Status};
 /// another version is rebuilt on open.
 const TEXT_SCHEMA_VERSION: u32 = 1;
 const LOWER_TOKENIZER: &str = "memdb_lower";
+/// Segments allowed before a commit merges them all into one.
+const MAX_SEGMENTS: usize = 8;
 
 #[derive(Clone, Copy)]
 struct Fields {
@@ -178,6 +180,7 @@ impl TextIndex {
                 .text_writer_memory
                 .max(15_000_000 * config.text_writer_threads),
         )?;
+        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -390,6 +393,15 @@ impl TextIndex {
         let mut prepared = writer.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
+        // Merges run here, synchronously and under the writer lock, instead
+        // of in tantivy's background merge threads (NoMergePolicy above): a
+        // background merge racing our delete-then-add upserts resurrected
+        // deleted documents after crash replays (duplicates caught by
+        // tests/suite/crash.rs). With the lock held, no delete is in flight.
+        let segments = writer.index().searchable_segment_ids()?;
+        if segments.len() > MAX_SEGMENTS {
+            let _ = writer.merge(&segments).wait()?;
+        }
         drop(guard);
         self.reader.reload()?;
         self.state_lock().committed_lsn = lsn;
