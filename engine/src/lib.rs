@@ -38,9 +38,11 @@
 mod config;
 mod db;
 mod embed;
+mod embedding;
 mod error;
 mod export;
 mod lock;
+mod search;
 mod spaces;
 mod store;
 mod text;
@@ -55,9 +57,13 @@ pub use db::{MAX_LIMIT, Memdb};
 pub use embed::{
     Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, default_models_dir,
 };
+pub use embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use error::{Error, Result};
 pub use export::{
     EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ImportOptions, ImportReport, Selection,
+};
+pub use search::{
+    FusionWeights, MAX_OFFSET, ScoreExplain, SearchMode, SearchRequest, SearchResults,
 };
 pub use spaces::{
     MAX_DIMENSION, Metric, SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome,
