@@ -186,6 +186,10 @@ pub enum Command {
 
     /// List vector spaces with their index statistics.
     Spaces,
+
+    /// Serve the data directory over Sekha's REST API and MCP tool routes
+    /// (memdb-server). Needs an API key: `MEMDB_API_KEY`.
+    Serve(Box<memdb_server::cli::ServeArgs>),
 }
 
 /// `memdb query` flags.

@@ -203,6 +203,8 @@ pub fn run(cli: Cli) -> Result<Output> {
             }
             Ok(Output::Spaces(stats))
         })?,
+        // main.rs runs the server before dispatching here.
+        Command::Serve(_) => anyhow::bail!("`memdb serve` is not a one-shot command"),
         Command::Spaces => with_db(open()?, |db| {
             let mut stats = Vec::new();
             for s in db.vector_spaces()? {

@@ -17,13 +17,14 @@ mod commands;
 mod input;
 mod options;
 mod output;
+mod serve;
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser as _;
 
-use crate::args::Cli;
+use crate::args::{Cli, Command};
 use crate::output::Output;
 
 /// How a run ended.
@@ -39,6 +40,11 @@ enum Outcome {
 fn main() -> ExitCode {
     let outcome = match Cli::try_parse() {
         Err(e) => Outcome::Usage(e),
+        Ok(Cli {
+            command: Command::Serve(args),
+            data,
+            ..
+        }) => return serve::run(data, *args),
         Ok(cli) => {
             let json = cli.json;
             match commands::run(cli) {

@@ -12,6 +12,11 @@ mod model;
 mod recovery;
 mod search;
 mod semantic;
+mod server_api;
+mod server_bad_input;
+mod server_e2e;
+mod server_security;
+mod server_util;
 mod vector_crash;
 mod vectors;
 

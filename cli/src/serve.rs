@@ -1,0 +1,22 @@
+//! `memdb serve`: runs memdb-server on the `--data` directory. The server
+//! lives in the `memdb-server` crate; this only hands it the arguments.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use memdb_server::cli::ServeArgs;
+
+/// Serves until SIGINT/SIGTERM; exit 1 with one `error:` line on failure.
+pub fn run(data: Option<PathBuf>, args: ServeArgs) -> ExitCode {
+    let result = crate::options::data_dir(data)
+        .map_err(|e| e.to_string())
+        .and_then(|dir| args.config(Some(dir)).map_err(|e| e.to_string()))
+        .and_then(|config| memdb_server::cli::run(config).map_err(|e| e.to_string()));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

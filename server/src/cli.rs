@@ -1,0 +1,199 @@
+//! The `memdb-server` command line (also `memdb serve`): flags and `MEMDB_*`
+//! environment variables over an optional TOML file, then [`run`].
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::{Args, Parser};
+
+use crate::ServerError;
+use crate::config::{EmbedderChoice, ServerConfig};
+
+/// Server settings given on the command line or in the environment.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "MEMDB_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// TOML configuration file (keys: listen, data, api_keys, ...).
+    #[arg(long, env = "MEMDB_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// An API key (read-write), at least 32 characters.
+    #[arg(long, env = "MEMDB_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Read-write API keys, comma-separated.
+    #[arg(
+        long,
+        env = "MEMDB_API_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub api_keys: Vec<String>,
+    /// Read-only API keys, comma-separated (writes answer 403).
+    #[arg(
+        long,
+        env = "MEMDB_READONLY_API_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub readonly_api_keys: Vec<String>,
+    /// CORS origins allowed, comma-separated (`*` for any) [default: none].
+    #[arg(long, env = "MEMDB_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Vec<String>,
+    /// Sustained requests per second per client (0 disables) [default: 50].
+    #[arg(long, env = "MEMDB_RATE_LIMIT")]
+    pub rate_limit: Option<f64>,
+    /// Burst size per client [default: 200].
+    #[arg(long, env = "MEMDB_RATE_BURST")]
+    pub rate_burst: Option<u32>,
+    /// Proxies whose X-Forwarded-For is trusted, comma-separated IPs.
+    #[arg(long, env = "MEMDB_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<IpAddr>,
+    /// Largest request body in bytes [default: 16 MiB].
+    #[arg(long, env = "MEMDB_BODY_LIMIT")]
+    pub body_limit: Option<usize>,
+    /// Embedder for semantic and hybrid search [default: none].
+    #[arg(long, env = "MEMDB_EMBEDDER", value_enum)]
+    pub embedder: Option<EmbedderChoice>,
+    /// Directory of the local embedding model.
+    #[arg(long, env = "MEMDB_MODELS", value_name = "DIR")]
+    pub models_dir: Option<PathBuf>,
+}
+
+/// The `memdb-server` binary's arguments.
+#[derive(Debug, Parser)]
+#[command(
+    name = "memdb-server",
+    version,
+    about = "Serve a memdb data directory over Sekha's REST API"
+)]
+pub struct ServerCli {
+    /// Data directory [default: $MEMDB_DATA, else the platform data dir + /memdb].
+    #[arg(long, env = "MEMDB_DATA", value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Server settings.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+impl ServeArgs {
+    /// Defaults, then the file, then these arguments; validated.
+    pub fn config(&self, data: Option<PathBuf>) -> Result<ServerConfig, ServerError> {
+        let mut c = match &self.config {
+            Some(path) => ServerConfig::from_file(path)?,
+            None => ServerConfig::default(),
+        };
+        if let Some(d) = data {
+            c.data = Some(d);
+        }
+        if let Some(l) = self.listen {
+            c.listen = l;
+        }
+        let mut keys: Vec<String> = self.api_key.iter().cloned().collect();
+        keys.extend(self.api_keys.iter().map(|k| k.trim().to_string()));
+        keys.retain(|k| !k.is_empty());
+        if !keys.is_empty() {
+            c.api_keys = keys;
+        }
+        let ro: Vec<String> = self
+            .readonly_api_keys
+            .iter()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .collect();
+        if !ro.is_empty() {
+            c.readonly_api_keys = ro;
+        }
+        if !self.cors_origins.is_empty() {
+            c.cors_origins = self.cors_origins.clone();
+        }
+        if let Some(r) = self.rate_limit {
+            c.rate_limit_per_second = r;
+        }
+        if let Some(b) = self.rate_burst {
+            c.rate_limit_burst = b;
+        }
+        if !self.trusted_proxies.is_empty() {
+            c.trusted_proxies = self.trusted_proxies.clone();
+        }
+        if let Some(b) = self.body_limit {
+            c.body_limit = b;
+        }
+        if let Some(e) = self.embedder {
+            c.embedder = e;
+        }
+        if let Some(m) = &self.models_dir {
+            c.models_dir = Some(m.clone());
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+/// Installs the tracing subscriber (stderr; filter from `MEMDB_LOG`, default info).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MEMDB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// The engine configuration for the chosen embedder.
+pub fn engine_config(c: &ServerConfig) -> Result<memdb::Config, ServerError> {
+    let embedder: std::sync::Arc<dyn memdb::Embedder> = match c.embedder {
+        EmbedderChoice::None => return Ok(memdb::Config::default()),
+        EmbedderChoice::Hashing => std::sync::Arc::new(
+            memdb::Hashing::new(memdb::Hashing::DEFAULT_DIMENSION).map_err(ServerError::Open)?,
+        ),
+        EmbedderChoice::Local => {
+            let dir = match &c.models_dir {
+                Some(d) => d.clone(),
+                None => memdb::default_models_dir().map_err(ServerError::Open)?,
+            };
+            std::sync::Arc::new(memdb::LocalOnnx::open(&dir).map_err(ServerError::Open)?)
+        }
+    };
+    Ok(memdb::Config::with_embedder(embedder))
+}
+
+/// Opens the store and serves until SIGINT/SIGTERM; blocks the thread.
+pub fn run(config: ServerConfig) -> Result<(), ServerError> {
+    init_tracing();
+    config.validate()?;
+    let data = match &config.data {
+        Some(d) => d.clone(),
+        None => dirs::data_dir()
+            .map(|d| d.join("memdb"))
+            .ok_or_else(|| ServerError::Config("no data directory: pass --data".into()))?,
+    };
+    let engine = engine_config(&config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(ServerError::Serve)?;
+    runtime.block_on(async move {
+        let db = tokio::task::spawn_blocking(move || memdb::Memdb::open_with(&data, engine))
+            .await
+            .map_err(|e| ServerError::Serve(std::io::Error::other(e)))?
+            .map_err(ServerError::Open)?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(ServerError::Bind)?;
+        crate::serve(config, db, listener, crate::shutdown_signal()).await
+    })
+}
+
+/// The `memdb-server` binary: parse, run, map the outcome to an exit code.
+pub fn main_entry() -> std::process::ExitCode {
+    let cli = ServerCli::parse();
+    let result = cli.serve.config(cli.data).and_then(run);
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

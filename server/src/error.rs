@@ -1,0 +1,141 @@
+//! The one error type of every route: `{error, code}` JSON bodies with the
+//! right status, built from engine errors and extractor rejections.
+//!
+//! Internal failures (I/O, store, index) are logged with their detail and
+//! answered with a generic message: no paths or backtraces leave the server.
+
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// An error answer: HTTP status, message, and the request field at fault.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Human message (never an internal path).
+    pub message: String,
+    /// Dotted path of the offending request field, when known.
+    pub field: Option<String>,
+}
+
+/// The JSON body of every error answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: String,
+    /// The HTTP status code, repeated (Sekha's convention).
+    pub code: u16,
+    /// The offending request field (dotted path), for validation errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    /// An error with a status and message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    /// 400 naming the invalid field.
+    pub fn invalid(field: impl Into<String>, reason: impl std::fmt::Display) -> Self {
+        let field = field.into();
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: format!("invalid {field}: {reason}"),
+            field: Some(field),
+        }
+    }
+
+    /// 404 for an unknown route or entity.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    /// 501 for an operation this build does not provide yet.
+    pub fn not_implemented(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_IMPLEMENTED,
+            format!("{what} is not implemented in this build"),
+        )
+    }
+
+    /// 500 with a generic message; the detail goes to the log only.
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %detail, "internal error");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+    }
+
+    /// The response body.
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error: self.message.clone(),
+            code: self.status.as_u16(),
+            field: self.field.clone(),
+        }
+    }
+}
+
+impl From<memdb::Error> for ApiError {
+    fn from(e: memdb::Error) -> Self {
+        match e {
+            memdb::Error::NotFound { what, id } => {
+                ApiError::not_found(format!("{what} {id} not found"))
+            }
+            memdb::Error::InvalidInput { field, reason } => ApiError::invalid(field, reason),
+            memdb::Error::Conflict(msg) => ApiError::new(StatusCode::CONFLICT, msg),
+            memdb::Error::Locked { .. } => {
+                tracing::error!(error = %e, "data directory locked");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store unavailable")
+            }
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        let status = match r.status() {
+            // Wrong types and missing fields are bad input like any other.
+            StatusCode::UNPROCESSABLE_ENTITY => StatusCode::BAD_REQUEST,
+            s => s,
+        };
+        let message = match &r {
+            JsonRejection::BytesRejection(_) if status == StatusCode::PAYLOAD_TOO_LARGE => {
+                "request body too large".to_string()
+            }
+            _ => r.body_text(),
+        };
+        ApiError::new(status, message)
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> Self {
+        let status = if r.status().is_server_error() {
+            StatusCode::INTERNAL_SERVER_ERROR
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        ApiError::new(status, r.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, r.body_text())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body())).into_response()
+    }
+}

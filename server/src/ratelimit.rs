@@ -1,0 +1,162 @@
+//! Per-client rate limiting: a token bucket per client IP.
+//!
+//! The client is the TCP peer. `X-Forwarded-For` is believed only when the
+//! peer is a configured trusted proxy; then the client is the rightmost
+//! address in the header that is not itself a trusted proxy (entries to its
+//! left could be forged by the client). Over the limit a request gets 429
+//! with `Retry-After` (whole seconds until a token is available).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Buckets kept before idle full ones are dropped.
+const MAX_TRACKED: usize = 10_000;
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+/// Token buckets by client address.
+#[derive(Debug)]
+pub struct RateLimiter {
+    per_second: f64,
+    burst: f64,
+    trusted: Vec<IpAddr>,
+    buckets: Mutex<HashMap<IpAddr, Bucket>>,
+}
+
+impl RateLimiter {
+    /// `per_second` sustained (0 disables), `burst` bucket size.
+    pub fn new(per_second: f64, burst: u32, trusted: Vec<IpAddr>) -> Self {
+        RateLimiter {
+            per_second,
+            burst: f64::from(burst.max(1)),
+            trusted,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The client a request comes from.
+    pub fn client(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> Option<IpAddr> {
+        let peer = peer?;
+        if !self.trusted.contains(&peer) {
+            return Some(peer);
+        }
+        let mut client = peer;
+        // Every X-Forwarded-For header, in order, as one comma-separated list.
+        let hops: Vec<IpAddr> = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|s| s.trim().parse().ok())
+            .collect();
+        for hop in hops.into_iter().rev() {
+            client = hop;
+            if !self.trusted.contains(&hop) {
+                break;
+            }
+        }
+        Some(client)
+    }
+
+    /// Takes a token for `client`; `Err(seconds)` to wait when there is none.
+    pub fn take(&self, client: IpAddr, now: Instant) -> Result<(), u64> {
+        if self.per_second <= 0.0 {
+            return Ok(());
+        }
+        let mut map = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_TRACKED && !map.contains_key(&client) {
+            let (rate, burst) = (self.per_second, self.burst);
+            map.retain(|_, b| b.tokens + now.duration_since(b.last).as_secs_f64() * rate < burst);
+        }
+        let b = map.entry(client).or_insert(Bucket {
+            tokens: self.burst,
+            last: now,
+        });
+        let elapsed = now.saturating_duration_since(b.last).as_secs_f64();
+        b.tokens = (b.tokens + elapsed * self.per_second).min(self.burst);
+        b.last = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            Ok(())
+        } else {
+            let wait = (1.0 - b.tokens) / self.per_second;
+            Err((wait.ceil() as u64).max(1))
+        }
+    }
+}
+
+/// Middleware: 429 with `Retry-After` when the client's bucket is empty.
+pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    if let Some(client) = state.limiter.client(peer, req.headers())
+        && let Err(wait) = state.limiter.take(client, Instant::now())
+    {
+        let mut r = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("rate limit exceeded; retry in {wait} s"),
+        )
+        .into_response();
+        if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return r;
+    }
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn bucket_empties_and_refills() {
+        let l = RateLimiter::new(2.0, 3, vec![]);
+        let t0 = Instant::now();
+        let c = ip("10.0.0.1");
+        for _ in 0..3 {
+            assert!(l.take(c, t0).is_ok());
+        }
+        assert_eq!(l.take(c, t0), Err(1));
+        // Another client has its own bucket.
+        assert!(l.take(ip("10.0.0.2"), t0).is_ok());
+        // Half a second refills one token at 2/s.
+        assert!(l.take(c, t0 + Duration::from_millis(500)).is_ok());
+        assert!(l.take(c, t0 + Duration::from_millis(500)).is_err());
+    }
+
+    #[test]
+    fn forwarded_for_is_trusted_only_from_proxies() {
+        let l = RateLimiter::new(1.0, 1, vec![ip("10.0.0.9")]);
+        let mut h = HeaderMap::new();
+        h.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("6.6.6.6, 1.2.3.4"),
+        );
+        // Untrusted peer: the header is ignored.
+        assert_eq!(l.client(Some(ip("5.5.5.5")), &h), Some(ip("5.5.5.5")));
+        // Trusted proxy: the rightmost untrusted hop.
+        assert_eq!(l.client(Some(ip("10.0.0.9")), &h), Some(ip("1.2.3.4")));
+    }
+}

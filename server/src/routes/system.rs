@@ -1,0 +1,205 @@
+//! Health, metrics, the OpenAPI document, export and stats.
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use memdb::{ExportFormat, Filter, Memdb, Selection, TextQuery};
+use serde::Serialize;
+use utoipa::{OpenApi, ToSchema};
+
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Json, Query};
+use crate::metrics::{Gauges, dir_size};
+use crate::state::AppState;
+use crate::wire::{Envelope, ExportOut, ExportParams, StatsOut, StatsParams};
+
+/// One health check.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Check {
+    /// `ok` or `error`.
+    pub status: String,
+    /// What failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Health checks by component.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Checks {
+    /// A read of the store.
+    pub store: Check,
+    /// A search of the text index (after catching it up).
+    pub text_index: Check,
+}
+
+/// `GET /health` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Health {
+    /// `healthy` or `unhealthy`.
+    pub status: String,
+    /// Server version.
+    pub version: String,
+    /// Time of the check (RFC 3339).
+    pub timestamp: String,
+    /// Each component.
+    pub checks: Checks,
+}
+
+fn check<T>(r: memdb::Result<T>) -> Check {
+    match r {
+        Ok(_) => Check {
+            status: "ok".into(),
+            error: None,
+        },
+        Err(e) => {
+            tracing::error!(error = %e, "health check failed");
+            // The kind only: messages can hold internal paths.
+            let kind = match e {
+                memdb::Error::Corrupted { .. } => "corrupted data",
+                memdb::Error::TextIndex(_) => "text index error",
+                memdb::Error::Store(_) => "store error",
+                memdb::Error::Io { .. } => "I/O error",
+                _ => "error",
+            };
+            Check {
+                status: "error".into(),
+                error: Some(kind.into()),
+            }
+        }
+    }
+}
+
+fn health_checks(db: &Memdb) -> Checks {
+    let mut probe = TextQuery::new("memdb");
+    probe.limit = 1;
+    Checks {
+        store: check(db.count_conversations(&Filter::default())),
+        text_index: check(db.search_text(&probe)),
+    }
+}
+
+/// Store and text-index checks; no authentication.
+#[utoipa::path(get, path = "/health", tag = "system",
+    responses((status = 200, body = Health), (status = 503, body = Health)))]
+pub async fn health(State(s): State<AppState>) -> Response {
+    let checks = match s.run(|db| Ok(health_checks(db))).await {
+        Ok(c) => c,
+        Err(_) => Checks {
+            store: Check {
+                status: "error".into(),
+                error: Some("check did not finish".into()),
+            },
+            text_index: Check {
+                status: "error".into(),
+                error: Some("check did not finish".into()),
+            },
+        },
+    };
+    let ok = checks.store.status == "ok" && checks.text_index.status == "ok";
+    let body = Health {
+        status: if ok { "healthy" } else { "unhealthy" }.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        timestamp: chrono::Utc::now().to_rfc3339(),
+        checks,
+    };
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+/// Prometheus metrics.
+#[utoipa::path(get, path = "/metrics", tag = "system",
+    responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain"),
+        (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn metrics(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let gauges = s
+        .run(|db| {
+            let dir = db.dir();
+            Ok(Gauges {
+                store_bytes: dir_size(&dir.join("memdb.redb")),
+                text_index_bytes: dir_size(&dir.join("text")),
+                vector_index_bytes: dir_size(&dir.join("vectors")),
+                oplog_entries: db.oplog_len()?,
+                conversations: db.count_conversations(&Filter::default())?,
+            })
+        })
+        .await?;
+    let text = s.metrics.render(&gauges);
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}
+
+/// This OpenAPI 3 document.
+#[utoipa::path(get, path = "/openapi.json", tag = "system",
+    responses((status = 200, description = "OpenAPI 3 document", body = Object),
+        (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn openapi() -> Response {
+    axum::Json(crate::openapi::ApiDoc::openapi()).into_response()
+}
+
+/// Export conversations (Markdown by default, or memdb's JSON export).
+#[utoipa::path(get, path = "/api/v1/export", tag = "conversations",
+    params(ExportParams),
+    responses((status = 200, body = ExportOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn export(
+    State(s): State<AppState>,
+    Query(p): Query<ExportParams>,
+) -> Result<Json<ExportOut>, ApiError> {
+    let format: ExportFormat = p.format.as_deref().unwrap_or("markdown").parse()?;
+    let filter = Filter {
+        label: p.label,
+        folder: p.folder,
+        ..Filter::default()
+    };
+    let (content, n) = s
+        .run(move |db| {
+            let export = db.export(&Selection::Matching(filter))?;
+            let n = export.conversations.len();
+            let content = match format {
+                ExportFormat::Json => {
+                    serde_json::to_string_pretty(&export).map_err(ApiError::internal)?
+                }
+                ExportFormat::Markdown => export.to_markdown(),
+            };
+            Ok((content, n))
+        })
+        .await?;
+    Ok(Json(ExportOut {
+        content,
+        format: format.as_str().into(),
+        conversation_count: n,
+    }))
+}
+
+/// Statistics, in the envelope sekha-mcp's `memory_stats` reads.
+#[utoipa::path(get, path = "/api/v1/stats", tag = "conversations",
+    params(StatsParams),
+    responses((status = 200, body = Envelope<StatsOut>),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn stats(
+    State(s): State<AppState>,
+    Query(p): Query<StatsParams>,
+) -> Result<Json<Envelope<StatsOut>>, ApiError> {
+    let args = crate::tools::MemoryStatsArgs {
+        folder: p.folder,
+        label: p.label,
+    };
+    let out = s
+        .run(move |db| crate::tools::memory_stats(db, args))
+        .await?;
+    Ok(Json(Envelope::ok(out)))
+}

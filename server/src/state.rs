@@ -1,0 +1,64 @@
+//! Shared state of every handler, and the bridge from async handlers to the
+//! synchronous engine (`spawn_blocking`).
+
+use std::sync::Arc;
+
+use memdb::Memdb;
+
+use crate::auth::Keys;
+use crate::config::ServerConfig;
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::ratelimit::RateLimiter;
+
+/// What handlers share: the engine, keys, limiter, metrics and configuration.
+#[derive(Clone)]
+pub struct AppState {
+    /// The open store.
+    pub db: Arc<Memdb>,
+    /// API keys.
+    pub keys: Arc<Keys>,
+    /// Per-client token buckets.
+    pub limiter: Arc<RateLimiter>,
+    /// Request metrics.
+    pub metrics: Arc<Metrics>,
+    /// The configuration in effect.
+    pub config: Arc<ServerConfig>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("db", &self.db)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State over an open store; the configuration should be validated.
+    pub fn new(db: Arc<Memdb>, config: ServerConfig) -> Self {
+        AppState {
+            keys: Arc::new(Keys::new(&config.api_keys, &config.readonly_api_keys)),
+            limiter: Arc::new(RateLimiter::new(
+                config.rate_limit_per_second,
+                config.rate_limit_burst,
+                config.trusted_proxies.clone(),
+            )),
+            metrics: Arc::new(Metrics::default()),
+            config: Arc::new(config),
+            db,
+        }
+    }
+
+    /// Runs an engine call on the blocking pool.
+    pub async fn run<T, F>(&self, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Memdb) -> Result<T, ApiError> + Send + 'static,
+    {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || f(&db))
+            .await
+            .map_err(ApiError::internal)?
+    }
+}

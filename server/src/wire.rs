@@ -1,0 +1,687 @@
+//! REST wire types: request bodies and query strings as Sekha's clients send
+//! them, responses as they read them, converted from and to engine types.
+//!
+//! Only this module (and `tools`) knows the JSON shapes; handlers convert and
+//! call the engine. Every type derives `ToSchema` so `/openapi.json` is
+//! generated from them.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use memdb::{
+    Content, Conversation, ConversationWithMessages, Message, NewConversation, NewMessage,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use crate::error::ApiError;
+
+/// Longest accepted search query, in bytes.
+pub const MAX_QUERY_BYTES: usize = 8 * 1024;
+
+// ----- requests -----------------------------------------------------------
+
+/// A message to store (Sekha's message shape).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct MessageIn {
+    /// Author role: 1..=32 ASCII letters, digits, `_`, `-` (e.g. `user`).
+    pub role: String,
+    /// A non-blank string, or an array of OpenAI content parts.
+    #[schema(value_type = Object)]
+    pub content: Value,
+    /// RFC 3339 or naive ISO timestamp (UTC); now when absent or null.
+    #[serde(default)]
+    pub timestamp: Option<String>,
+    /// A JSON object; `{}` when absent or null.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+/// `POST /api/v1/conversations` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct CreateConversation {
+    /// Label, 1..=500 bytes.
+    pub label: String,
+    /// Folder path starting with `/`; `/` when absent or null.
+    #[serde(default)]
+    pub folder: Option<String>,
+    /// Importance 0..=10 (rounded to an integer); 5 when absent or null.
+    #[serde(default)]
+    pub importance_score: Option<f64>,
+    /// A JSON object.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    /// At least one message.
+    pub messages: Vec<MessageIn>,
+}
+
+/// Converts a JSON content value into engine content.
+pub fn content(field: &str, v: Value) -> Result<Content, ApiError> {
+    match v {
+        Value::String(s) => Ok(Content::Text(s)),
+        Value::Array(parts) => Ok(Content::Parts(parts)),
+        _ => Err(ApiError::invalid(
+            field,
+            "expected a string or an array of content parts",
+        )),
+    }
+}
+
+/// Converts a 0..=10 number into the engine's integer importance (rounded).
+pub fn importance(field: &str, v: f64) -> Result<u8, ApiError> {
+    if !v.is_finite() || !(0.0..=10.0).contains(&v) {
+        return Err(ApiError::invalid(
+            field,
+            format!("{v} is not a number in 0..=10"),
+        ));
+    }
+    Ok(v.round() as u8)
+}
+
+/// Parses an optional timestamp field.
+pub fn timestamp(field: &str, v: Option<&str>) -> Result<Option<DateTime<Utc>>, ApiError> {
+    v.map(|s| {
+        memdb::parse_timestamp(s)
+            .ok_or_else(|| ApiError::invalid(field, format!("{s:?} is not an RFC 3339 timestamp")))
+    })
+    .transpose()
+}
+
+impl MessageIn {
+    /// The engine message; `field` prefixes error fields (`messages[2]`).
+    pub fn into_new(self, field: &str) -> Result<NewMessage, ApiError> {
+        Ok(NewMessage {
+            role: self.role,
+            content: content(&format!("{field}.content"), self.content)?,
+            timestamp: timestamp(&format!("{field}.timestamp"), self.timestamp.as_deref())?,
+            metadata: self.metadata.filter(|m| !m.is_null()),
+        })
+    }
+}
+
+impl CreateConversation {
+    /// The engine request.
+    pub fn into_new(self) -> Result<NewConversation, ApiError> {
+        let messages = self
+            .messages
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| m.into_new(&format!("messages[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(NewConversation {
+            label: self.label,
+            folder: self.folder,
+            importance_score: self
+                .importance_score
+                .map(|v| importance("importance_score", v))
+                .transpose()?,
+            metadata: self.metadata.filter(|m| !m.is_null()),
+            messages,
+        })
+    }
+}
+
+/// `PUT /api/v1/conversations/{id}/label` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct LabelUpdate {
+    /// New label.
+    pub label: String,
+    /// New folder (Sekha sends both; absent keeps the folder).
+    #[serde(default)]
+    pub folder: Option<String>,
+}
+
+/// `PUT /api/v1/conversations/{id}/folder` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct FolderUpdate {
+    /// New folder; the label is not touched.
+    pub folder: String,
+}
+
+/// `GET /api/v1/conversations` query.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Exact label.
+    pub label: Option<String>,
+    /// Folder prefix on whole path components.
+    pub folder: Option<String>,
+    /// Only pinned (true) or unpinned (false).
+    pub pinned: Option<bool>,
+    /// Only archived (true) or active (false).
+    pub archived: Option<bool>,
+    /// Page number, from 1 (default 1).
+    pub page: Option<usize>,
+    /// Page size 1..=1000 (default 50).
+    pub page_size: Option<usize>,
+}
+
+/// `GET /api/v1/conversations/count` query.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CountParams {
+    /// Exact label.
+    pub label: Option<String>,
+    /// Folder prefix.
+    pub folder: Option<String>,
+}
+
+/// Search mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// BM25 over message text.
+    Keyword,
+    /// Cosine similarity of embeddings (needs an embedder).
+    Semantic,
+    /// Both, fused by reciprocal rank.
+    Hybrid,
+}
+
+/// Filters of `POST /api/v1/query` (Sekha's documented keys and memdb's).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryFilters {
+    /// Folder prefix.
+    pub folder: Option<String>,
+    /// Exact label.
+    pub label: Option<String>,
+    /// `active` or `archived`.
+    pub status: Option<String>,
+    /// Shorthand for status archived (true) / active (false).
+    pub archived: Option<bool>,
+    /// Only pinned (true) or unpinned (false).
+    pub pinned: Option<bool>,
+    /// Smallest importance (inclusive).
+    #[serde(alias = "importance_min")]
+    pub min_importance: Option<u8>,
+    /// Largest importance (inclusive).
+    #[serde(alias = "importance_max")]
+    pub max_importance: Option<u8>,
+    /// Message time lower bound (inclusive).
+    #[serde(alias = "date_from")]
+    pub since: Option<String>,
+    /// Message time upper bound (exclusive).
+    #[serde(alias = "date_to")]
+    pub until: Option<String>,
+    /// Only this author role.
+    pub role: Option<String>,
+    /// Only this conversation.
+    pub conversation_id: Option<Uuid>,
+}
+
+/// `POST /api/v1/query` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct QueryBody {
+    /// The query text.
+    pub query: String,
+    /// Most results, 1..=1000 (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Results to skip (default 0).
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Scope filters.
+    #[serde(default)]
+    pub filters: Option<QueryFilters>,
+    /// Search mode (default hybrid).
+    #[serde(default)]
+    pub mode: Option<Mode>,
+}
+
+/// `POST /api/v1/search/fts` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct FtsBody {
+    /// Query in memdb's query syntax.
+    pub query: String,
+    /// Most results, 1..=1000 (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// `GET /api/v1/export` query.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ExportParams {
+    /// Exact label.
+    pub label: Option<String>,
+    /// Folder prefix.
+    pub folder: Option<String>,
+    /// `markdown` (default) or `json`.
+    pub format: Option<String>,
+}
+
+/// `GET /api/v1/stats` query.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct StatsParams {
+    /// Folder prefix.
+    pub folder: Option<String>,
+    /// Exact label.
+    pub label: Option<String>,
+}
+
+// ----- responses ----------------------------------------------------------
+
+/// A stored message.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MessageOut {
+    /// Message id.
+    pub id: Uuid,
+    /// Owning conversation.
+    pub conversation_id: Uuid,
+    /// Author role.
+    pub role: String,
+    /// Content as stored: a string or content parts.
+    #[schema(value_type = Object)]
+    pub content: Value,
+    /// Message time (UTC).
+    pub timestamp: DateTime<Utc>,
+    /// Id of the message's embedding, if any.
+    pub embedding_id: Option<String>,
+    /// Metadata object.
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+}
+
+/// Content as JSON: the string, or the parts array.
+pub fn content_json(c: &Content) -> Value {
+    match c {
+        Content::Text(s) => Value::String(s.clone()),
+        Content::Parts(p) => Value::Array(p.clone()),
+    }
+}
+
+impl From<Message> for MessageOut {
+    fn from(m: Message) -> Self {
+        MessageOut {
+            content: content_json(&m.content),
+            id: m.id,
+            conversation_id: m.conversation_id,
+            role: m.role,
+            timestamp: m.timestamp,
+            embedding_id: m.embedding_id,
+            metadata: m.metadata,
+        }
+    }
+}
+
+/// A conversation (with its messages where the route says so).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ConversationOut {
+    /// Conversation id.
+    pub id: Uuid,
+    /// Same as `id` (Sekha returns both).
+    pub conversation_id: Uuid,
+    /// Label.
+    pub label: String,
+    /// Folder path.
+    pub folder: String,
+    /// `active` or `archived`.
+    pub status: String,
+    /// Whether status is archived.
+    pub archived: bool,
+    /// Importance 0..=10.
+    pub importance_score: u8,
+    /// Whether importance is 10.
+    pub pinned: bool,
+    /// Words over all messages.
+    pub word_count: u64,
+    /// Sessions.
+    pub session_count: u32,
+    /// Messages.
+    pub message_count: u32,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// Metadata object.
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    /// Messages, oldest first (single-conversation routes only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<MessageOut>>,
+}
+
+impl From<Conversation> for ConversationOut {
+    fn from(c: Conversation) -> Self {
+        ConversationOut {
+            id: c.id,
+            conversation_id: c.id,
+            label: c.label,
+            folder: c.folder,
+            status: c.status.as_str().to_string(),
+            archived: c.status == memdb::Status::Archived,
+            importance_score: c.importance_score,
+            pinned: c.pinned,
+            word_count: c.word_count,
+            session_count: c.session_count,
+            message_count: c.message_count,
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+            metadata: c.metadata,
+            messages: None,
+        }
+    }
+}
+
+impl From<ConversationWithMessages> for ConversationOut {
+    fn from(c: ConversationWithMessages) -> Self {
+        let mut out = ConversationOut::from(c.conversation);
+        out.messages = Some(c.messages.into_iter().map(MessageOut::from).collect());
+        out
+    }
+}
+
+/// A page of conversations.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ConversationList {
+    /// Conversations, most recently updated first.
+    pub results: Vec<ConversationOut>,
+    /// Matching conversations in all pages.
+    pub total: u64,
+    /// This page (from 1).
+    pub page: usize,
+    /// Page size.
+    pub page_size: usize,
+    /// Pages in all.
+    pub total_pages: u64,
+    /// Whether a next page exists.
+    pub has_next: bool,
+    /// Whether a previous page exists.
+    pub has_prev: bool,
+}
+
+/// `GET /api/v1/conversations/count` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CountOut {
+    /// Matching conversations.
+    pub count: u64,
+    /// Echo of the label filter.
+    pub label: Option<String>,
+    /// Echo of the folder filter.
+    pub folder: Option<String>,
+}
+
+/// `DELETE /api/v1/conversations/{id}` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DeleteOut {
+    /// The deleted conversation.
+    pub conversation_id: Uuid,
+    /// Always true.
+    pub deleted: bool,
+    /// Messages removed with it.
+    pub messages_deleted: u64,
+}
+
+/// One search result.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SearchResultOut {
+    /// The message's conversation.
+    pub conversation_id: Uuid,
+    /// The message.
+    pub message_id: Uuid,
+    /// Relevance, higher is better (BM25, cosine similarity or fused RRF by mode).
+    pub score: f32,
+    /// The message text.
+    pub content: String,
+    /// Author role.
+    pub role: String,
+    /// Conversation label.
+    pub label: String,
+    /// Conversation folder.
+    pub folder: String,
+    /// Message time.
+    pub timestamp: DateTime<Utc>,
+    /// Message metadata.
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+}
+
+/// `POST /api/v1/query` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct QueryOut {
+    /// Results, best first.
+    pub results: Vec<SearchResultOut>,
+    /// Results in this answer.
+    pub total: usize,
+    /// Echo of the query.
+    pub query: String,
+    /// The mode actually used.
+    pub mode: Mode,
+    /// What the engine wants the caller to know (fallbacks, truncation).
+    pub notes: Vec<String>,
+    /// Page number (from 1) implied by offset and limit.
+    pub page: usize,
+    /// The limit.
+    pub page_size: usize,
+}
+
+/// One full-text hit (Sekha's FTS row plus label, folder and score).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FtsHitOut {
+    /// Message id.
+    pub id: Uuid,
+    /// Conversation id.
+    pub conversation_id: Uuid,
+    /// Author role.
+    pub role: String,
+    /// Content as stored.
+    #[schema(value_type = Object)]
+    pub content: Value,
+    /// Message time.
+    pub timestamp: DateTime<Utc>,
+    /// Embedding id, if any.
+    pub embedding_id: Option<String>,
+    /// Metadata.
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    /// Conversation label.
+    pub label: String,
+    /// Conversation folder.
+    pub folder: String,
+    /// BM25 score, higher is better.
+    pub score: f32,
+}
+
+/// `POST /api/v1/search/fts` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FtsOut {
+    /// Hits, best first.
+    pub results: Vec<FtsHitOut>,
+    /// Hits returned.
+    pub total: usize,
+    /// Echo of the query.
+    pub query: String,
+}
+
+/// `POST /api/v1/rebuild-embeddings` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RebuildOut {
+    /// `completed`, or `started` while embeddings rebuild in the background.
+    pub status: String,
+    /// Documents in the rebuilt text index.
+    pub documents_indexed: u64,
+    /// What was rebuilt and what was not.
+    pub notes: Vec<String>,
+}
+
+/// `GET /api/v1/export` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ExportOut {
+    /// The rendered export.
+    pub content: String,
+    /// `markdown` or `json`.
+    pub format: String,
+    /// Conversations exported.
+    pub conversation_count: usize,
+}
+
+/// Statistics (`data` of `GET /api/v1/stats` and `memory_stats`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StatsOut {
+    /// Conversations matched.
+    pub total_conversations: u64,
+    /// Messages in them.
+    pub total_messages: u64,
+    /// Words in them.
+    pub total_words: u64,
+    /// Active conversations.
+    pub active: u64,
+    /// Archived conversations.
+    pub archived: u64,
+    /// Pinned conversations.
+    pub pinned: u64,
+    /// Mean importance (0 when empty).
+    pub average_importance: f64,
+    /// Distinct folders, sorted.
+    pub folders: Vec<String>,
+    /// Distinct labels, sorted.
+    pub labels: Vec<String>,
+    /// Conversations per folder.
+    pub by_folder: BTreeMap<String, u64>,
+    /// Conversations per label.
+    pub by_label: BTreeMap<String, u64>,
+}
+
+impl From<memdb::Stats> for StatsOut {
+    fn from(s: memdb::Stats) -> Self {
+        StatsOut {
+            total_conversations: s.total_conversations,
+            total_messages: s.total_messages,
+            total_words: s.total_words,
+            active: s.active,
+            archived: s.archived,
+            pinned: s.pinned,
+            average_importance: s.average_importance,
+            folders: s.by_folder.keys().cloned().collect(),
+            labels: s.by_label.keys().cloned().collect(),
+            by_folder: s.by_folder,
+            by_label: s.by_label,
+        }
+    }
+}
+
+/// Sekha's MCP envelope `{success, data, error}`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Envelope<T> {
+    /// Whether the call succeeded.
+    pub success: bool,
+    /// The result.
+    pub data: Option<T>,
+    /// The error message on failure.
+    pub error: Option<String>,
+}
+
+impl<T> Envelope<T> {
+    /// A success.
+    pub fn ok(data: T) -> Self {
+        Envelope {
+            success: true,
+            data: Some(data),
+            error: None,
+        }
+    }
+}
+
+/// The envelope of a failed MCP call (with the HTTP status as `code`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EnvelopeError {
+    /// Always false.
+    pub success: bool,
+    /// Always null.
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<Value>,
+    /// What went wrong.
+    pub error: String,
+    /// The HTTP status.
+    pub code: u16,
+}
+
+// ----- orchestration requests --------------------------------------------------
+
+fn default_budget() -> usize {
+    4000
+}
+
+/// `POST /api/v1/context/assemble` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ContextBody {
+    /// What the context is for.
+    pub query: String,
+    /// Labels whose recent messages are recalled and ranked up.
+    #[serde(default)]
+    pub preferred_labels: Vec<String>,
+    /// Token budget (15% is kept in reserve), default 4000.
+    #[serde(default = "default_budget")]
+    pub context_budget: usize,
+    /// Folders (path prefixes) never recalled.
+    #[serde(default)]
+    pub excluded_folders: Vec<String>,
+}
+
+/// Summary level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SummaryLevel {
+    /// The last 24 hours, about 200 words.
+    Daily,
+    /// From dailies, about 500 words.
+    Weekly,
+    /// From weeklies, about 1000 words.
+    Monthly,
+}
+
+/// `POST /api/v1/summarize` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct SummarizeBody {
+    /// The conversation.
+    pub conversation_id: Uuid,
+    /// `daily` (default), `weekly` or `monthly`.
+    #[serde(default = "daily")]
+    pub level: SummaryLevel,
+}
+
+fn daily() -> SummaryLevel {
+    SummaryLevel::Daily
+}
+
+/// `POST /api/v1/prune/dry-run` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct PruneDryRunBody {
+    /// Conversations inactive for longer than this many days are candidates (default 90).
+    #[serde(default)]
+    pub threshold_days: Option<u32>,
+    /// Conversations at or above this importance are kept (default 5).
+    #[serde(default)]
+    pub importance_threshold: Option<f64>,
+}
+
+/// `POST /api/v1/prune/execute` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct PruneExecuteBody {
+    /// Conversations to archive.
+    pub conversation_ids: Vec<Uuid>,
+}
+
+/// `POST /api/v1/labels/suggest` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct LabelSuggestBody {
+    /// The conversation.
+    pub conversation_id: Uuid,
+}
+
+/// `POST /api/v1/messages/score` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ScoreBody {
+    /// The message.
+    pub message_id: Uuid,
+}

@@ -1,0 +1,246 @@
+"""End-to-end test: Sekha's real clients against a running memdb-server.
+
+Drives every method of sekha-python-sdk 0.2.0's SekhaClient and every
+sekha-mcp 0.2.0 tool (through its own HTTP client) plus the two
+/mcp/tools/* routes sekha-mcp does not call itself, asserting on results.
+Run by tests/suite/server_e2e.rs with MEMDB_URL, MEMDB_KEY,
+CONTROLLER_URL and CONTROLLER_API_KEY set. Exits non-zero on failure.
+"""
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+
+import httpx
+
+URL = os.environ["MEMDB_URL"]
+KEY = os.environ["MEMDB_KEY"]
+
+from sekha.client import SekhaClient  # noqa: E402
+from sekha.errors import SekhaError, SekhaNotFoundError  # noqa: E402
+from sekha.models import NewConversation, MessageDto  # noqa: E402
+from sekha.types import ClientConfig  # noqa: E402
+
+from sekha_mcp.tools import (  # noqa: E402
+    memory_export_tool,
+    memory_get_context_tool,
+    memory_prune_tool,
+    memory_search_tool,
+    memory_stats_tool,
+    memory_store_tool,
+    memory_update_tool,
+)
+
+CHECKS = 0
+
+
+def check(cond, what):
+    global CHECKS
+    CHECKS += 1
+    if not cond:
+        raise AssertionError(what)
+
+
+def text_of(result):
+    check(isinstance(result, list) and len(result) == 1, f"tool result shape: {result!r}")
+    return result[0].text
+
+
+async def sdk(c: SekhaClient):
+    # -- create (TypedDict body and pydantic body) --
+    rust = await c.create_conversation(
+        {
+            "label": "Rust ownership",
+            "folder": "/work/rust",
+            "messages": [
+                {"role": "user", "content": "How does the borrow checker treat lifetimes?"},
+                {"role": "assistant", "content": "Lifetimes name how long references stay valid."},
+            ],
+        }
+    )
+    rid = rust["id"]
+    check(rust["conversation_id"] == rid and rust["label"] == "Rust ownership", f"create: {rust}")
+    check(rust["message_count"] == 2, f"message_count: {rust}")
+    bread = await c.create_conversation(
+        NewConversation(
+            label="Sourdough",
+            folder="/home/cooking",
+            importance_score=3,
+            messages=[MessageDto(role="user", content="Feeding a sourdough starter twice daily")],
+        )
+    )
+    bid = bread["id"]
+    check(bread["importance_score"] == 3, f"importance: {bread}")
+
+    # -- get, list, count --
+    got = await c.get_conversation(rid)
+    check(got["label"] == "Rust ownership" and len(got["messages"]) == 2, f"get: {got}")
+    try:
+        await c.get_conversation(str(uuid.uuid4()))
+        check(False, "unknown id must raise")
+    except SekhaNotFoundError:
+        pass
+    listed = await c.list_conversations(page_size=10)
+    check(listed["total"] == 2 and len(listed["results"]) == 2, f"list: {listed}")
+    check((await c.list_conversations(folder="/work"))["total"] == 1, "list by folder")
+    check(await c.count_conversations() == 2, "count")
+    check(await c.count_conversations(label="Sourdough") == 1, "count by label")
+    check(await c.count_conversations(folder="/home") == 1, "count by folder")
+
+    # -- label, folder, pin, archive show up in get/list/count --
+    await c.update_label(rid, "Rust lifetimes", "/work/rust")
+    await c.update_folder(rid, "/work/systems")
+    got = await c.get_conversation(rid)
+    check(got["label"] == "Rust lifetimes", f"folder update kept the label: {got}")
+    check(got["folder"] == "/work/systems", f"folder: {got}")
+    check(await c.count_conversations(folder="/work/systems") == 1, "count after move")
+    check(await c.count_conversations(folder="/work/rust") == 0, "old folder empty")
+    await c.pin_conversation(rid)
+    check((await c.get_conversation(rid))["pinned"] is True, "pinned")
+    pinned = await c.list_conversations(pinned=True)
+    check([x["id"] for x in pinned["results"]] == [rid], f"list pinned: {pinned}")
+    await c.archive_conversation(bid)
+    check((await c.get_conversation(bid))["status"] == "archived", "archived")
+    archived = await c.list_conversations(archived=True)
+    check([x["id"] for x in archived["results"]] == [bid], f"list archived: {archived}")
+    check((await c.list_conversations(archived=False))["total"] == 1, "list active")
+
+    # -- query and full-text search find the stored conversation --
+    q = await c.query("borrow checker lifetimes", limit=5)
+    check(q["results"] and q["results"][0]["conversation_id"] == rid, f"query: {q}")
+    scores = [r["score"] for r in q["results"]]
+    check(scores == sorted(scores, reverse=True), f"scores descend (higher is better): {scores}")
+    q = await c.smart_query("sourdough", limit=5, filters={"folder": "/home"})
+    check([r["conversation_id"] for r in q["results"]] == [bid], f"smart_query filtered: {q}")
+    q = await c.query("sourdough", filters={"folder": "/work"})
+    check(q["results"] == [], f"filter excludes: {q}")
+    fts = await c.full_text_search("sourdough OR lifetimes", limit=10)
+    check(fts["total"] == 3, f"fts: {fts}")
+    check({r["conversation_id"] for r in fts["results"]} == {rid, bid}, "fts ids")
+    await c.rebuild_embeddings()
+
+    # -- export round trip --
+    md = await c.export(label="Rust lifetimes")
+    check(md.startswith("# Rust lifetimes"), f"markdown export: {md[:80]!r}")
+    doc = json.loads(await c.export(folder="/work", format="json"))
+    check([x["id"] for x in doc["conversations"]] == [rid], f"json export: {doc}")
+    check(len(doc["conversations"][0]["messages"]) == 2, "export messages")
+
+    # -- MCP tool list --
+    tools = await c.get_mcp_tools()
+    names = [t["name"] for t in tools]
+    check(names == ["memory_store", "memory_search", "memory_update", "memory_get_context",
+                    "memory_prune", "memory_export", "memory_stats"], f"tools: {names}")
+
+    await orchestration(c, rid, bid)
+
+    # -- delete --
+    await c.delete_conversation(bid)
+    check(await c.count_conversations() == 1, "count after delete")
+    try:
+        await c.delete_conversation(bid)
+        check(False, "deleting twice must raise")
+    except SekhaNotFoundError:
+        pass
+    return rid
+
+
+async def orchestration(c: SekhaClient, rid: str, bid: str):
+    """Context, summaries, pruning, labels, scoring (engine orchestration)."""
+    pending = []
+    for name, call in [
+        ("assemble_context", lambda: c.assemble_context("borrow checker", preferred_labels=["Rust lifetimes"], context_budget=2000)),
+        ("summarize", lambda: c.summarize(rid, level="daily")),
+        ("prune_dry_run", lambda: c.prune_dry_run(threshold_days=30)),
+        ("suggest_labels", lambda: c.suggest_labels(rid)),
+    ]:
+        try:
+            await call()
+        except SekhaError as e:
+            if "501" not in str(e):
+                raise
+            pending.append(name)
+    if pending:
+        print(f"not implemented yet (501): {', '.join(pending)}")
+
+
+async def mcp(rid: str):
+    out = text_of(await memory_store_tool({
+        "label": "Kyoto trip",
+        "folder": "/personal/travel",
+        "importance_score": 8.0,
+        "messages": [
+            {"role": "user", "content": "Plan three days in Kyoto with temples"},
+            {"role": "assistant", "content": "Day one: Fushimi Inari at dawn."},
+        ],
+    }))
+    check(out.startswith("✅"), f"memory_store: {out}")
+    kid = out.split("ID: ")[1].split("\n")[0].strip()
+    uuid.UUID(kid)
+    check("Messages: 2" in out, out)
+
+    out = text_of(await memory_search_tool({"query": "Kyoto temples", "limit": 5}))
+    check("Found 1 relevant conversation" in out and "Kyoto trip" in out and kid in out, f"memory_search: {out}")
+    out = text_of(await memory_search_tool({"query": "Kyoto", "filter_labels": ["Nope"]}))
+    check("No matching conversations" in out, f"memory_search filtered: {out}")
+
+    out = text_of(await memory_update_tool({"conversation_id": kid, "label": "Kyoto 2027", "importance_score": 9}))
+    check("Fields changed: label, importance_score" in out, f"memory_update: {out}")
+
+    out = text_of(await memory_get_context_tool({"conversation_id": kid}))
+    check("Kyoto 2027" in out and "/personal/travel" in out and "Messages: 2" in out, f"memory_get_context: {out}")
+    check("**USER**: Plan three days in Kyoto" in out, out)
+
+    out = text_of(await memory_export_tool({"conversation_id": kid, "format": "markdown"}))
+    check(out.startswith("# Kyoto 2027") and "### 2. Assistant" in out, f"memory_export md: {out}")
+    doc = json.loads(text_of(await memory_export_tool({"conversation_id": kid, "format": "json"})))
+    check(doc["conversation_id"] == kid and len(doc["messages"]) == 2, f"memory_export json: {doc}")
+    check(doc["metadata"]["word_count"] > 0, "export metadata")
+
+    out = text_of(await memory_stats_tool({}))
+    check("Total Conversations: 2" in out and "/personal/travel" in out, f"memory_stats: {out}")
+    out = text_of(await memory_stats_tool({"folder": "/personal"}))
+    check("Total Conversations: 1" in out, f"memory_stats folder: {out}")
+
+    out = text_of(await memory_prune_tool({"threshold_days": 30}))
+    if "501" in out:
+        print("memory_prune: not implemented yet (501)")
+    else:
+        check(out.startswith("✅") or out.startswith("🗑"), f"memory_prune: {out}")
+
+    # The two tool routes sekha-mcp does not call itself.
+    headers = {"Authorization": f"Bearer {KEY}"}
+    async with httpx.AsyncClient(base_url=URL, headers=headers) as h:
+        r = await h.post("/mcp/tools/memory_export", json={"conversation_id": kid, "format": "json"})
+        check(r.status_code == 200, r.text)
+        env = r.json()
+        check(env["success"] is True and env["error"] is None, f"export envelope: {env}")
+        check(json.loads(env["data"]["content"])["conversations"][0]["id"] == kid, "export content")
+        r = await h.post("/mcp/tools/memory_stats", json={"folder": "/work"})
+        env = r.json()
+        check(env["success"] and env["data"]["total_conversations"] == 1, f"stats envelope: {env}")
+        r = await h.post("/mcp/tools/memory_get_context", json={"conversation_id": str(uuid.uuid4())})
+        check(r.status_code == 404 and r.json()["success"] is False, f"unknown id: {r.text}")
+        r = await h.post("/mcp/tools/memory_store", json={"label": "x"}, headers={"Authorization": "Bearer wrong"})
+        check(r.status_code == 401 and "error" in r.json(), f"bad key: {r.text}")
+
+
+async def main():
+    config = ClientConfig(api_key=KEY, base_url=URL)
+    async with SekhaClient(config) as c:
+        rid = await sdk(c)
+    await mcp(rid)
+    print(f"sdk_e2e: {CHECKS} checks passed")
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except Exception as e:  # report and fail
+        import traceback
+
+        traceback.print_exc()
+        print(f"sdk_e2e FAILED after {CHECKS} checks: {e}", file=sys.stderr)
+        sys.exit(1)

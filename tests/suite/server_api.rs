@@ -1,0 +1,320 @@
+//! memdb-server routes over a real store: REST conversation routes, search,
+//! export, stats, the MCP tool shim, metrics, health and the OpenAPI
+//! document, checked through HTTP like a client would.
+
+use serde_json::{Value, json};
+
+use crate::server_util::*;
+
+fn create(s: &TestServer, label: &str, folder: &str, text: &str) -> String {
+    let r = s.send(
+        "POST",
+        "/api/v1/conversations",
+        &json!({"label": label, "folder": folder, "importance_score": 7.0,
+                "metadata": null,
+                "messages": [{"role": "user", "content": text, "timestamp": null, "metadata": null},
+                             {"role": "assistant", "content": [{"type": "text", "text": "parts reply"}],
+                              "timestamp": "2026-01-25T12:00:00"}]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["id"], v["conversation_id"]);
+    assert_eq!(v["label"], label);
+    assert_eq!(v["folder"], folder);
+    assert_eq!(v["status"], "active");
+    assert_eq!(v["importance_score"], 7);
+    assert_eq!(v["message_count"], 2);
+    v["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn conversation_routes_change_what_get_list_and_count_show() {
+    let s = TestServer::start(config());
+    let a = create(&s, "Rust", "/work/rust", "borrow checker lifetimes");
+    let b = create(&s, "Cooking", "/home", "sourdough starter recipe");
+
+    let v = s.get(&format!("/api/v1/conversations/{a}")).json();
+    let msgs = v["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2);
+    // Ordered by timestamp: the explicit 2026-01-25 message comes first.
+    assert_eq!(msgs[0]["content"][0]["text"], "parts reply");
+    assert_eq!(msgs[1]["content"], "borrow checker lifetimes");
+
+    // Folder update keeps the label (Sekha overwrote it).
+    let r = s.send(
+        "PUT",
+        &format!("/api/v1/conversations/{a}/folder"),
+        &json!({"folder": "/work/systems"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["label"], "Rust");
+    let r = s.send(
+        "PUT",
+        &format!("/api/v1/conversations/{a}/label"),
+        &json!({"label": "Rust lang", "folder": "/work/rust"}),
+    );
+    assert_eq!(r.json()["label"], "Rust lang");
+    assert_eq!(r.json()["folder"], "/work/rust");
+    assert_eq!(
+        s.req(
+            "PUT",
+            &format!("/api/v1/conversations/{a}/pin"),
+            Some(KEY),
+            None
+        )
+        .status,
+        200
+    );
+    assert_eq!(
+        s.req(
+            "PUT",
+            &format!("/api/v1/conversations/{b}/archive"),
+            Some(KEY),
+            None
+        )
+        .status,
+        200
+    );
+
+    let v = s.get(&format!("/api/v1/conversations/{a}")).json();
+    assert_eq!(v["pinned"], true);
+    assert_eq!(v["importance_score"], 10);
+    let list = |q: &str| s.get(&format!("/api/v1/conversations{q}")).json();
+    let ids = |v: &Value| -> Vec<String> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&list("?pinned=true")), vec![a.clone()]);
+    assert_eq!(ids(&list("?archived=true")), vec![b.clone()]);
+    assert_eq!(ids(&list("?archived=false")), vec![a.clone()]);
+    assert_eq!(ids(&list("?folder=/work")), vec![a.clone()]);
+    assert_eq!(ids(&list("?label=Cooking")), vec![b.clone()]);
+    let page = list("?page=2&page_size=1");
+    assert_eq!(page["total"], 2);
+    assert_eq!(page["total_pages"], 2);
+    assert_eq!(page["has_prev"], true);
+    assert_eq!(page["has_next"], false);
+    assert_eq!(page["results"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        s.get("/api/v1/conversations/count?folder=/work").json()["count"],
+        1
+    );
+    assert_eq!(
+        s.get("/api/v1/conversations/count?label=Rust%20lang")
+            .json()["count"],
+        1
+    );
+    assert_eq!(s.get("/api/v1/conversations/count").json()["count"], 2);
+
+    let r = s.req(
+        "DELETE",
+        &format!("/api/v1/conversations/{b}"),
+        Some(KEY),
+        None,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["messages_deleted"], 2);
+    assert_eq!(s.get(&format!("/api/v1/conversations/{b}")).status, 404);
+    assert_eq!(conversation_count(&s), 1);
+}
+
+#[test]
+fn search_export_and_stats() {
+    let s = TestServer::start(config());
+    let a = create(&s, "Rust", "/work", "borrow checker lifetimes explained");
+    create(&s, "Bread", "/home", "sourdough starter feeding");
+
+    let r = s.send(
+        "POST",
+        "/api/v1/query",
+        &json!({"query": "lifetimes", "filters": {"folder": "/work"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["total"], 1);
+    assert_eq!(v["results"][0]["conversation_id"], a.as_str());
+    assert_eq!(v["results"][0]["label"], "Rust");
+    assert!(v["results"][0]["score"].as_f64().unwrap() > 0.0);
+    let r = s.send(
+        "POST",
+        "/api/v1/query",
+        &json!({"query": "lifetimes", "filters": {"folder": "/home"}}),
+    );
+    assert_eq!(r.json()["total"], 0);
+
+    let r = s.send(
+        "POST",
+        "/api/v1/search/fts",
+        &json!({"query": "sourdough OR lifetimes", "limit": 10}),
+    );
+    let v = r.json();
+    assert_eq!(v["total"], 2, "{v}");
+    assert!(v["results"][0]["score"].as_f64() >= v["results"][1]["score"].as_f64());
+
+    let v = s.get("/api/v1/export?format=json&folder=/work").json();
+    assert_eq!(v["conversation_count"], 1);
+    let doc: Value = serde_json::from_str(v["content"].as_str().unwrap()).unwrap();
+    assert_eq!(doc["conversations"][0]["id"], a.as_str());
+    let v = s.get("/api/v1/export").json();
+    assert_eq!(v["format"], "markdown");
+    assert!(v["content"].as_str().unwrap().contains("# Rust"));
+
+    let v = s.get("/api/v1/stats").json();
+    assert_eq!(v["success"], true);
+    assert_eq!(v["data"]["total_conversations"], 2);
+    assert_eq!(v["data"]["folders"], json!(["/home", "/work"]));
+    assert_eq!(v["data"]["average_importance"], 7.0);
+    assert_eq!(
+        s.get("/api/v1/stats?folder=/home").json()["data"]["total_conversations"],
+        1
+    );
+
+    let r = s.req("POST", "/api/v1/rebuild-embeddings", Some(KEY), None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["documents_indexed"], 4);
+}
+
+#[test]
+fn mcp_tools_use_sekha_envelopes() {
+    let s = TestServer::start(config());
+    let tool = |name: &str, body: Value| {
+        let r = s.send("POST", &format!("/mcp/tools/{name}"), &body);
+        assert_eq!(r.status, 200, "{name}: {}", r.text());
+        let v = r.json();
+        assert_eq!(v["success"], true, "{v}");
+        assert!(v["error"].is_null());
+        v["data"].clone()
+    };
+    let d = tool(
+        "memory_store",
+        json!({"label": "Trip", "folder": "/personal",
+        "importance_score": 6.4,
+        "messages": [{"role": "user", "content": "plan the kyoto trip", "timestamp": null, "metadata": {}}]}),
+    );
+    let id = d["conversation_id"].as_str().unwrap().to_string();
+    assert_eq!(d["message_count"], 1);
+
+    let d = tool(
+        "memory_search",
+        json!({"query": "kyoto", "limit": 5, "filter_labels": ["Trip"]}),
+    );
+    assert_eq!(d["total_results"], 1);
+    assert_eq!(d["results"][0]["conversation_id"], id.as_str());
+    assert_eq!(d["results"][0]["similarity"], d["results"][0]["score"]);
+    let d = tool(
+        "memory_search",
+        json!({"query": "kyoto", "filter_labels": ["Other"]}),
+    );
+    assert_eq!(d["total_results"], 0);
+
+    let d = tool(
+        "memory_update",
+        json!({"conversation_id": id, "label": "Kyoto", "importance_score": 6.0}),
+    );
+    assert_eq!(d["updated_fields"], json!(["label"]));
+    let d = tool(
+        "memory_update",
+        json!({"conversation_id": id, "label": "Kyoto"}),
+    );
+    assert_eq!(d["updated_fields"], json!([]));
+
+    let d = tool("memory_get_context", json!({"conversation_id": id}));
+    assert_eq!(d["label"], "Kyoto");
+    assert_eq!(d["importance_score"], 6);
+    assert_eq!(d["messages"][0]["content"], "plan the kyoto trip");
+
+    let d = tool(
+        "memory_export",
+        json!({"conversation_id": id, "format": "markdown"}),
+    );
+    assert!(d["content"].as_str().unwrap().starts_with("# Kyoto"));
+    let d = tool("memory_export", json!({"conversation_id": id}));
+    let doc: Value = serde_json::from_str(d["content"].as_str().unwrap()).unwrap();
+    assert_eq!(doc["conversations"][0]["label"], "Kyoto");
+
+    let d = tool("memory_stats", json!({}));
+    assert_eq!(d["total_conversations"], 1);
+    assert_eq!(d["folders"], json!(["/personal"]));
+
+    let tools = s.get("/api/v1/mcp/tools").json();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "memory_store",
+            "memory_search",
+            "memory_update",
+            "memory_get_context",
+            "memory_prune",
+            "memory_export",
+            "memory_stats"
+        ]
+    );
+    let search = &tools[1]["inputSchema"];
+    assert_eq!(search["required"], json!(["query"]));
+    assert_eq!(search["properties"]["limit"]["maximum"], 50.0);
+    assert_eq!(
+        tools[0]["inputSchema"]["properties"]["label"]["maxLength"],
+        500
+    );
+}
+
+#[test]
+fn health_metrics_and_openapi() {
+    let s = TestServer::start(config());
+    create(&s, "M", "/", "metrics please");
+    s.get("/api/v1/conversations/count");
+    let r = s.get("/metrics");
+    assert_eq!(r.status, 200);
+    assert!(r.header("content-type").unwrap().starts_with("text/plain"));
+    let text = r.text();
+    assert!(text.contains(r#"memdb_http_requests_total{method="POST",route="/api/v1/conversations",status="201"} 1"#), "{text}");
+    assert!(text.contains(r#"memdb_http_request_duration_seconds_count{method="GET",route="/api/v1/conversations/count"} 1"#));
+    assert!(text.contains("memdb_conversations 1"));
+    let store_line = text
+        .lines()
+        .find(|l| l.starts_with("memdb_store_bytes "))
+        .unwrap();
+    assert!(store_line[18..].trim().parse::<f64>().unwrap() > 0.0);
+
+    let doc = s.get("/openapi.json").json();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = doc["paths"].as_object().unwrap();
+    for p in [
+        "/api/v1/conversations",
+        "/api/v1/conversations/{id}/folder",
+        "/api/v1/query",
+        "/mcp/tools/memory_store",
+        "/health",
+        "/api/v1/summarize",
+    ] {
+        assert!(
+            paths.contains_key(p),
+            "{p} missing from the OpenAPI document"
+        );
+    }
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+    assert!(doc["components"]["schemas"]["CreateConversation"].is_object());
+}
+
+#[test]
+fn shutdown_closes_the_store_and_data_survives() {
+    let s = TestServer::start(config());
+    let id = create(&s, "Durable", "/", "persist me");
+    let dir = s.stop();
+    // The server released the directory lock: the store opens again.
+    let db = memdb::Memdb::open(dir.path()).unwrap();
+    let c = db.get_conversation(id.parse().unwrap()).unwrap();
+    assert_eq!(c.label, "Durable");
+    let hits = db.search_text(&memdb::TextQuery::new("persist")).unwrap();
+    assert_eq!(hits.len(), 1);
+}
