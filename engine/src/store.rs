@@ -49,6 +49,10 @@ pub(crate) const VECTORS: TableDefinition<(u32, u128), &[u8]> = TableDefinition:
 pub(crate) const VECTOR_TOMBSTONES: TableDefinition<(u32, u128), u64> =
     TableDefinition::new("vector_tombstones");
 
+/// (conversation, level code, generated_at µs, summary id) → envelope(`SummaryRecord`).
+pub(crate) const SUMMARIES: TableDefinition<(u128, u8, i64, u128), &[u8]> =
+    TableDefinition::new("summaries");
+
 /// The ops one write transaction records, and the LSN it will commit under.
 pub(crate) struct OpBatch {
     ops: Vec<Op>,
@@ -104,6 +108,7 @@ impl Store {
             txn.open_table(VECTOR_SPACES)?;
             txn.open_table(VECTORS)?;
             txn.open_table(VECTOR_TOMBSTONES)?;
+            txn.open_table(SUMMARIES)?;
             let mut meta = txn.open_table(META)?;
             let found = meta.get(KEY_SCHEMA)?.map(|v| v.value());
             match found {
@@ -289,6 +294,10 @@ pub(crate) fn delete_conversation(
         messages.remove(msg)?;
         removed.push(msg);
     }
+    txn.open_table(SUMMARIES)?.retain_in(
+        (id, 0u8, i64::MIN, 0u128)..=(id, u8::MAX, i64::MAX, u128::MAX),
+        |_, _| false,
+    )?;
     Ok(removed)
 }
 
