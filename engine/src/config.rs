@@ -1,7 +1,11 @@
 //! Engine configuration with defaults a user never has to touch.
 
+use std::sync::Arc;
+
+use crate::embed::Embedder;
+
 /// Tunables for [`crate::Memdb::open_with`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Config {
     /// Largest accepted message content, in bytes of text (default 1 MiB).
@@ -15,6 +19,49 @@ pub struct Config {
     /// Commit the text index after this many unapplied oplog entries even if
     /// nobody searched, bounding replay after a crash (default 20,000).
     pub text_commit_every: u64,
+    /// The embedding model for messages and queries (default: none, so
+    /// semantic search is off and hybrid search is keyword-only). See
+    /// SPEC.md §"Embedding pipeline".
+    pub embedder: Option<Arc<dyn Embedder>>,
+    /// Embed new messages inside the write call that stored them, when the
+    /// embedding queue holds at most [`Config::embed_inline_max`] messages
+    /// (default true). Larger backlogs (bulk imports) are left to
+    /// [`crate::Memdb::embed_pending`] or an [`crate::EmbedWorker`].
+    pub embed_on_write: bool,
+    /// Largest backlog embedded inline by a write (default 256).
+    pub embed_inline_max: usize,
+    /// Messages per embedding batch (default 64).
+    pub embed_batch: usize,
+    /// Most query embeddings kept in the redb query cache (default 10,000;
+    /// 0 disables the cache). Oldest entries are evicted first.
+    pub query_cache_entries: usize,
+}
+
+impl Config {
+    /// Defaults with `embedder` as the embedding model.
+    pub fn with_embedder(embedder: Arc<dyn Embedder>) -> Self {
+        Config {
+            embedder: Some(embedder),
+            ..Config::default()
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("max_messages_per_write", &self.max_messages_per_write)
+            .field("text_writer_memory", &self.text_writer_memory)
+            .field("text_writer_threads", &self.text_writer_threads)
+            .field("text_commit_every", &self.text_commit_every)
+            .field("embedder", &self.embedder.as_ref().map(|e| e.identity()))
+            .field("embed_on_write", &self.embed_on_write)
+            .field("embed_inline_max", &self.embed_inline_max)
+            .field("embed_batch", &self.embed_batch)
+            .field("query_cache_entries", &self.query_cache_entries)
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -26,6 +73,11 @@ impl Default for Config {
             text_writer_memory: 64 << 20,
             text_writer_threads: cores.clamp(1, 2),
             text_commit_every: 20_000,
+            embedder: None,
+            embed_on_write: true,
+            embed_inline_max: 256,
+            embed_batch: 64,
+            query_cache_entries: 10_000,
         }
     }
 }

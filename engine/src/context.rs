@@ -26,6 +26,7 @@ use uuid::Uuid;
 
 use crate::db::{Memdb, folder_matches, message_from};
 use crate::error::{Error, Result};
+use crate::search::{SearchMode, SearchRequest};
 use crate::store;
 use crate::time::{from_micros, now, to_micros};
 use crate::tokens::TokenCounter;
@@ -70,6 +71,10 @@ pub struct ContextRequest {
     /// How tokens are counted (default: 4 characters per token).
     #[serde(default)]
     pub token_counter: TokenCounter,
+    /// Semantic hits need a cosine similarity above this (-1..=1, default
+    /// 0: orthogonal or opposite messages are not "recalled").
+    #[serde(default)]
+    pub min_similarity: f32,
     /// The time recency is measured from (default: now). For tests and replays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub now: Option<DateTime<Utc>>,
@@ -84,6 +89,7 @@ impl ContextRequest {
             context_budget: default_budget(),
             excluded_folders: Vec::new(),
             token_counter: TokenCounter::Estimate,
+            min_similarity: 0.0,
             now: None,
         }
     }
@@ -258,7 +264,8 @@ impl Memdb {
         let mut notes = Vec::new();
 
         // Phase 1: recall.
-        let semantic = self.recall_semantic(&req.query, SEMANTIC_RECALL, &mut notes)?;
+        let semantic =
+            self.recall_semantic(&req.query, SEMANTIC_RECALL, req.min_similarity, &mut notes)?;
         let txn = self.store.read()?;
         let convs = txn.open_table(store::CONVERSATIONS)?;
         let msgs = txn.open_table(store::MESSAGES)?;
@@ -449,32 +456,53 @@ impl Memdb {
 
     /// Semantic recall: `(message, conversation)` pairs, best first.
     ///
-    /// The one place that chooses the search mode: today the keyword (BM25)
-    /// index over the query's words, until semantic search is merged.
+    /// The one place that chooses the search mode: semantic search when an
+    /// embedder is configured; otherwise, or when semantic search fails,
+    /// keyword (BM25) search over the query's words, with a note.
     fn recall_semantic(
         &self,
         query: &str,
         limit: usize,
+        min_similarity: f32,
         notes: &mut Vec<String>,
     ) -> Result<Vec<(u128, u128)>> {
+        let pairs = |hits: Vec<crate::types::SearchHit>| -> Vec<(u128, u128)> {
+            hits.into_iter()
+                .map(|h| (h.message.id.as_u128(), h.message.conversation_id.as_u128()))
+                .collect()
+        };
+        if self.config().embedder.is_some() {
+            let req = SearchRequest::new(query)
+                .mode(SearchMode::Semantic)
+                .limit(limit);
+            match self.search(&req) {
+                Ok(mut r) => {
+                    notes.extend(r.notes);
+                    r.hits.retain(|h| h.score > min_similarity);
+                    return Ok(pairs(r.hits));
+                }
+                Err(e) => notes.push(format!(
+                    "semantic search failed ({e}): keyword (BM25) recall used"
+                )),
+            }
+        } else {
+            notes.push("no embedder configured: keyword (BM25) recall used".into());
+        }
+        // Keyword fallback: the query's words OR-ed, so natural language
+        // never trips the query syntax.
         let words: Vec<String> = query
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
             .take(64)
             .map(str::to_lowercase)
             .collect();
-        notes.push("semantic search unavailable: keyword (BM25) recall used".into());
         if words.is_empty() {
             notes.push("the query has no words: no search recall".into());
             return Ok(Vec::new());
         }
         let mut q = TextQuery::new(words.join(" "));
         q.limit = limit;
-        let hits = self.search_text(&q)?;
-        Ok(hits
-            .into_iter()
-            .map(|h| (h.message.id.as_u128(), h.message.conversation_id.as_u128()))
-            .collect())
+        Ok(pairs(self.search_text(&q)?))
     }
 }
 
@@ -489,6 +517,12 @@ fn validate_request(req: &ContextRequest) -> Result<(Vec<String>, Vec<String>)> 
                 "query is {} bytes; the limit is {MAX_CONTEXT_QUERY_BYTES}",
                 req.query.len()
             ),
+        ));
+    }
+    if !(-1.0..=1.0).contains(&req.min_similarity) {
+        return Err(Error::invalid(
+            "min_similarity",
+            format!("{} is outside -1..=1", req.min_similarity),
         ));
     }
     if req.context_budget == 0 || req.context_budget > MAX_CONTEXT_BUDGET {
@@ -777,6 +811,47 @@ mod tests {
     }
 
     #[test]
+    fn semantic_recall_with_an_embedder() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedder = std::sync::Arc::new(crate::Hashing::new(64).unwrap());
+        let db = Memdb::open_with(dir.path(), crate::Config::with_embedder(embedder)).unwrap();
+        let now = at("2026-03-10T12:00:00Z");
+        let a = conv(
+            &db,
+            "Rust",
+            "/work",
+            5,
+            &[("borrow checker rules", "2026-03-09T12:00:00Z")],
+        );
+        conv(
+            &db,
+            "Other",
+            "/work",
+            5,
+            &[("weather tomorrow", "2026-03-09T12:00:00Z")],
+        );
+        let mut req = ContextRequest::new("borrow checker");
+        req.now = Some(now);
+        let ctx = db.assemble_context(&req).unwrap();
+        assert!(
+            !ctx.notes
+                .iter()
+                .any(|n| n.contains("keyword (BM25) recall")),
+            "{:?}",
+            ctx.notes
+        );
+        // The unrelated message shares no hashed word (similarity 0) and is
+        // not recalled; with the floor lowered below 0 it is.
+        assert_eq!(ctx.messages.len(), 1);
+        assert_eq!(ctx.messages[0].conversation_id, a);
+        assert_eq!(ctx.messages[0].sources, vec![RecallSource::Semantic]);
+        assert_eq!(ctx.recall.semantic, 1);
+        req.min_similarity = -1.0;
+        let ctx = db.assemble_context(&req).unwrap();
+        assert_eq!(ctx.recall.semantic, 2);
+    }
+
+    #[test]
     fn bad_requests_are_invalid_input() {
         let dir = tempfile::tempdir().unwrap();
         let db = Memdb::open(dir.path()).unwrap();
@@ -791,6 +866,9 @@ mod tests {
         let mut r = ContextRequest::new("x");
         r.excluded_folders = vec!["nope".into()];
         assert_eq!(field(&r), "excluded_folders[0]");
+        let mut r = ContextRequest::new("x");
+        r.min_similarity = f32::NAN;
+        assert_eq!(field(&r), "min_similarity");
         let mut r = ContextRequest::new("x");
         r.preferred_labels = vec!["".into()];
         assert_eq!(field(&r), "preferred_labels[0]");

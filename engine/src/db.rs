@@ -37,6 +37,7 @@ pub struct Memdb {
     last_lsn: AtomicU64,
     pub(crate) vectors: VectorIndexes,
     recovery: Vec<String>,
+    pub(crate) pipeline: crate::embedding::Pipeline,
     _lock: DirLock,
 }
 
@@ -96,12 +97,14 @@ impl Memdb {
             last_lsn: AtomicU64::new(last),
             vectors,
             recovery,
+            pipeline: Default::default(),
             _lock: lock,
         };
         {
             let _g = db.lock_writes();
             db.catch_up_text()?;
         }
+        db.attach_embedder()?;
         Ok(db)
     }
 
@@ -171,22 +174,40 @@ impl Memdb {
         Ok(())
     }
 
-    /// Runs one write transaction and applies its oplog entry to the text index.
+    /// Runs one write transaction and applies its oplog entry to the text
+    /// index; messages it created are queued for embedding (and embedded
+    /// inline when the backlog is small, after the write lock is released).
     pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
     ) -> Result<T> {
+        let (value, inserted) = self.write_locked(f)?;
+        if inserted {
+            self.after_insert();
+        }
+        Ok(value)
+    }
+
+    fn write_locked<T>(
+        &self,
+        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+    ) -> Result<(T, bool)> {
         let _g = self.lock_writes();
         let text = self.text();
         // The oplog keeps what any derived index may still need to replay.
         let trim = text
             .committed_lsn()
             .min(self.vectors.oplog_floor().unwrap_or(u64::MAX));
-        let (value, lsn, recorded) = self.store.write(trim, f)?;
+        let (value, lsn, recorded) = self.store.write(trim, |txn, ops| {
+            let value = f(txn, ops)?;
+            crate::embedding::enqueue_new(txn, ops.ops())?;
+            Ok(value)
+        })?;
         let previous = self.last_lsn.swap(lsn, Ordering::AcqRel);
         if recorded.is_empty() {
-            return Ok(value);
+            return Ok((value, false));
         }
+        let inserted = recorded.iter().any(|op| matches!(op, Op::InsertMessage(_)));
         // The write is durable now. Index maintenance failures must not turn
         // it into an error: the next search or open replays from the oplog.
         if let Err(_e) = self.vectors.apply(&self.store, lsn, &recorded) {
@@ -206,7 +227,7 @@ impl Memdb {
         } else if text.uncommitted_entries() >= self.config.text_commit_every {
             let _ = text.commit();
         }
-        Ok(value)
+        Ok((value, inserted))
     }
 
     /// Makes every returned write visible to text search.
@@ -596,16 +617,27 @@ impl Memdb {
             return Err(Error::invalid("query", "query is empty"));
         }
         check_limit("limit", query.limit)?;
+        let ids = self.text_hits(query)?;
+        self.resolve_hits(&ids)
+    }
+
+    /// BM25 hits as (message id, score), best first.
+    pub(crate) fn text_hits(&self, query: &TextQuery) -> Result<Vec<(u128, f32)>> {
         let filter = normalize_filter(&query.filter)?;
         let text = self.fresh_text()?;
-        let ids = text.search(
+        text.search(
             &query.query,
             &filter,
             query.conversation_id,
             query.role.as_deref(),
             query.limit,
             query.offset,
-        )?;
+        )
+    }
+
+    /// Reads scored message ids into hits (message, label, folder); ids whose
+    /// message or conversation is gone are skipped.
+    pub(crate) fn resolve_hits(&self, ids: &[(u128, f32)]) -> Result<Vec<SearchHit>> {
         let txn = self.store.read()?;
         let msgs = txn.open_table(store::MESSAGES)?;
         let convs = txn.open_table(store::CONVERSATIONS)?;
@@ -613,7 +645,7 @@ impl Memdb {
         // Hits often share a conversation: read and decode each one once.
         let mut scopes: std::collections::HashMap<u128, Option<(String, String)>> =
             std::collections::HashMap::new();
-        for (id, score) in ids {
+        for &(id, score) in ids {
             let Some(m) = store::get_message(&msgs, id)? else {
                 continue;
             };
@@ -632,6 +664,7 @@ impl Memdb {
                 label: label.clone(),
                 folder: folder.clone(),
                 score,
+                explain: None,
             });
         }
         Ok(hits)
@@ -848,7 +881,7 @@ fn not_found(id: Uuid) -> Error {
     }
 }
 
-fn check_limit(field: &str, limit: usize) -> Result<()> {
+pub(crate) fn check_limit(field: &str, limit: usize) -> Result<()> {
     if limit == 0 || limit > MAX_LIMIT {
         return Err(Error::invalid(
             field,
@@ -972,7 +1005,7 @@ pub(crate) fn normalize_folder(folder: &str) -> String {
     validate::folder("filter.folder", folder).unwrap_or_else(|_| folder.to_string())
 }
 
-fn normalize_filter(f: &Filter) -> Result<Filter> {
+pub(crate) fn normalize_filter(f: &Filter) -> Result<Filter> {
     let mut f = f.clone();
     if let Some(folder) = &f.folder {
         f.folder = Some(validate::folder("filter.folder", folder)?);

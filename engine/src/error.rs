@@ -89,6 +89,17 @@ pub enum Error {
         /// The models directory that was searched.
         dir: PathBuf,
     },
+    /// The store's message vectors come from another model than the one
+    /// configured; vectors of two models are never compared.
+    #[error(
+        "this store's message embeddings come from {stored}, but the configured model is {configured}; vectors of different models are never mixed: re-embed with `memdb rebuild-embeddings` (or open the store with the original model)"
+    )]
+    ModelMismatch {
+        /// The model of the stored vectors.
+        stored: String,
+        /// The configured model.
+        configured: String,
+    },
 }
 
 impl Error {

@@ -40,11 +40,13 @@ mod config;
 mod context;
 mod db;
 mod embed;
+mod embedding;
 mod error;
 mod export;
 mod keywords;
 mod lock;
 mod prune;
+mod search;
 mod spaces;
 mod store;
 mod suggest;
@@ -67,6 +69,7 @@ pub use db::{MAX_LIMIT, Memdb};
 pub use embed::{
     Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, default_models_dir,
 };
+pub use embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use error::{Error, Result};
 pub use export::{
     EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ImportOptions, ImportReport, Selection,
@@ -74,6 +77,9 @@ pub use export::{
 pub use prune::{
     PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
     Recommendation,
+};
+pub use search::{
+    FusionWeights, MAX_OFFSET, ScoreExplain, SearchMode, SearchRequest, SearchResults,
 };
 pub use spaces::{
     MAX_DIMENSION, Metric, SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome,

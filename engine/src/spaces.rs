@@ -21,6 +21,8 @@ use crate::types::Filter;
 
 /// Element type byte of f32 vectors.
 const ELEMENT_F32: u8 = 0;
+/// META key: the id the next vector space gets.
+const NEXT_SPACE_ID: &str = "next_vector_space_id";
 /// Largest accepted dimension.
 pub const MAX_DIMENSION: u32 = 8192;
 
@@ -286,13 +288,37 @@ pub(crate) fn delete_record_vectors(
     }
     let mut vectors = txn.open_table(VECTORS)?;
     let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
+    let mut queue = txn.open_table(store::EMBED_QUEUE)?;
     for &space in &spaces {
         for &r in records {
             if vectors.remove((space, r))?.is_some() {
                 tombs.insert((space, r), ops.lsn())?;
                 ops.push(Op::DeleteVector(space, r.to_le_bytes()));
             }
+            queue.remove((space, r))?;
         }
+    }
+    Ok(())
+}
+
+/// Writes vectors (already checked against the space) into space `space_id`
+/// inside `txn`, with tombstones for replaced copies and one `PutVector` op
+/// each.
+pub(crate) fn put_vectors<'a>(
+    txn: &WriteTransaction,
+    space_id: u32,
+    items: impl IntoIterator<Item = (u128, &'a Vec<f32>)>,
+    ops: &mut OpBatch,
+) -> Result<()> {
+    let mut vectors = txn.open_table(VECTORS)?;
+    let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
+    for (id, v) in items {
+        let old = vectors.insert((space_id, id), encode_vector(v).as_slice())?;
+        if old.is_some() {
+            // The copy in the current generation (if any) is stale.
+            tombs.insert((space_id, id), ops.lsn())?;
+        }
+        ops.push(Op::PutVector(space_id, id.to_le_bytes()));
     }
     Ok(())
 }
@@ -427,10 +453,14 @@ impl Memdb {
                 }
                 return Ok(space);
             }
-            let mut next_id = 1;
+            // Ids only grow (also across deleted spaces), so oplog entries
+            // and files of a deleted space never meet a new one.
+            let mut meta = txn.open_table(store::META)?;
+            let mut next_id = meta.get(NEXT_SPACE_ID)?.map_or(1, |v| v.value() as u32);
             for row in t.iter()? {
                 next_id = next_id.max(SpaceRecord::decode(row?.1.value())?.id + 1);
             }
+            meta.insert(NEXT_SPACE_ID, u64::from(next_id) + 1)?;
             let rec = SpaceRecord {
                 id: next_id,
                 dimension: spec.dimension,
@@ -447,6 +477,32 @@ impl Memdb {
         })?;
         self.vectors.ensure(&self.store, name)?;
         Ok(space)
+    }
+
+    /// Deletes the space called `name` with its vectors, tombstones,
+    /// embedding queue and index files. Returns the vectors removed.
+    pub fn delete_vector_space(&self, name: &str) -> Result<u64> {
+        let sp = self.vector_space(name)?;
+        let removed = self.write(|txn, _ops| {
+            txn.open_table(VECTOR_SPACES)?.remove(name)?;
+            let range = (sp.id, 0u128)..=(sp.id, u128::MAX);
+            let mut n = 0u64;
+            txn.open_table(VECTORS)?.retain_in(range.clone(), |_, _| {
+                n += 1;
+                false
+            })?;
+            txn.open_table(VECTOR_TOMBSTONES)?
+                .retain_in(range.clone(), |_, _| false)?;
+            txn.open_table(store::EMBED_QUEUE)?
+                .retain_in(range, |_, _| false)?;
+            crate::embedding::forget_space(txn, sp.id)?;
+            Ok(n)
+        })?;
+        self.vectors.forget(sp.id);
+        // The files are derived and space ids are never reused, so a
+        // leftover directory is harmless: failing to remove it is no error.
+        let _ = std::fs::remove_dir_all(self.vectors.root().join(sp.id.to_string()));
+        Ok(removed)
     }
 
     /// The space called `name`.
@@ -486,17 +542,12 @@ impl Memdb {
                     "vector space {space:?} was replaced"
                 )));
             }
-            let mut vectors = txn.open_table(VECTORS)?;
-            let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
-            for (id, v) in items {
-                let old = vectors.insert((sp.id, id.as_u128()), encode_vector(v).as_slice())?;
-                if old.is_some() {
-                    // The copy in the current generation (if any) is stale.
-                    tombs.insert((sp.id, id.as_u128()), ops.lsn())?;
-                }
-                ops.push(Op::PutVector(sp.id, id.as_u128().to_le_bytes()));
-            }
-            Ok(())
+            put_vectors(
+                txn,
+                sp.id,
+                items.iter().map(|(id, v)| (id.as_u128(), v)),
+                ops,
+            )
         })
     }
 

@@ -48,6 +48,16 @@ pub(crate) const VECTORS: TableDefinition<(u32, u128), &[u8]> = TableDefinition:
 /// record's copy in the current generation stale.
 pub(crate) const VECTOR_TOMBSTONES: TableDefinition<(u32, u128), u64> =
     TableDefinition::new("vector_tombstones");
+/// (vector space id, message id) of messages waiting to be embedded into
+/// that space (SPEC.md §"Embedding pipeline").
+pub(crate) const EMBED_QUEUE: TableDefinition<(u32, u128), ()> =
+    TableDefinition::new("embed_queue");
+/// Query embeddings: `identity key \u{1f} query text` -> `seq u64 LE ++
+/// vector bytes`.
+pub(crate) const QUERY_CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("query_cache");
+/// Insertion order of the query cache (`seq` -> key), for FIFO eviction.
+pub(crate) const QUERY_CACHE_ORDER: TableDefinition<u64, &str> =
+    TableDefinition::new("query_cache_order");
 
 /// (conversation, level code, generated_at µs, summary id) → envelope(`SummaryRecord`).
 pub(crate) const SUMMARIES: TableDefinition<(u128, u8, i64, u128), &[u8]> =
@@ -63,6 +73,10 @@ impl OpBatch {
     /// Records a change.
     pub(crate) fn push(&mut self, op: Op) {
         self.ops.push(op);
+    }
+    /// The ops recorded so far.
+    pub(crate) fn ops(&self) -> &[Op] {
+        &self.ops
     }
     /// The LSN this transaction's oplog entry gets if it records any op.
     pub(crate) fn lsn(&self) -> u64 {
@@ -109,6 +123,9 @@ impl Store {
             txn.open_table(VECTORS)?;
             txn.open_table(VECTOR_TOMBSTONES)?;
             txn.open_table(SUMMARIES)?;
+            txn.open_table(EMBED_QUEUE)?;
+            txn.open_table(QUERY_CACHE)?;
+            txn.open_table(QUERY_CACHE_ORDER)?;
             let mut meta = txn.open_table(META)?;
             let found = meta.get(KEY_SCHEMA)?.map(|v| v.value());
             match found {
@@ -176,6 +193,19 @@ impl Store {
         };
         txn.commit()?;
         Ok((value, lsn, ops))
+    }
+
+    /// Runs `f` in a durable write transaction that records nothing in the
+    /// oplog: for state no derived index depends on (the query cache). The
+    /// caller holds the engine's write lock.
+    pub(crate) fn write_untracked<T>(
+        &self,
+        f: impl FnOnce(&WriteTransaction) -> Result<T>,
+    ) -> Result<T> {
+        let txn = self.db.begin_write()?;
+        let value = f(&txn)?;
+        txn.commit()?;
+        Ok(value)
     }
 
     pub(crate) fn last_lsn(&self) -> Result<u64> {

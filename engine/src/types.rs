@@ -352,8 +352,12 @@ pub struct SearchHit {
     pub label: String,
     /// Its conversation's folder.
     pub folder: String,
-    /// BM25 score, higher is better.
+    /// Higher is better: BM25 (keyword search), cosine similarity
+    /// (semantic), or the fused reciprocal-rank score (hybrid).
     pub score: f32,
+    /// How the score was made, when the request asked to explain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<crate::search::ScoreExplain>,
 }
 
 /// Totals over the store or a filtered part of it.

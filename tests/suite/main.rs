@@ -11,6 +11,7 @@ mod embed;
 mod model;
 mod recovery;
 mod search;
+mod semantic;
 mod vector_crash;
 mod vectors;
 

@@ -1,0 +1,791 @@
+//! The message-embedding pipeline (SPEC.md §"Embedding pipeline"): which
+//! vector space holds the message embeddings of which model, the durable
+//! queue of messages waiting to be embedded, draining it in batches,
+//! re-embedding everything into a new space with an atomic switch, the
+//! background [`EmbedWorker`], and the query-embedding cache.
+//!
+//! The queue is what makes the pipeline crash-safe: a message's queue entry
+//! is written in the transaction that stores the message, and removed in the
+//! transaction that stores its vector. A crash in between leaves the entry,
+//! so the message is embedded again after reopen, and its vector (keyed by
+//! message id) is written exactly once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use memdb_format::{Op, SpaceRecord};
+use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
+use serde::{Deserialize, Serialize};
+
+use crate::db::{Memdb, record_text};
+use crate::embed::{Embedder, ModelIdentity};
+use crate::error::{Error, Result};
+use crate::spaces::{self, SpaceSpec, VectorSpace, check_vector, decode_vector, encode_vector};
+use crate::store::{self, EMBED_QUEUE, META, QUERY_CACHE, QUERY_CACHE_ORDER, VECTOR_SPACES};
+
+/// META key: id of the space holding the message embeddings searched today.
+const ACTIVE: &str = "embed_active_space";
+/// META key: id of the space a rebuild is filling (switched to when full).
+const NEXT: &str = "embed_next_space";
+/// Queries longer than this are embedded but not cached.
+const MAX_CACHED_QUERY_BYTES: usize = 4096;
+
+/// A message vector space and the model that fills it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpaceModel {
+    /// The vector space's name.
+    pub space: String,
+    /// The model whose vectors it holds.
+    pub model: ModelIdentity,
+    /// Messages waiting to be embedded into it.
+    pub pending: u64,
+}
+
+/// Where message embeddings stand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddingStatus {
+    /// The embedder this handle was opened with, if any.
+    pub configured: Option<ModelIdentity>,
+    /// The space semantic search reads.
+    pub active: Option<SpaceModel>,
+    /// The space a `rebuild_embeddings` is filling.
+    pub rebuilding: Option<SpaceModel>,
+    /// The last error an inline or background embedding pass hit (the
+    /// messages stay queued and are retried).
+    pub last_error: Option<String>,
+}
+
+/// What an embedding pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbedReport {
+    /// Vectors written.
+    pub embedded: u64,
+    /// Messages with no text to embed (their queue entry is dropped).
+    pub skipped_empty: u64,
+    /// Texts longer than the model's token limit (their beginning was
+    /// embedded).
+    pub truncated: u64,
+    /// Queue entries left for the configured model.
+    pub remaining: u64,
+    /// Whether a finished rebuild became the active space.
+    pub switched: bool,
+}
+
+/// Progress of a long embedding pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbedProgress {
+    /// Messages handled so far.
+    pub done: u64,
+    /// Messages queued when the pass started (grows if writes arrive).
+    pub total: u64,
+}
+
+/// Shared wake-up signal between writers and an [`EmbedWorker`].
+#[derive(Default)]
+pub(crate) struct Signal {
+    pending: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl Signal {
+    pub(crate) fn notify(&self) {
+        *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cond.notify_all();
+    }
+
+    /// Waits until notified or `timeout` passes; clears the flag.
+    fn wait(&self, timeout: Duration) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if !*p {
+            p = self
+                .cond
+                .wait_timeout(p, timeout)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        *p = false;
+    }
+}
+
+/// Per-handle pipeline state kept by [`Memdb`].
+#[derive(Default)]
+pub(crate) struct Pipeline {
+    /// One embedding pass at a time (passes are CPU-bound anyway).
+    pub(crate) pass: Mutex<()>,
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) last_error: Mutex<Option<String>>,
+}
+
+fn meta_space(txn: &impl MetaRead, key: &str) -> Result<Option<u32>> {
+    txn.meta_get(key)
+}
+
+/// Reads META in read or write transactions alike.
+trait MetaRead {
+    fn meta_get(&self, key: &str) -> Result<Option<u32>>;
+}
+
+impl MetaRead for redb::ReadTransaction {
+    fn meta_get(&self, key: &str) -> Result<Option<u32>> {
+        Ok(self
+            .open_table(META)?
+            .get(key)?
+            .map(|v| v.value() as u32)
+            .filter(|id| *id > 0))
+    }
+}
+
+impl MetaRead for WriteTransaction {
+    fn meta_get(&self, key: &str) -> Result<Option<u32>> {
+        Ok(self
+            .open_table(META)?
+            .get(key)?
+            .map(|v| v.value() as u32)
+            .filter(|id| *id > 0))
+    }
+}
+
+/// Queues the messages created by this transaction for every message space
+/// (active and rebuilding). Called inside every write transaction.
+pub(crate) fn enqueue_new(txn: &WriteTransaction, ops: &[Op]) -> Result<()> {
+    let mut ids = ops.iter().filter_map(|op| match op {
+        Op::InsertMessage(id) => Some(u128::from_le_bytes(*id)),
+        _ => None,
+    });
+    let Some(first) = ids.next() else {
+        return Ok(());
+    };
+    let targets: Vec<u32> = [meta_space(txn, ACTIVE)?, meta_space(txn, NEXT)?]
+        .into_iter()
+        .flatten()
+        .collect();
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let mut queue = txn.open_table(EMBED_QUEUE)?;
+    for id in std::iter::once(first).chain(ids) {
+        for &s in &targets {
+            queue.insert((s, id), ())?;
+        }
+    }
+    Ok(())
+}
+
+/// Clears the META pointers to a space being deleted.
+pub(crate) fn forget_space(txn: &WriteTransaction, id: u32) -> Result<()> {
+    let mut meta = txn.open_table(META)?;
+    for key in [ACTIVE, NEXT] {
+        if meta.get(key)?.map(|v| v.value()) == Some(u64::from(id)) {
+            meta.remove(key)?;
+        }
+    }
+    Ok(())
+}
+
+fn space_by_id(txn: &redb::ReadTransaction, id: u32) -> Result<Option<VectorSpace>> {
+    let t = txn.open_table(VECTOR_SPACES)?;
+    for row in t.iter()? {
+        let (k, v) = row?;
+        let rec = SpaceRecord::decode(v.value())?;
+        if rec.id == id {
+            return Ok(Some(spaces::space_from(k.value(), &rec)?));
+        }
+    }
+    Ok(None)
+}
+
+fn model_of(space: &VectorSpace) -> Result<ModelIdentity> {
+    serde_json::from_value(space.model.clone()).map_err(|e| Error::Corrupted {
+        what: format!("vector space {:?}", space.name),
+        reason: format!("model identity: {e}"),
+    })
+}
+
+fn queued(txn: &redb::ReadTransaction, space: u32) -> Result<u64> {
+    let q = txn.open_table(EMBED_QUEUE)?;
+    let mut n = 0;
+    for row in q.range((space, 0u128)..=(space, u128::MAX))? {
+        row?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn describe(m: &ModelIdentity) -> String {
+    format!(
+        "{}/{} ({} dimensions, {:?})",
+        m.provider, m.name, m.dimension, m.metric
+    )
+}
+
+/// The message spaces as of one snapshot.
+struct Spaces {
+    active: Option<(VectorSpace, ModelIdentity)>,
+    next: Option<(VectorSpace, ModelIdentity)>,
+}
+
+impl Memdb {
+    fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.config().embedder.as_ref()
+    }
+
+    fn message_spaces(&self) -> Result<Spaces> {
+        let txn = self.store.read()?;
+        let load = |key| -> Result<Option<(VectorSpace, ModelIdentity)>> {
+            match meta_space(&txn, key)? {
+                None => Ok(None),
+                Some(id) => match space_by_id(&txn, id)? {
+                    None => Ok(None),
+                    Some(s) => {
+                        let m = model_of(&s)?;
+                        Ok(Some((s, m)))
+                    }
+                },
+            }
+        };
+        Ok(Spaces {
+            active: load(ACTIVE)?,
+            next: load(NEXT)?,
+        })
+    }
+
+    /// Called by `open_with` when an embedder is configured: a store that has
+    /// no message space yet gets one for this model, with every existing
+    /// message queued (one transaction).
+    pub(crate) fn attach_embedder(&self) -> Result<()> {
+        let Some(e) = self.embedder() else {
+            return Ok(());
+        };
+        if self.message_spaces()?.active.is_none() {
+            self.start_space(&e.identity(), ACTIVE)?;
+        }
+        Ok(())
+    }
+
+    /// Creates a fresh space for `model`, points `key` at it and queues
+    /// every message for it, in one transaction.
+    fn start_space(&self, model: &ModelIdentity, key: &'static str) -> Result<VectorSpace> {
+        let existing: Vec<String> = self.vector_spaces()?.into_iter().map(|s| s.name).collect();
+        let base = format!("messages/{}/{}", model.provider, model.name);
+        let mut name = base.clone();
+        let mut n = 2;
+        while existing.contains(&name) {
+            name = format!("{base}#{n}");
+            n += 1;
+        }
+        let mut spec = SpaceSpec::new(name, model.dimension, model.metric);
+        spec.model = Some(
+            serde_json::to_value(model)
+                .map_err(|e| Error::Embedding(format!("model identity: {e}")))?,
+        );
+        let space = self.create_vector_space(&spec)?;
+        self.write(|txn, _ops| {
+            let mut queue = txn.open_table(EMBED_QUEUE)?;
+            let msgs = txn.open_table(store::MESSAGES)?;
+            for row in msgs.iter()? {
+                queue.insert((space.id, row?.0.value()), ())?;
+            }
+            txn.open_table(META)?.insert(key, u64::from(space.id))?;
+            Ok(())
+        })?;
+        Ok(space)
+    }
+
+    /// Where message embeddings stand: the active space and its model, a
+    /// rebuild in progress, queue lengths.
+    pub fn embedding_status(&self) -> Result<EmbeddingStatus> {
+        let spaces = self.message_spaces()?;
+        let txn = self.store.read()?;
+        let describe_space =
+            |s: Option<(VectorSpace, ModelIdentity)>| -> Result<Option<SpaceModel>> {
+                match s {
+                    None => Ok(None),
+                    Some((space, model)) => Ok(Some(SpaceModel {
+                        pending: queued(&txn, space.id)?,
+                        space: space.name,
+                        model,
+                    })),
+                }
+            };
+        Ok(EmbeddingStatus {
+            configured: self.embedder().map(|e| e.identity()),
+            active: describe_space(spaces.active)?,
+            rebuilding: describe_space(spaces.next)?,
+            last_error: self
+                .pipeline
+                .last_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        })
+    }
+
+    /// The embedder and the space semantic search reads, or why there is
+    /// none: no embedder, or the store's vectors come from another model.
+    pub(crate) fn semantic_target(&self) -> Result<(Arc<dyn Embedder>, VectorSpace)> {
+        let e = self.embedder().cloned().ok_or_else(|| {
+            Error::invalid(
+                "mode",
+                "semantic search needs an embedding model: open the store with \
+                 Config::embedder (the CLI uses the local model installed by \
+                 `memdb model install`)",
+            )
+        })?;
+        let id = e.identity();
+        match self.message_spaces()?.active {
+            Some((space, model)) if model == id => Ok((e, space)),
+            Some((_, model)) => Err(Error::ModelMismatch {
+                stored: describe(&model),
+                configured: describe(&id),
+            }),
+            None => Err(Error::Embedding(
+                "no message vector space: the store was opened without an embedder".into(),
+            )),
+        }
+    }
+
+    /// Embeds queued messages for the configured model, in batches of
+    /// `Config::embed_batch`, until the queue is empty or `limit` messages
+    /// were handled. When a rebuild's space has no messages left to embed,
+    /// it becomes the active space and the old space is deleted. Safe to
+    /// interrupt at any point (SPEC.md §"Embedding pipeline").
+    pub fn embed_pending(
+        &self,
+        limit: Option<u64>,
+        progress: &mut dyn FnMut(EmbedProgress),
+    ) -> Result<EmbedReport> {
+        let Some(e) = self.embedder().cloned() else {
+            return Err(Error::invalid(
+                "embedder",
+                "no embedding model configured for this store handle",
+            ));
+        };
+        let _pass = self.pipeline.pass.lock().unwrap_or_else(|e| e.into_inner());
+        let result = self.drain(e.as_ref(), limit, progress);
+        let mut last = self
+            .pipeline
+            .last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *last = result.as_ref().err().map(|e| e.to_string());
+        result
+    }
+
+    fn targets(&self, e: &dyn Embedder) -> Result<(Vec<VectorSpace>, Spaces)> {
+        let id = e.identity();
+        let spaces = self.message_spaces()?;
+        let mut targets = Vec::new();
+        if let Some((s, m)) = &spaces.active
+            && *m == id
+        {
+            targets.push(s.clone());
+        }
+        if let Some((s, m)) = &spaces.next
+            && *m == id
+        {
+            targets.push(s.clone());
+        }
+        if targets.is_empty() {
+            if let Some((_, m)) = &spaces.active {
+                return Err(Error::ModelMismatch {
+                    stored: describe(m),
+                    configured: describe(&id),
+                });
+            }
+            return Err(Error::Embedding(
+                "no message vector space: the store was opened without an embedder".into(),
+            ));
+        }
+        Ok((targets, spaces))
+    }
+
+    fn drain(
+        &self,
+        e: &dyn Embedder,
+        limit: Option<u64>,
+        progress: &mut dyn FnMut(EmbedProgress),
+    ) -> Result<EmbedReport> {
+        let (targets, _) = self.targets(e)?;
+        let mut report = EmbedReport::default();
+        let total: u64 = {
+            let txn = self.store.read()?;
+            let mut n = 0;
+            for s in &targets {
+                n += queued(&txn, s.id)?;
+            }
+            n
+        };
+        let batch = self.config().embed_batch.max(1);
+        let mut done = 0u64;
+        loop {
+            let room = limit.map_or(batch as u64, |l| (l - done.min(l)).min(batch as u64));
+            if room == 0 {
+                break;
+            }
+            let n = self.embed_batch(e, &targets, room as usize, &mut report)?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+            progress(EmbedProgress {
+                done,
+                total: total.max(done),
+            });
+        }
+        report.switched = self.finish_rebuild(e)?;
+        let (targets, _) = self.targets(e)?;
+        let txn = self.store.read()?;
+        for s in &targets {
+            report.remaining += queued(&txn, s.id)?;
+        }
+        Ok(report)
+    }
+
+    /// Embeds up to `max` queue entries; returns how many were handled.
+    fn embed_batch(
+        &self,
+        e: &dyn Embedder,
+        targets: &[VectorSpace],
+        max: usize,
+        report: &mut EmbedReport,
+    ) -> Result<u64> {
+        // Read the entries and their texts from one snapshot.
+        let mut entries: Vec<(u32, u128)> = Vec::new();
+        let mut texts: BTreeMap<u128, String> = BTreeMap::new();
+        {
+            let txn = self.store.read()?;
+            let queue = txn.open_table(EMBED_QUEUE)?;
+            let msgs = txn.open_table(store::MESSAGES)?;
+            for s in targets {
+                for row in queue.range((s.id, 0u128)..=(s.id, u128::MAX))? {
+                    if entries.len() >= max {
+                        break;
+                    }
+                    let (sid, mid) = row?.0.value();
+                    entries.push((sid, mid));
+                    if let std::collections::btree_map::Entry::Vacant(v) = texts.entry(mid)
+                        && let Some(m) = store::get_message(&msgs, mid)?
+                    {
+                        v.insert(record_text(&m));
+                    }
+                }
+            }
+        }
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        // Embed each distinct non-empty text once (outside the write lock).
+        let todo: Vec<(u128, &str)> = texts
+            .iter()
+            .filter(|(_, t)| !t.trim().is_empty())
+            .map(|(id, t)| (*id, t.as_str()))
+            .collect();
+        let mut vectors: HashMap<u128, Vec<f32>> = HashMap::with_capacity(todo.len());
+        if !todo.is_empty() {
+            let input: Vec<&str> = todo.iter().map(|(_, t)| *t).collect();
+            let out = e.embed_report(&input)?;
+            if out.vectors.len() != todo.len() {
+                return Err(Error::Embedding(format!(
+                    "the model returned {} vectors for {} texts",
+                    out.vectors.len(),
+                    todo.len()
+                )));
+            }
+            report.truncated += out.truncated.iter().filter(|t| **t).count() as u64;
+            for ((id, _), v) in todo.iter().zip(out.vectors) {
+                vectors.insert(*id, v);
+            }
+        }
+        for s in targets {
+            for v in vectors.values() {
+                check_vector("embedding", s, v).map_err(|err| {
+                    Error::Embedding(format!("the model produced an unusable vector: {err}"))
+                })?;
+            }
+        }
+        // Store the vectors and drop the entries in one transaction; an entry
+        // removed meanwhile (message deleted) is skipped.
+        let (embedded, skipped) = self.write(|txn, ops| {
+            let mut embedded = 0u64;
+            let mut skipped = 0u64;
+            let mut by_space: BTreeMap<u32, Vec<(u128, &Vec<f32>)>> = BTreeMap::new();
+            {
+                let mut queue = txn.open_table(EMBED_QUEUE)?;
+                for &(sid, mid) in &entries {
+                    if queue.remove((sid, mid))?.is_none() {
+                        continue;
+                    }
+                    match vectors.get(&mid) {
+                        Some(v) => {
+                            by_space.entry(sid).or_default().push((mid, v));
+                            embedded += 1;
+                        }
+                        None => skipped += 1,
+                    }
+                }
+            }
+            for (sid, items) in by_space {
+                spaces::put_vectors(txn, sid, items, ops)?;
+            }
+            Ok((embedded, skipped))
+        })?;
+        report.embedded += embedded;
+        report.skipped_empty += skipped;
+        Ok(entries.len() as u64)
+    }
+
+    /// Switches to the rebuild's space once nothing is queued for it.
+    fn finish_rebuild(&self, e: &dyn Embedder) -> Result<bool> {
+        let spaces = self.message_spaces()?;
+        let Some((next, model)) = spaces.next else {
+            return Ok(false);
+        };
+        if model != e.identity() || queued(&self.store.read()?, next.id)? > 0 {
+            return Ok(false);
+        }
+        let old = spaces.active.map(|(s, _)| s);
+        self.write(|txn, _ops| {
+            let mut meta = txn.open_table(META)?;
+            meta.insert(ACTIVE, u64::from(next.id))?;
+            meta.remove(NEXT)?;
+            Ok(())
+        })?;
+        if let Some(old) = old
+            && old.id != next.id
+        {
+            // Not active any more: searches no longer read it. A crash here
+            // leaves an orphan space that `rebuild_embeddings` removes.
+            self.delete_vector_space(&old.name)?;
+        }
+        Ok(true)
+    }
+
+    /// Re-embeds every message with the configured model into a new vector
+    /// space and switches to it when done (the old space keeps serving
+    /// searches until then). Resumable: calling it again after an
+    /// interruption continues the same rebuild.
+    pub fn rebuild_embeddings(
+        &self,
+        progress: &mut dyn FnMut(EmbedProgress),
+    ) -> Result<EmbedReport> {
+        let Some(e) = self.embedder().cloned() else {
+            return Err(Error::invalid(
+                "embedder",
+                "no embedding model configured for this store handle",
+            ));
+        };
+        let id = e.identity();
+        {
+            let _pass = self.pipeline.pass.lock().unwrap_or_else(|e| e.into_inner());
+            let spaces = self.message_spaces()?;
+            match &spaces.next {
+                Some((_, m)) if *m == id => {} // resume
+                other => {
+                    if let Some((s, _)) = other {
+                        // A rebuild for another model: abandon it.
+                        self.delete_vector_space(&s.name)?;
+                    }
+                    self.remove_orphan_spaces()?;
+                    let key = if spaces.active.is_some() {
+                        NEXT
+                    } else {
+                        ACTIVE
+                    };
+                    self.start_space(&id, key)?;
+                }
+            }
+        }
+        self.embed_pending(None, progress)
+    }
+
+    /// Deletes message spaces that are neither active nor being rebuilt
+    /// (left by a crash between a rebuild's switch and its cleanup).
+    fn remove_orphan_spaces(&self) -> Result<()> {
+        let spaces = self.message_spaces()?;
+        let keep: Vec<u32> = [spaces.active, spaces.next]
+            .into_iter()
+            .flatten()
+            .map(|(s, _)| s.id)
+            .collect();
+        for s in self.vector_spaces()? {
+            if s.name.starts_with("messages/") && !keep.contains(&s.id) {
+                self.delete_vector_space(&s.name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a write that created messages: embed the backlog inline when it
+    /// is small, else wake the background worker. Never fails the write.
+    pub(crate) fn after_insert(&self) {
+        if self.embedder().is_none() {
+            return;
+        }
+        let small = self.config().embed_on_write
+            && self
+                .store
+                .read()
+                .and_then(|t| Ok(t.open_table(EMBED_QUEUE)?.len()?))
+                .is_ok_and(|n| n <= self.config().embed_inline_max as u64);
+        if small && let Ok(_pass) = self.pipeline.pass.try_lock() {
+            let result = match self.embedder().cloned() {
+                Some(e) => self.drain(e.as_ref(), None, &mut |_| {}),
+                None => Ok(EmbedReport::default()),
+            };
+            *self
+                .pipeline
+                .last_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = result.err().map(|e| e.to_string());
+            return;
+        }
+        self.pipeline.signal.notify();
+    }
+
+    /// The embedding of a query, from the query cache or the model. Returns
+    /// the vector and whether the query was truncated to the model's limit.
+    pub(crate) fn query_vector(
+        &self,
+        e: &dyn Embedder,
+        space: &VectorSpace,
+        query: &str,
+    ) -> Result<(Vec<f32>, bool)> {
+        let id = e.identity();
+        let key = format!(
+            "{}\u{1f}{}\u{1f}{}\u{1f}{:?}\u{1f}{}",
+            id.provider, id.name, id.dimension, id.metric, query
+        );
+        let cap = self.config().query_cache_entries;
+        let cacheable = cap > 0 && query.len() <= MAX_CACHED_QUERY_BYTES;
+        if cacheable {
+            let txn = self.store.read()?;
+            if let Some(v) = txn.open_table(QUERY_CACHE)?.get(key.as_str())? {
+                let bytes = v.value();
+                if bytes.len() > 9 {
+                    let truncated = bytes[8] == 1;
+                    if let Ok(vec) = decode_vector(&bytes[9..], space.dimension) {
+                        return Ok((vec, truncated));
+                    }
+                }
+            }
+        }
+        let out = e.embed_report(&[query])?;
+        let (Some(v), truncated) = (
+            out.vectors.into_iter().next(),
+            out.truncated.first().copied().unwrap_or(false),
+        ) else {
+            return Err(Error::Embedding("the model returned no vector".into()));
+        };
+        check_vector("query", space, &v)
+            .map_err(|err| Error::Embedding(format!("unusable query embedding: {err}")))?;
+        if cacheable {
+            let _g = self.lock_writes();
+            // A failed cache insert costs the next identical query a model
+            // run, nothing more.
+            let _ = self.store.write_untracked(|txn| {
+                let mut order = txn.open_table(QUERY_CACHE_ORDER)?;
+                let mut cache = txn.open_table(QUERY_CACHE)?;
+                let seq = order.last()?.map_or(1, |(k, _)| k.value() + 1);
+                let mut value = seq.to_le_bytes().to_vec();
+                value.push(u8::from(truncated));
+                value.extend_from_slice(&encode_vector(&v));
+                if let Some(old) = cache.insert(key.as_str(), value.as_slice())? {
+                    let old_seq = old.value().get(..8).map(|b| {
+                        let mut a = [0u8; 8];
+                        a.copy_from_slice(b);
+                        u64::from_le_bytes(a)
+                    });
+                    drop(old);
+                    if let Some(s) = old_seq {
+                        order.remove(s)?;
+                    }
+                }
+                order.insert(seq, key.as_str())?;
+                while order.len()? > cap as u64 {
+                    let Some((_, k)) = order.pop_first()? else {
+                        break;
+                    };
+                    cache.remove(k.value())?;
+                }
+                Ok(())
+            });
+        }
+        Ok((v, truncated))
+    }
+
+    /// Messages queued for space `space` (counted up to 100,000).
+    pub(crate) fn pending_for(&self, space: u32) -> Result<u64> {
+        let txn = self.store.read()?;
+        let q = txn.open_table(EMBED_QUEUE)?;
+        let mut n = 0;
+        for row in q.range((space, 0u128)..=(space, u128::MAX))? {
+            row?;
+            n += 1;
+            if n == 100_000 {
+                break;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Entries in the query-embedding cache.
+    pub fn query_cache_len(&self) -> Result<u64> {
+        Ok(self.store.read()?.open_table(QUERY_CACHE)?.len()?)
+    }
+}
+
+/// A background thread that embeds queued messages as they arrive (used by
+/// the server, and by library users with bulk imports). Writers wake it;
+/// it also polls every few seconds. Dropping it stops the thread after its
+/// current batch.
+pub struct EmbedWorker {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    signal: Arc<Signal>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl EmbedWorker {
+    /// Starts the worker for `db` (which must have an embedder configured).
+    pub fn spawn(db: Arc<Memdb>) -> Result<EmbedWorker> {
+        if db.config().embedder.is_none() {
+            return Err(Error::invalid(
+                "embedder",
+                "no embedding model configured for this store handle",
+            ));
+        }
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let signal = db.pipeline.signal.clone();
+        let (stop2, signal2) = (stop.clone(), signal.clone());
+        let thread = std::thread::Builder::new()
+            .name("memdb-embed".into())
+            .spawn(move || {
+                while !stop2.load(std::sync::atomic::Ordering::Acquire) {
+                    let handled = db.embed_pending(Some(1024), &mut |_| {});
+                    let idle = match handled {
+                        Ok(r) => r.remaining == 0,
+                        Err(_) => true, // recorded in last_error; retry later
+                    };
+                    if idle {
+                        signal2.wait(Duration::from_secs(5));
+                    }
+                }
+            })
+            .map_err(|e| Error::Embedding(format!("cannot start the embedding worker: {e}")))?;
+        Ok(EmbedWorker {
+            stop,
+            signal,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for EmbedWorker {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.signal.notify();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,678 @@
+//! One search entry point over messages, [`Memdb::search`], in three modes
+//! (SPEC.md §"Search modes"): keyword (BM25 on the text index), semantic
+//! (the query's embedding against the message vector space) and hybrid
+//! (both rankings fused by weighted reciprocal rank fusion). Every surface
+//! (CLI, REST, MCP) calls this; none ranks anything itself.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::db::{MAX_LIMIT, Memdb, check_limit, normalize_filter};
+use crate::error::{Error, Result};
+use crate::spaces::VectorFilter;
+use crate::types::{Filter, SearchHit, TextQuery};
+use crate::vindex::VectorSearch;
+
+/// Largest `offset` a search accepts.
+pub const MAX_OFFSET: usize = 10_000;
+/// Fewest candidates each ranking contributes to a hybrid fusion.
+const MIN_FUSION_DEPTH: usize = 50;
+
+/// English function words dropped from the keyword side of a hybrid search
+/// over a plain natural-language query (NLTK's list): in a rank fusion a
+/// match on "in" or "how" counts as much as a real keyword match, so it
+/// would promote unrelated messages over the semantic ranking's answer.
+const STOPWORDS: &[&str] = &[
+    "i",
+    "me",
+    "my",
+    "myself",
+    "we",
+    "our",
+    "ours",
+    "ourselves",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "he",
+    "him",
+    "his",
+    "himself",
+    "she",
+    "her",
+    "hers",
+    "herself",
+    "it",
+    "its",
+    "itself",
+    "they",
+    "them",
+    "their",
+    "theirs",
+    "themselves",
+    "what",
+    "which",
+    "who",
+    "whom",
+    "this",
+    "that",
+    "these",
+    "those",
+    "am",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "being",
+    "have",
+    "has",
+    "had",
+    "having",
+    "do",
+    "does",
+    "did",
+    "doing",
+    "a",
+    "an",
+    "the",
+    "and",
+    "but",
+    "if",
+    "or",
+    "because",
+    "as",
+    "until",
+    "while",
+    "of",
+    "at",
+    "by",
+    "for",
+    "with",
+    "about",
+    "against",
+    "between",
+    "into",
+    "through",
+    "during",
+    "before",
+    "after",
+    "above",
+    "below",
+    "to",
+    "from",
+    "up",
+    "down",
+    "in",
+    "out",
+    "on",
+    "off",
+    "over",
+    "under",
+    "again",
+    "further",
+    "then",
+    "once",
+    "here",
+    "there",
+    "when",
+    "where",
+    "why",
+    "how",
+    "all",
+    "any",
+    "both",
+    "each",
+    "few",
+    "more",
+    "most",
+    "other",
+    "some",
+    "such",
+    "no",
+    "nor",
+    "not",
+    "only",
+    "own",
+    "same",
+    "so",
+    "than",
+    "too",
+    "very",
+    "s",
+    "t",
+    "can",
+    "will",
+    "just",
+    "don",
+    "should",
+    "now",
+    "d",
+    "ll",
+    "m",
+    "o",
+    "re",
+    "ve",
+    "y",
+    "could",
+    "would",
+];
+
+/// The keyword side of a hybrid search: a plain query (no quotes,
+/// operators, field filters or wildcards) loses its stop words; a query
+/// using the syntax is kept verbatim. `None` when nothing is left.
+pub(crate) fn hybrid_keyword_query(query: &str) -> Option<String> {
+    let syntax = query.contains(['"', ':', '*', '(', ')', '+', '-', '^', '~', '[', ']'])
+        || query
+            .split_whitespace()
+            .any(|w| matches!(w, "AND" | "OR" | "NOT"));
+    if syntax {
+        return Some(query.to_string());
+    }
+    let kept: Vec<&str> = query
+        .split_whitespace()
+        .filter(|w| {
+            let bare: String = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            !bare.is_empty() && !STOPWORDS.contains(&bare.as_str())
+        })
+        .collect();
+    if kept.is_empty() {
+        None
+    } else {
+        Some(kept.join(" "))
+    }
+}
+
+/// How a search ranks messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// BM25 over the text index, with the query syntax of SPEC.md §7.
+    Keyword,
+    /// Cosine similarity of the query's embedding to message embeddings.
+    Semantic,
+    /// Keyword and semantic rankings fused by reciprocal rank.
+    #[default]
+    Hybrid,
+}
+
+impl SearchMode {
+    /// The mode's name as used in the CLI and APIs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Keyword => "keyword",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "keyword" => Ok(SearchMode::Keyword),
+            "semantic" => Ok(SearchMode::Semantic),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            other => Err(Error::invalid(
+                "mode",
+                format!("unknown search mode {other:?}: expected keyword, semantic or hybrid"),
+            )),
+        }
+    }
+}
+
+/// Weights of hybrid fusion: a hit's fused score is
+/// `keyword / (rrf_k + keyword_rank) + semantic / (rrf_k + semantic_rank)`,
+/// ranks starting at 1, a ranking that misses the hit contributing 0.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FusionWeights {
+    /// Weight of the keyword ranking (default 1).
+    pub keyword: f32,
+    /// Weight of the semantic ranking (default 1).
+    pub semantic: f32,
+    /// The RRF constant (default 60, as in Cormack et al. 2009).
+    pub rrf_k: f32,
+}
+
+impl Default for FusionWeights {
+    fn default() -> Self {
+        FusionWeights {
+            keyword: 1.0,
+            semantic: 1.0,
+            rrf_k: 60.0,
+        }
+    }
+}
+
+/// A search request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchRequest {
+    /// The query: natural language, or keyword query syntax.
+    pub query: String,
+    /// Ranking mode (default hybrid).
+    #[serde(default)]
+    pub mode: SearchMode,
+    /// Conversation scope filters.
+    #[serde(default)]
+    pub filter: Filter,
+    /// Only messages of this conversation.
+    #[serde(default)]
+    pub conversation_id: Option<Uuid>,
+    /// Only messages with this role.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Most hits (1..=1000).
+    pub limit: usize,
+    /// Hits to skip (0..=10000).
+    #[serde(default)]
+    pub offset: usize,
+    /// Attach each hit's score components.
+    #[serde(default)]
+    pub explain: bool,
+    /// Hybrid fusion weights.
+    #[serde(default)]
+    pub weights: FusionWeights,
+}
+
+impl SearchRequest {
+    /// Top 10 hybrid hits for `query`, unfiltered.
+    pub fn new(query: impl Into<String>) -> Self {
+        SearchRequest {
+            query: query.into(),
+            mode: SearchMode::Hybrid,
+            filter: Filter::default(),
+            conversation_id: None,
+            role: None,
+            limit: 10,
+            offset: 0,
+            explain: false,
+            weights: FusionWeights::default(),
+        }
+    }
+
+    /// The same request in `mode`.
+    pub fn mode(mut self, mode: SearchMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The same request with at most `limit` hits.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+}
+
+/// How one hit's score was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScoreExplain {
+    /// Rank in the keyword ranking (1 = best), if it was there.
+    pub keyword_rank: Option<usize>,
+    /// Its BM25 score.
+    pub keyword_score: Option<f32>,
+    /// Rank in the semantic ranking (1 = best), if it was there.
+    pub semantic_rank: Option<usize>,
+    /// Its cosine similarity to the query.
+    pub similarity: Option<f32>,
+    /// The fused score (hybrid only).
+    pub fused: Option<f32>,
+}
+
+/// The hits of a search and how they were found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    /// Hits, best first.
+    pub hits: Vec<SearchHit>,
+    /// The mode that produced them (a hybrid search without a usable
+    /// embedder runs as keyword; see `notes`).
+    pub mode: SearchMode,
+    /// What the caller should know: truncation, fallbacks, messages not
+    /// embedded yet.
+    pub notes: Vec<String>,
+}
+
+/// A ranked list of (message id, score), best first.
+type Ranking = Vec<(u128, f32)>;
+
+/// Fuses rankings by weighted reciprocal rank; returns (id, fused score,
+/// explanation), best first, ties broken by the better single rank and
+/// then by id so the order is deterministic.
+pub(crate) fn fuse(
+    keyword: &Ranking,
+    semantic: &Ranking,
+    w: FusionWeights,
+) -> Vec<(u128, f32, ScoreExplain)> {
+    let mut by_id: HashMap<u128, ScoreExplain> = HashMap::new();
+    for (i, &(id, s)) in keyword.iter().enumerate() {
+        let e = by_id.entry(id).or_default();
+        e.keyword_rank = Some(i + 1);
+        e.keyword_score = Some(s);
+    }
+    for (i, &(id, s)) in semantic.iter().enumerate() {
+        let e = by_id.entry(id).or_default();
+        e.semantic_rank = Some(i + 1);
+        e.similarity = Some(s);
+    }
+    let part =
+        |weight: f32, rank: Option<usize>| rank.map_or(0.0, |r| weight / (w.rrf_k + r as f32));
+    let mut out: Vec<(u128, f32, ScoreExplain)> = by_id
+        .into_iter()
+        .map(|(id, mut e)| {
+            let f = part(w.keyword, e.keyword_rank) + part(w.semantic, e.semantic_rank);
+            e.fused = Some(f);
+            (id, f, e)
+        })
+        .collect();
+    let best_rank = |e: &ScoreExplain| {
+        e.keyword_rank
+            .unwrap_or(usize::MAX)
+            .min(e.semantic_rank.unwrap_or(usize::MAX))
+    };
+    out.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then(best_rank(&a.2).cmp(&best_rank(&b.2)))
+            .then(a.0.cmp(&b.0))
+    });
+    out
+}
+
+impl Memdb {
+    /// Searches messages by keyword, meaning, or both (see [`SearchMode`]).
+    /// Hits are resolved to their message, label and folder; scores are
+    /// higher-is-better in every mode.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResults> {
+        if req.query.trim().is_empty() {
+            return Err(Error::invalid("query", "query is empty"));
+        }
+        check_limit("limit", req.limit)?;
+        if req.offset > MAX_OFFSET {
+            return Err(Error::invalid(
+                "offset",
+                format!("{} is above {MAX_OFFSET}", req.offset),
+            ));
+        }
+        let w = req.weights;
+        for (field, v) in [
+            ("weights.keyword", w.keyword),
+            ("weights.semantic", w.semantic),
+        ] {
+            if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
+                return Err(Error::invalid(field, format!("{v} is outside 0..=100")));
+            }
+        }
+        if !(w.rrf_k.is_finite() && (0.0..=10_000.0).contains(&w.rrf_k)) {
+            return Err(Error::invalid(
+                "weights.rrf_k",
+                format!("{} is outside 0..=10000", w.rrf_k),
+            ));
+        }
+        let filter = normalize_filter(&req.filter)?;
+        let mut notes = Vec::new();
+        let window = req.offset + req.limit;
+        match req.mode {
+            SearchMode::Keyword => {
+                let ids = self.text_hits(&self.text_query(req, &filter, req.limit, req.offset))?;
+                let mut hits = self.resolve_hits(&ids)?;
+                if req.explain {
+                    for (i, h) in hits.iter_mut().enumerate() {
+                        h.explain = Some(ScoreExplain {
+                            keyword_rank: Some(req.offset + i + 1),
+                            keyword_score: Some(h.score),
+                            ..ScoreExplain::default()
+                        });
+                    }
+                }
+                Ok(SearchResults {
+                    hits,
+                    mode: SearchMode::Keyword,
+                    notes,
+                })
+            }
+            SearchMode::Semantic => {
+                let ranking = self.semantic_ranking(req, &filter, window, &mut notes)?;
+                let page: Ranking = ranking.into_iter().skip(req.offset).collect();
+                let mut hits = self.resolve_hits(&page)?;
+                if req.explain {
+                    for (i, h) in hits.iter_mut().enumerate() {
+                        h.explain = Some(ScoreExplain {
+                            semantic_rank: Some(req.offset + i + 1),
+                            similarity: Some(h.score),
+                            ..ScoreExplain::default()
+                        });
+                    }
+                }
+                Ok(SearchResults {
+                    hits,
+                    mode: SearchMode::Semantic,
+                    notes,
+                })
+            }
+            SearchMode::Hybrid => self.hybrid(req, &filter, notes),
+        }
+    }
+
+    fn text_query(
+        &self,
+        req: &SearchRequest,
+        filter: &Filter,
+        limit: usize,
+        offset: usize,
+    ) -> TextQuery {
+        TextQuery {
+            query: req.query.clone(),
+            filter: filter.clone(),
+            conversation_id: req.conversation_id,
+            role: req.role.clone(),
+            limit,
+            offset,
+        }
+    }
+
+    /// The top `k` messages by similarity to the query's embedding.
+    fn semantic_ranking(
+        &self,
+        req: &SearchRequest,
+        filter: &Filter,
+        k: usize,
+        notes: &mut Vec<String>,
+    ) -> Result<Ranking> {
+        let (embedder, space) = self.semantic_target()?;
+        let (query, truncated) = self.query_vector(embedder.as_ref(), &space, &req.query)?;
+        if truncated {
+            notes.push(format!(
+                "the query is longer than the model's limit of {} tokens: only its beginning was embedded",
+                embedder.max_tokens().unwrap_or(0)
+            ));
+        }
+        let pending = self.pending_for(space.id)?;
+        if pending > 0 {
+            notes.push(format!(
+                "{pending} message(s) are not embedded yet: semantic ranking misses them until they are (keyword search finds them)"
+            ));
+        }
+        let vf = VectorFilter {
+            scope: filter.clone(),
+            conversation_id: req.conversation_id,
+            role: req.role.clone(),
+            records: None,
+        };
+        let k = k.min(MAX_LIMIT);
+        let params = VectorSearch {
+            k,
+            ef: k.max(VectorSearch::default().ef),
+        };
+        let hits = self.search_vectors(&space.name, &query, params, &vf)?;
+        Ok(hits
+            .into_iter()
+            .map(|h| (h.record.as_u128(), h.similarity))
+            .collect())
+    }
+
+    fn hybrid(
+        &self,
+        req: &SearchRequest,
+        filter: &Filter,
+        mut notes: Vec<String>,
+    ) -> Result<SearchResults> {
+        // Fusion reads at most MAX_LIMIT candidates per ranking, so hybrid
+        // pages end 1000 hits deep.
+        let depth = (req.offset + req.limit).clamp(MIN_FUSION_DEPTH, MAX_LIMIT);
+        let semantic = match self.semantic_ranking(req, filter, depth, &mut notes) {
+            Ok(r) => Some(r),
+            Err(e @ (Error::ModelMismatch { .. } | Error::Embedding(_))) => {
+                notes.push(format!("semantic ranking unavailable, keyword only: {e}"));
+                None
+            }
+            Err(Error::InvalidInput { field, .. }) if field == "mode" => {
+                notes.push(
+                    "no embedding model configured: hybrid search ran as keyword search".into(),
+                );
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let keyword_query = match hybrid_keyword_query(&req.query) {
+            Some(q) => q,
+            None if semantic.is_some() => {
+                notes.push("keyword ranking skipped: the query has only stop words".into());
+                String::new()
+            }
+            None => req.query.clone(),
+        };
+        let keyword = match (!keyword_query.is_empty())
+            .then(|| {
+                let mut q = self.text_query(req, filter, depth, 0);
+                q.query = keyword_query;
+                self.text_hits(&q)
+            })
+            .transpose()
+        {
+            Ok(r) => r,
+            // Natural-language queries may not parse as keyword syntax
+            // (an unbalanced quote): the semantic ranking still answers.
+            Err(Error::InvalidInput { field, reason })
+                if field == "query" && semantic.is_some() =>
+            {
+                notes.push(format!("keyword ranking skipped: {reason}"));
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(semantic) = semantic else {
+            // Keyword only: the page straight from BM25.
+            let ids: Ranking = keyword
+                .unwrap_or_default()
+                .into_iter()
+                .skip(req.offset)
+                .take(req.limit)
+                .collect();
+            let mut hits = self.resolve_hits(&ids)?;
+            if req.explain {
+                for (i, h) in hits.iter_mut().enumerate() {
+                    h.explain = Some(ScoreExplain {
+                        keyword_rank: Some(req.offset + i + 1),
+                        keyword_score: Some(h.score),
+                        ..ScoreExplain::default()
+                    });
+                }
+            }
+            return Ok(SearchResults {
+                hits,
+                mode: SearchMode::Keyword,
+                notes,
+            });
+        };
+        let keyword = keyword.unwrap_or_default();
+        let fused = fuse(&keyword, &semantic, req.weights);
+        let page: Vec<(u128, f32, ScoreExplain)> =
+            fused.into_iter().skip(req.offset).take(req.limit).collect();
+        let ids: Ranking = page.iter().map(|(id, s, _)| (*id, *s)).collect();
+        let explains: HashMap<u128, ScoreExplain> =
+            page.into_iter().map(|(id, _, e)| (id, e)).collect();
+        let mut hits = self.resolve_hits(&ids)?;
+        if req.explain {
+            for h in &mut hits {
+                h.explain = explains.get(&h.message.id.as_u128()).copied();
+            }
+        }
+        Ok(SearchResults {
+            hits,
+            mode: SearchMode::Hybrid,
+            notes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrf_sums_reciprocal_ranks() {
+        let kw = vec![(1, 9.0), (2, 5.0)];
+        let sem = vec![(2, 0.9), (3, 0.8)];
+        let out = fuse(&kw, &sem, FusionWeights::default());
+        let ids: Vec<u128> = out.iter().map(|x| x.0).collect();
+        // 2 is in both lists: 1/62 + 1/61 beats 1/61 (id 1) and 1/62 (id 3).
+        assert_eq!(ids, vec![2, 1, 3]);
+        let two = out[0].2;
+        assert_eq!((two.keyword_rank, two.semantic_rank), (Some(2), Some(1)));
+        assert!((out[0].1 - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-6);
+        assert!((out[1].1 - 1.0 / 61.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn weights_shift_the_order() {
+        let kw = vec![(1, 9.0)];
+        let sem = vec![(2, 0.9)];
+        let w = FusionWeights {
+            keyword: 0.5,
+            semantic: 2.0,
+            rrf_k: 60.0,
+        };
+        let out = fuse(&kw, &sem, w);
+        assert_eq!(out[0].0, 2);
+        // Zero weight removes a ranking's influence but keeps its hits.
+        let w0 = FusionWeights {
+            keyword: 0.0,
+            ..FusionWeights::default()
+        };
+        let out = fuse(&kw, &sem, w0);
+        assert_eq!(out[0].0, 2);
+        assert_eq!(out[1].1, 0.0);
+    }
+
+    #[test]
+    fn hybrid_keyword_side_drops_stop_words_of_plain_queries() {
+        assert_eq!(
+            hybrid_keyword_query("How long should a dessert stay in a hot stove?").as_deref(),
+            Some("long dessert stay hot stove?")
+        );
+        assert_eq!(hybrid_keyword_query("what is it"), None);
+        // Query syntax is the user's: kept verbatim.
+        for q in [
+            "\"in the\" oven",
+            "title:the",
+            "the AND oven",
+            "-the oven",
+            "ov*",
+        ] {
+            assert_eq!(hybrid_keyword_query(q).as_deref(), Some(q));
+        }
+    }
+
+    #[test]
+    fn ties_break_by_best_rank_then_id() {
+        // Same fused score (rank 1 in one list each): lower id first.
+        let out = fuse(&vec![(7, 1.0)], &vec![(3, 0.5)], FusionWeights::default());
+        assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec![3, 7]);
+    }
+}

@@ -1,0 +1,513 @@
+//! Semantic and hybrid search, the embedding pipeline (queue, inline and
+//! background embedding, rebuild with an atomic switch, model identity) and
+//! the query cache. The paraphrase tests run the real local model; the
+//! pipeline tests use the lexical `Hashing` embedder where only the plumbing
+//! is under test.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use memdb::*;
+
+use crate::{conv, tmp};
+
+fn local() -> Arc<dyn Embedder> {
+    static MODEL: OnceLock<Arc<LocalOnnx>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let dir = default_models_dir().expect("models dir");
+            Arc::new(LocalOnnx::open(&dir).unwrap_or_else(|e| {
+                panic!("{e}\n(the semantic tests need scripts/install-model.sh to have run)")
+            }))
+        })
+        .clone()
+}
+
+fn hashing(dim: u32) -> Arc<dyn Embedder> {
+    Arc::new(Hashing::new(dim).expect("hashing embedder"))
+}
+
+fn open(dir: &std::path::Path, e: Arc<dyn Embedder>) -> Memdb {
+    Memdb::open_with(dir, Config::with_embedder(e)).expect("open with embedder")
+}
+
+fn words(s: &str) -> HashSet<String> {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 2)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Distinct topics; each query is a paraphrase sharing no word longer than
+/// two letters with its topic's messages (checked below).
+const TOPICS: &[(&str, &[&str], &str)] = &[
+    (
+        "cooking",
+        &[
+            "Preheat the oven and whisk eggs with flour and sugar for the cake batter.",
+            "Bake the sponge for thirty minutes until golden.",
+        ],
+        "how long should a dessert stay in a hot stove",
+    ),
+    (
+        "car repair",
+        &[
+            "The engine makes a grinding noise when I brake; the pads may be worn.",
+            "Replace the brake pads and check the rotors for scoring.",
+        ],
+        "my vehicle squeals while stopping",
+    ),
+    (
+        "travel",
+        &[
+            "Book a flight to Tokyo and reserve a hotel near Shinjuku station.",
+            "Pack a passport, a rail pass and comfortable shoes for the trip.",
+        ],
+        "lodging during my vacation in Japan",
+    ),
+    (
+        "gardening",
+        &[
+            "Water the tomato seedlings every morning and add compost to the soil.",
+            "Prune the rose bushes in early spring before new growth.",
+        ],
+        "looking after vegetable plants in my backyard",
+    ),
+    (
+        "finance",
+        &[
+            "Move part of your salary into an index fund each month for retirement.",
+            "Diversify investments across bonds and stocks to reduce risk.",
+        ],
+        "putting cash aside so I can quit my job when old",
+    ),
+];
+
+#[test]
+fn paraphrased_queries_find_their_topic_first() {
+    let d = tmp();
+    let db = open(d.path(), local());
+    let mut ids = Vec::new();
+    for (label, texts, query) in TOPICS {
+        let c = conv(&db, label, "/topics", texts);
+        ids.push(c.conversation.id);
+        let shared: Vec<String> = words(query)
+            .intersection(&texts.iter().flat_map(|t| words(t)).collect())
+            .cloned()
+            .collect();
+        assert!(shared.is_empty(), "query {query:?} shares {shared:?}");
+    }
+    // Embedded on write: nothing is pending.
+    let status = db.embedding_status().unwrap();
+    let active = status.active.expect("active message space");
+    assert_eq!(active.pending, 0);
+    assert_eq!(active.model.provider, "local-onnx");
+    for ((label, _, query), id) in TOPICS.iter().zip(&ids) {
+        for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+            let r = db
+                .search(&SearchRequest::new(*query).mode(mode).limit(5))
+                .unwrap();
+            assert_eq!(r.mode, mode, "notes: {:?}", r.notes);
+            let top = r.hits.first().expect("a hit");
+            assert_eq!(
+                top.message.conversation_id, *id,
+                "{mode:?} query {query:?}: top hit is {:?} ({}), expected {label}",
+                top.message.content, top.label
+            );
+            assert!(top.score > 0.0);
+        }
+        // Keyword search on the query's content words (stemmed by the
+        // index) cannot find it.
+        let content: Vec<String> = words(query).into_iter().collect();
+        let kw = db
+            .search(&SearchRequest::new(content.join(" ")).mode(SearchMode::Keyword))
+            .unwrap();
+        assert!(kw.hits.iter().all(|h| h.message.conversation_id != *id));
+    }
+}
+
+#[test]
+fn hybrid_explains_and_fuses_both_rankings() {
+    let d = tmp();
+    let db = open(d.path(), local());
+    conv(&db, "pw", "/", &["How do I reset my password?"]);
+    conv(&db, "login", "/", &["I forgot my login credentials"]);
+    conv(
+        &db,
+        "weather",
+        "/",
+        &["The weather is sunny in Paris today"],
+    );
+    let mut req = SearchRequest::new("password").limit(3);
+    req.explain = true;
+    let r = db.search(&req).unwrap();
+    assert_eq!(r.mode, SearchMode::Hybrid);
+    let top = &r.hits[0];
+    assert_eq!(top.label, "pw");
+    let e = top.explain.expect("explained");
+    assert_eq!(e.keyword_rank, Some(1));
+    assert_eq!(e.semantic_rank, Some(1));
+    let fused = e.fused.expect("fused score");
+    assert!((fused - 2.0 / 61.0).abs() < 1e-6, "fused {fused}");
+    assert!((top.score - fused).abs() < 1e-9);
+    // The login message has no keyword hit but is semantically close: it is
+    // still in the fused list, after the keyword+semantic hit.
+    let login = r
+        .hits
+        .iter()
+        .find(|h| h.label == "login")
+        .expect("login hit");
+    let le = login.explain.expect("explained");
+    assert_eq!(le.keyword_rank, None);
+    assert!(le.similarity.expect("similarity") > 0.3);
+    // Semantic scores are similarities in [-1, 1], best first.
+    let s = db
+        .search(&SearchRequest::new("forgotten password").mode(SearchMode::Semantic))
+        .unwrap();
+    assert!(s.hits.windows(2).all(|w| w[0].score >= w[1].score));
+    assert!(s.hits.iter().all(|h| (-1.0..=1.0001).contains(&h.score)));
+}
+
+#[test]
+fn filters_apply_to_semantic_and_hybrid_search() {
+    let d = tmp();
+    let db = open(d.path(), hashing(256));
+    conv(&db, "a", "/work", &["rust borrow checker lifetimes"]);
+    let home = conv(
+        &db,
+        "b",
+        "/home",
+        &["rust borrow checker lifetimes at home"],
+    );
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        let mut req = SearchRequest::new("borrow checker").mode(mode);
+        req.filter.folder = Some("/home".into());
+        let r = db.search(&req).unwrap();
+        assert_eq!(r.hits.len(), 1, "{mode:?}");
+        assert_eq!(r.hits[0].message.conversation_id, home.conversation.id);
+        let mut req = SearchRequest::new("borrow checker").mode(mode);
+        req.conversation_id = Some(home.conversation.id);
+        req.role = Some("assistant".into());
+        assert!(
+            db.search(&req).unwrap().hits.is_empty(),
+            "{mode:?} role filter"
+        );
+    }
+}
+
+#[test]
+fn bad_search_requests_are_clear_errors() {
+    let d = tmp();
+    let db = open(d.path(), hashing(64));
+    conv(&db, "a", "/", &["hello world"]);
+    let err = |req: SearchRequest| db.search(&req).unwrap_err().to_string();
+    assert!(err(SearchRequest::new("   ")).contains("query is empty"));
+    assert!(err(SearchRequest::new("x").limit(0)).contains("limit"));
+    assert!(err(SearchRequest::new("x").limit(1001)).contains("limit"));
+    let mut r = SearchRequest::new("x");
+    r.offset = MAX_OFFSET + 1;
+    assert!(err(r).contains("offset"));
+    let mut r = SearchRequest::new("x");
+    r.weights.semantic = f32::NAN;
+    assert!(err(r).contains("weights.semantic"));
+    assert!("fuzzy".parse::<SearchMode>().is_err());
+    // An unbalanced quote is a keyword syntax error, but hybrid search
+    // still answers from the semantic ranking and says so.
+    let r = db.search(&SearchRequest::new("hello \"world")).unwrap();
+    assert_eq!(r.mode, SearchMode::Hybrid);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("keyword ranking skipped"))
+    );
+    assert!(
+        db.search(&SearchRequest::new("hello \"world").mode(SearchMode::Keyword))
+            .is_err()
+    );
+}
+
+#[test]
+fn without_an_embedder_hybrid_is_keyword_and_semantic_is_an_error() {
+    let d = tmp();
+    let db = Memdb::open(d.path()).unwrap();
+    conv(&db, "a", "/", &["hello world"]);
+    let r = db.search(&SearchRequest::new("hello")).unwrap();
+    assert_eq!(r.mode, SearchMode::Keyword);
+    assert_eq!(r.hits.len(), 1);
+    assert!(r.notes.iter().any(|n| n.contains("no embedding model")));
+    let e = db
+        .search(&SearchRequest::new("hello").mode(SearchMode::Semantic))
+        .unwrap_err();
+    assert!(e.to_string().contains("needs an embedding model"), "{e}");
+}
+
+#[test]
+fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
+    let d = tmp();
+    {
+        let db = Memdb::open(d.path()).unwrap();
+        for i in 0..5 {
+            conv(
+                &db,
+                &format!("c{i}"),
+                "/",
+                &["first message", "second message"],
+            );
+        }
+        assert!(db.embedding_status().unwrap().active.is_none());
+    }
+    let mut config = Config::with_embedder(hashing(128));
+    config.embed_on_write = false;
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    let status = db.embedding_status().unwrap();
+    let active = status.active.expect("space created on attach");
+    assert_eq!(active.pending, 10);
+    // Pending messages are still found by keyword, and the search says that
+    // semantic ranking misses them.
+    let r = db.search(&SearchRequest::new("second")).unwrap();
+    assert_eq!(r.hits.len(), 5);
+    assert!(
+        r.notes.iter().any(|n| n.contains("not embedded yet")),
+        "{:?}",
+        r.notes
+    );
+    let mut seen = Vec::new();
+    let report = db.embed_pending(None, &mut |p| seen.push(p)).unwrap();
+    assert_eq!(report.embedded, 10);
+    assert_eq!(report.remaining, 0);
+    assert_eq!(seen.last().map(|p| p.done), Some(10));
+    let stats = db.vector_stats(&active.space).unwrap();
+    assert_eq!(stats.count, 10);
+    let r = db
+        .search(&SearchRequest::new("second message").mode(SearchMode::Semantic))
+        .unwrap();
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    assert_eq!(r.hits.len(), 10);
+}
+
+#[test]
+fn deletes_remove_queued_and_embedded_messages() {
+    let d = tmp();
+    let mut config = Config::with_embedder(hashing(64));
+    config.embed_on_write = false;
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    let a = conv(&db, "a", "/", &["alpha one", "alpha two"]);
+    let b = conv(&db, "b", "/", &["beta one"]);
+    db.embed_pending(Some(1), &mut |_| {}).unwrap();
+    assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 2);
+    db.delete_conversation(a.conversation.id).unwrap();
+    let space = db.embedding_status().unwrap().active.unwrap();
+    assert!(
+        space.pending <= 1,
+        "queue entries of deleted messages remain"
+    );
+    let report = db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(report.remaining, 0);
+    let r = db
+        .search(&SearchRequest::new("alpha one").mode(SearchMode::Semantic))
+        .unwrap();
+    assert!(
+        r.hits
+            .iter()
+            .all(|h| h.message.conversation_id == b.conversation.id)
+    );
+    assert_eq!(db.vector_stats(&space.space).unwrap().count, 1);
+}
+
+#[test]
+fn another_model_is_refused_until_rebuild_embeddings_switches() {
+    let d = tmp();
+    {
+        let db = open(d.path(), hashing(64));
+        conv(&db, "a", "/", &["apples and pears", "bananas"]);
+        assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 0);
+    }
+    let db = open(d.path(), hashing(32));
+    let e = db
+        .search(&SearchRequest::new("apples").mode(SearchMode::Semantic))
+        .unwrap_err();
+    assert!(matches!(e, Error::ModelMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("rebuild-embeddings"));
+    // Hybrid still answers by keyword and says why.
+    let r = db.search(&SearchRequest::new("apples")).unwrap();
+    assert_eq!(r.mode, SearchMode::Keyword);
+    assert_eq!(r.hits.len(), 1);
+    // New messages are queued for the old model's space; nothing is mixed.
+    conv(&db, "b", "/", &["cherries"]);
+    assert!(db.embed_pending(None, &mut |_| {}).is_err());
+    let old = db.embedding_status().unwrap().active.unwrap();
+    assert_eq!(old.model.dimension, 64);
+    let report = db.rebuild_embeddings(&mut |_| {}).unwrap();
+    assert!(report.switched);
+    assert_eq!(report.embedded, 3);
+    let status = db.embedding_status().unwrap();
+    let active = status.active.unwrap();
+    assert_eq!(active.model.dimension, 32);
+    assert!(status.rebuilding.is_none());
+    // The old space is gone, with its vectors.
+    let names: Vec<String> = db
+        .vector_spaces()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(names, vec![active.space.clone()]);
+    let r = db
+        .search(&SearchRequest::new("cherries").mode(SearchMode::Semantic))
+        .unwrap();
+    assert_eq!(r.hits[0].label, "b");
+    // A rebuild with the same model re-embeds into a fresh space.
+    let again = db.rebuild_embeddings(&mut |_| {}).unwrap();
+    assert!(again.switched);
+    assert_ne!(
+        db.embedding_status().unwrap().active.unwrap().space,
+        active.space
+    );
+}
+
+#[test]
+fn query_embeddings_are_cached_in_the_store() {
+    let d = tmp();
+    let mut config = Config::with_embedder(hashing(64));
+    config.query_cache_entries = 2;
+    let db = Memdb::open_with(d.path(), config.clone()).unwrap();
+    conv(&db, "a", "/", &["hello world"]);
+    let q = |t: &str| {
+        db.search(&SearchRequest::new(t).mode(SearchMode::Semantic))
+            .unwrap()
+    };
+    assert_eq!(db.query_cache_len().unwrap(), 0);
+    let first = q("hello");
+    assert_eq!(db.query_cache_len().unwrap(), 1);
+    let second = q("hello");
+    assert_eq!(db.query_cache_len().unwrap(), 1);
+    assert_eq!(first.hits[0].score, second.hits[0].score);
+    q("world");
+    q("hello world");
+    // Capped at two entries, oldest evicted first.
+    assert_eq!(db.query_cache_len().unwrap(), 2);
+    drop(db);
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    assert_eq!(db.query_cache_len().unwrap(), 2, "the cache is persistent");
+}
+
+#[test]
+fn the_background_worker_embeds_bulk_imports() {
+    let d = tmp();
+    let mut config = Config::with_embedder(hashing(64));
+    config.embed_inline_max = 10;
+    let db = Arc::new(Memdb::open_with(d.path(), config).unwrap());
+    let worker = EmbedWorker::spawn(db.clone()).unwrap();
+    let convs: Vec<NewConversation> = (0..30)
+        .map(|i| {
+            NewConversation::new(
+                format!("c{i}"),
+                (0..10)
+                    .map(|j| NewMessage::new("user", format!("message {j} of {i}")))
+                    .collect(),
+            )
+        })
+        .collect();
+    db.create_conversations(convs).unwrap();
+    let start = Instant::now();
+    loop {
+        let pending = db.embedding_status().unwrap().active.unwrap().pending;
+        if pending == 0 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "worker left {pending} queued"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(worker);
+    let space = db.embedding_status().unwrap().active.unwrap().space;
+    assert_eq!(db.vector_stats(&space).unwrap().count, 300);
+}
+
+#[test]
+fn sigkill_during_a_bulk_embed_resumes_and_embeds_each_message_once() {
+    const N: usize = 600;
+    let d = tmp();
+    let mut rng = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| t.as_nanos() as u64)
+        .unwrap_or(7)
+        | 1;
+    let mut kills_mid_embed = 0;
+    for round in 0..5 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_memdb-embed-crash-child"))
+            .arg(d.path())
+            .arg(N.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn child");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        // Wait until it is embedding, then kill it a little later.
+        let stored = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("child output");
+        assert_eq!(stored, "STORED", "round {round}");
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        std::thread::sleep(Duration::from_millis(100 + rng % 400));
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reap");
+        reader.join().expect("reader");
+        let lines: Vec<String> = rx.try_iter().collect();
+        if lines.iter().any(|l| l.starts_with("EMBEDDED"))
+            && !lines.iter().any(|l| l.starts_with("DONE"))
+        {
+            kills_mid_embed += 1;
+        }
+    }
+    eprintln!("{kills_mid_embed} of 5 kills landed mid-embed");
+    assert!(kills_mid_embed >= 1, "no kill landed during embedding");
+    let db = open(d.path(), local());
+    let report = db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(report.remaining, 0);
+    let status = db.embedding_status().unwrap();
+    let active = status.active.unwrap();
+    assert_eq!(active.pending, 0);
+    let stats = db.stats(&Filter::default()).unwrap();
+    assert_eq!(stats.total_messages, N as u64);
+    // Every message has exactly one vector: the live count equals the
+    // message count, and each message finds itself first.
+    assert_eq!(db.vector_stats(&active.space).unwrap().count, N as u64);
+    let page = db
+        .list_conversations(
+            &Filter::default(),
+            Page {
+                offset: 0,
+                limit: 3,
+            },
+        )
+        .unwrap();
+    for c in page.conversations {
+        let full = db.get_conversation_with_messages(c.id).unwrap();
+        for m in full.messages {
+            let v = db.get_vector(&active.space, m.id).unwrap().expect("vector");
+            let hits = db
+                .search_vectors(
+                    &active.space,
+                    &v,
+                    VectorSearch { k: 1, ef: 64 },
+                    &VectorFilter::default(),
+                )
+                .unwrap();
+            assert_eq!(hits[0].record, m.id);
+        }
+    }
+}
