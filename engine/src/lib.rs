@@ -35,24 +35,36 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod chat;
 mod config;
+mod context;
 mod db;
 mod embed;
 mod embedding;
 mod error;
 mod export;
+mod keywords;
 mod lock;
+mod prune;
 mod search;
 mod spaces;
 mod store;
+mod suggest;
+mod summary;
 mod text;
 mod time;
+mod tokens;
 mod types;
 mod validate;
 mod vector;
 mod vindex;
 
+pub use chat::ChatModel;
 pub use config::Config;
+pub use context::{
+    AssembledContext, Citation, ContextMessage, ContextRequest, Ranking, RecallCounts,
+    RecallSource, pack, rank_score, recency,
+};
 pub use db::{MAX_LIMIT, Memdb};
 pub use embed::{
     Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, default_models_dir,
@@ -62,13 +74,23 @@ pub use error::{Error, Result};
 pub use export::{
     EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ImportOptions, ImportReport, Selection,
 };
+pub use prune::{
+    PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
+    Recommendation,
+};
 pub use search::{
     FusionWeights, MAX_OFFSET, ScoreExplain, SearchMode, SearchRequest, SearchResults,
 };
 pub use spaces::{
     MAX_DIMENSION, Metric, SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome,
 };
+pub use suggest::{ImportanceScore, LabelSuggestion, LabelSuggestions, heuristic_importance};
+pub use summary::{
+    Extractive, LlmSummarizer, ServedSummary, SummarizeRequest, Summarizer, Summary, SummaryInput,
+    SummaryLevel, SummarySource,
+};
 pub use time::parse_timestamp;
+pub use tokens::{TokenCounter, estimate_tokens};
 pub use types::*;
 pub use validate::{MAX_FOLDER_BYTES, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES};
 pub use vindex::{VectorSearch, VectorStats};

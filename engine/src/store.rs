@@ -59,6 +59,10 @@ pub(crate) const QUERY_CACHE: TableDefinition<&str, &[u8]> = TableDefinition::ne
 pub(crate) const QUERY_CACHE_ORDER: TableDefinition<u64, &str> =
     TableDefinition::new("query_cache_order");
 
+/// (conversation, level code, generated_at µs, summary id) → envelope(`SummaryRecord`).
+pub(crate) const SUMMARIES: TableDefinition<(u128, u8, i64, u128), &[u8]> =
+    TableDefinition::new("summaries");
+
 /// The ops one write transaction records, and the LSN it will commit under.
 pub(crate) struct OpBatch {
     ops: Vec<Op>,
@@ -118,6 +122,7 @@ impl Store {
             txn.open_table(VECTOR_SPACES)?;
             txn.open_table(VECTORS)?;
             txn.open_table(VECTOR_TOMBSTONES)?;
+            txn.open_table(SUMMARIES)?;
             txn.open_table(EMBED_QUEUE)?;
             txn.open_table(QUERY_CACHE)?;
             txn.open_table(QUERY_CACHE_ORDER)?;
@@ -319,6 +324,10 @@ pub(crate) fn delete_conversation(
         messages.remove(msg)?;
         removed.push(msg);
     }
+    txn.open_table(SUMMARIES)?.retain_in(
+        (id, 0u8, i64::MIN, 0u128)..=(id, u8::MAX, i64::MAX, u128::MAX),
+        |_, _| false,
+    )?;
     Ok(removed)
 }
 

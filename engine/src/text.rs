@@ -344,7 +344,7 @@ impl TextIndex {
                             writer.add_document(self.document(id, &msg, &conv))?;
                         }
                     }
-                    Op::PutVector(..) | Op::DeleteVector(..) => {}
+                    Op::PutVector(..) | Op::DeleteVector(..) | Op::PutSummary(..) => {}
                     Op::PutConversation(cid) | Op::DeleteConversation(cid) => {
                         let cid = u128::from_le_bytes(*cid);
                         writer.delete_term(Term::from_field_text(

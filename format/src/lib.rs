@@ -32,6 +32,7 @@
 mod envelope;
 mod generation;
 mod records;
+mod summary;
 
 pub use envelope::{FormatError, RECORD_VERSION};
 pub use generation::{
@@ -41,3 +42,4 @@ pub use generation::{
     SectionInfo,
 };
 pub use records::{ContentRecord, ConversationRecord, MessageRecord, Op, OplogEntry, SpaceRecord};
+pub use summary::SummaryRecord;

@@ -82,6 +82,9 @@ pub enum Op {
     /// document can exist for the id, so it may skip the delete (SPEC.md §5
     /// says when that is safe during replay).
     InsertMessage([u8; 16]),
+    /// A summary of the conversation was stored (table `summaries`). No
+    /// derived index holds summaries today; the op gives the write its LSN.
+    PutSummary([u8; 16]),
 }
 
 /// A vector space (table `vector_spaces`, key = its name): one embedding
@@ -198,6 +201,7 @@ mod tests {
             (Op::PutVector(7, [1; 16]), 4),
             (Op::DeleteVector(7, [1; 16]), 5),
             (Op::InsertMessage([1; 16]), 6),
+            (Op::PutSummary([1; 16]), 7),
         ];
         for (op, index) in cases {
             let entry = OplogEntry {
