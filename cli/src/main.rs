@@ -14,6 +14,7 @@
 
 mod args;
 mod commands;
+mod embedder;
 mod input;
 mod options;
 mod output;
@@ -31,7 +32,7 @@ enum Outcome {
     /// The command line did not parse (or asked for help/version).
     Usage(clap::Error),
     /// The command ran and produced output.
-    Done { output: Output, json: bool },
+    Done { output: Box<Output>, json: bool },
     /// The command failed before producing output.
     Failed { error: anyhow::Error, json: bool },
 }
@@ -42,7 +43,10 @@ fn main() -> ExitCode {
         Ok(cli) => {
             let json = cli.json;
             match commands::run(cli) {
-                Ok(output) => Outcome::Done { output, json },
+                Ok(output) => Outcome::Done {
+                    output: Box::new(output),
+                    json,
+                },
                 Err(error) => Outcome::Failed { error, json },
             }
         }

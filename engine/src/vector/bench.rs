@@ -35,6 +35,7 @@ use rayon::prelude::*;
 
 use super::search::{Strategy, exact};
 use super::synthetic::{Clustered, allowed_set, recall};
+use super::hnsw::{DEFAULT_EF_CONSTRUCTION, DEFAULT_M};
 use super::*;
 
 /// Errors of the harness and the bench handles.
