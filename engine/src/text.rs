@@ -600,10 +600,21 @@ impl TextIndex {
             });
             must(Box::new(RangeQuery::new(lo, hi)));
         }
-        let query = BooleanQuery::new(clauses);
+        // Without filters, the user's query runs as it is: wrapped in a
+        // boolean query it would reach tantivy as an opaque scorer, which
+        // scores every matching document, instead of as a term, term union
+        // or intersection that block-max WAND prunes (same scores: a boolean
+        // query with one clause scores as that clause).
+        let query: Box<dyn Query> = if clauses.len() == 1
+            && let Some((_, user)) = clauses.pop()
+        {
+            user
+        } else {
+            Box::new(BooleanQuery::new(clauses))
+        };
         let searcher = self.reader.searcher();
         let top = searcher.search(
-            &query,
+            query.as_ref(),
             &TopDocs::with_limit(limit.max(1))
                 .and_offset(offset)
                 .order_by_score(),
@@ -923,6 +934,78 @@ mod tests {
     fn reimported_ids_replay_without_duplicates() {
         for crash_after in 0..=6 {
             reimport_then_replay(crash_after);
+        }
+    }
+
+    /// Unfiltered queries run as they are (block-max WAND prunes them);
+    /// filtered ones are wrapped in a boolean query with constant-score
+    /// filters. A filter every document passes (folder `/`) takes the
+    /// wrapped path and must give the same hits, in the same order, with
+    /// the same scores, as the unfiltered query, over enough documents that
+    /// pruning skips blocks (128 documents each).
+    #[test]
+    fn unfiltered_queries_rank_like_filtered_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let db = Memdb::open(d.path()).unwrap();
+        let words = [
+            "apple", "river", "stone", "cloud", "ember", "maple", "orbit", "quill", "tiger",
+            "vivid",
+        ];
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n as u64) as usize
+        };
+        for c in 0..40 {
+            let messages = (0..100)
+                .map(|_| {
+                    let len = 3 + next(12);
+                    // Skewed: low-index words are frequent, others rare.
+                    let text: Vec<&str> = (0..len)
+                        .map(|_| {
+                            let span = 1 + next(words.len());
+                            words[next(span)]
+                        })
+                        .collect();
+                    NewMessage::new("user", text.join(" "))
+                })
+                .collect();
+            db.create_conversation(NewConversation::new(format!("c{c}"), messages))
+                .unwrap();
+        }
+        let all = Filter {
+            folder: Some("/".into()),
+            ..Filter::default()
+        };
+        for q in [
+            "apple",
+            "vivid",
+            "apple river",
+            "tiger vivid",
+            "\"apple river\"",
+            "apple AND quill",
+            "stone -apple",
+            "qui*",
+        ] {
+            for offset in [0, 10] {
+                let run = |filter: &Filter| -> Vec<(Uuid, f32)> {
+                    db.search_text(&TextQuery {
+                        filter: filter.clone(),
+                        offset,
+                        ..TextQuery::new(q)
+                    })
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| (h.message.id, h.score))
+                    .collect()
+                };
+                let direct = run(&Filter::default());
+                let wrapped = run(&all);
+                assert_eq!(direct.len(), 10, "{q:?} offset {offset}");
+                assert_eq!(direct, wrapped, "{q:?} offset {offset}");
+            }
         }
     }
 
