@@ -626,6 +626,20 @@ pub struct ContextBody {
     /// Folders (path prefixes) never recalled.
     #[serde(default)]
     pub excluded_folders: Vec<String>,
+    /// How tokens are counted: `estimate` (4 characters per token, default)
+    /// or `cl100k_base` (exact).
+    #[serde(default)]
+    pub token_counter: Option<TokenCounting>,
+}
+
+/// Token counting of context assembly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenCounting {
+    /// `ceil(chars / 4)`.
+    Estimate,
+    /// OpenAI's cl100k_base encoding.
+    Cl100kBase,
 }
 
 /// Summary level.
@@ -657,19 +671,36 @@ fn daily() -> SummaryLevel {
 /// `POST /api/v1/prune/dry-run` body.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct PruneDryRunBody {
-    /// Conversations inactive for longer than this many days are candidates (default 90).
+    /// Days without activity after which a conversation is old (default 90).
     #[serde(default)]
     pub threshold_days: Option<u32>,
-    /// Conversations at or above this importance are kept (default 5).
+    /// Importance below which a conversation is low-importance (default 3).
     #[serde(default)]
     pub importance_threshold: Option<f64>,
+    /// Days without activity after which a younger conversation is idle (default 30).
+    #[serde(default)]
+    pub inactivity_days: Option<u32>,
+}
+
+/// What prune execution does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PruneActionWire {
+    /// Set status archived (Sekha's behaviour).
+    #[default]
+    Archive,
+    /// Delete with messages, vectors and summaries.
+    Delete,
 }
 
 /// `POST /api/v1/prune/execute` body.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct PruneExecuteBody {
-    /// Conversations to archive.
+    /// Conversations to act on (all must exist, else 404 and nothing changes).
     pub conversation_ids: Vec<Uuid>,
+    /// `archive` (default) or `delete`.
+    #[serde(default)]
+    pub action: PruneActionWire,
 }
 
 /// `POST /api/v1/labels/suggest` body.

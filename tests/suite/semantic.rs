@@ -261,6 +261,8 @@ fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
     }
     let mut config = Config::with_embedder(hashing(128));
     config.embed_on_write = false;
+    config.embed_batch = 2;
+    config.vector_compact_backlog = 4;
     let db = Memdb::open_with(d.path(), config).unwrap();
     let status = db.embedding_status().unwrap();
     let active = status.active.expect("space created on attach");
@@ -278,9 +280,12 @@ fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
     let report = db.embed_pending(None, &mut |p| seen.push(p)).unwrap();
     assert_eq!(report.embedded, 10);
     assert_eq!(report.remaining, 0);
+    // Geometric compaction: at 4 (base 0) and at 8 (base 4) vectors.
+    assert_eq!(report.compactions, 2);
     assert_eq!(seen.last().map(|p| p.done), Some(10));
     let stats = db.vector_stats(&active.space).unwrap();
     assert_eq!(stats.count, 10);
+    assert_eq!((stats.generation_nodes, stats.delta), (8, 2));
     let r = db
         .search(&SearchRequest::new("second message").mode(SearchMode::Semantic))
         .unwrap();
