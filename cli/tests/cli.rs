@@ -1070,3 +1070,67 @@ fn embed_and_rebuild_embeddings_switch_models() {
         "{spaces}"
     );
 }
+
+// ----- serve -----------------------------------------------------------------
+
+#[test]
+fn serve_needs_a_key_then_serves_and_stops_on_sigterm() {
+    let db = Db::new();
+    let base = |cmd: &mut Command| {
+        cmd.env_remove("MEMDB_DATA")
+            .env_remove("MEMDB_API_KEY")
+            .env_remove("MEMDB_API_KEYS")
+            .env_remove("MEMDB_READONLY_API_KEYS")
+            .env_remove("MEMDB_CONFIG")
+            .args(["--embedder", "none", "--data"])
+            .arg(db.data());
+    };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
+    base(&mut cmd);
+    cmd.args(["serve", "--listen", "127.0.0.1:0"]);
+    exec(cmd, None).fails_with(&["no API key configured", "MEMDB_API_KEY"]);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
+    base(&mut cmd);
+    cmd.env("MEMDB_API_KEY", "k".repeat(40))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn memdb serve");
+    let health = || -> Option<String> {
+        use std::io::Read as _;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        Some(out)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let answer = loop {
+        if let Some(a) = health() {
+            break a;
+        }
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "memdb serve exited"
+        );
+        assert!(std::time::Instant::now() < deadline, "no answer in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"healthy\""), "{answer}");
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "exit after SIGTERM: {status}");
+    // The store was closed: the directory opens again.
+    assert_eq!(db.count(), 0);
+}
