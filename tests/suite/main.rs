@@ -9,6 +9,7 @@ mod bad_input;
 mod crash;
 mod embed;
 mod model;
+mod orchestration;
 mod recovery;
 mod search;
 mod semantic;
