@@ -32,7 +32,6 @@
 //! assert_eq!(file.search(&query, SearchParams::default(), Filter::All)?, hits);
 //! ```
 
-
 // Some accessors (dimensions, memory sizes, raw bytes, synthetic data, the
 // forced-graph strategy) are used only by unit tests and the
 // `bench-internals` feature.
