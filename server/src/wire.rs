@@ -29,7 +29,7 @@ pub struct MessageIn {
     /// Author role: 1..=32 ASCII letters, digits, `_`, `-` (e.g. `user`).
     pub role: String,
     /// A non-blank string, or an array of OpenAI content parts.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub content: Value,
     /// RFC 3339 or naive ISO timestamp (UTC); now when absent or null.
     #[serde(default)]
@@ -281,7 +281,7 @@ pub struct MessageOut {
     /// Author role.
     pub role: String,
     /// Content as stored: a string or content parts.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub content: Value,
     /// Message time (UTC).
     pub timestamp: DateTime<Utc>,
@@ -474,8 +474,8 @@ pub struct FtsHitOut {
     pub conversation_id: Uuid,
     /// Author role.
     pub role: String,
-    /// Content as stored.
-    #[schema(value_type = Object)]
+    /// Content as stored: a string or content parts.
+    #[schema(value_type = Value)]
     pub content: Value,
     /// Message time.
     pub timestamp: DateTime<Utc>,
