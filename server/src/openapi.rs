@@ -83,6 +83,7 @@ impl Modify for LayerResponses {
         system::health, system::metrics, system::openapi, system::export, system::stats,
         mcp::list, mcp::memory_store, mcp::memory_search, mcp::memory_update,
         mcp::memory_get_context, mcp::memory_prune, mcp::memory_export, mcp::memory_stats,
+        search::memory_search, system::memory_stats,
     ),
     components(schemas(crate::error::ErrorBody))
 )]
