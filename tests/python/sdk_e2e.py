@@ -1,8 +1,10 @@
 """End-to-end test: Sekha's real clients against a running memdb-server.
 
-Drives every method of sekha-python-sdk 0.2.0's SekhaClient and every
-sekha-mcp 0.2.0 tool (through its own HTTP client) plus the two
-/mcp/tools/* routes sekha-mcp does not call itself, asserting on results.
+Drives every method of sekha-python-sdk 0.2.0's SekhaClient and of its
+unified MCPClient, every sekha-mcp 0.2.0 tool (through its own HTTP client)
+and the two /mcp/tools/* routes sekha-mcp does not call itself, asserting
+on results. (The unified SekhaClient's other parts talk to Sekha's LLM
+bridge, which memdb does not replace.)
 Run by tests/suite/server_e2e.rs with MEMDB_URL, MEMDB_KEY,
 CONTROLLER_URL and CONTROLLER_API_KEY set. Exits non-zero on failure.
 """
@@ -23,6 +25,7 @@ from sekha.client import SekhaClient  # noqa: E402
 from sekha.errors import SekhaError, SekhaNotFoundError  # noqa: E402
 from sekha.models import NewConversation, MessageDto  # noqa: E402
 from sekha.types import ClientConfig  # noqa: E402
+from sekha.unified import MCPClient  # noqa: E402
 
 from sekha_mcp.tools import (  # noqa: E402
     memory_export_tool,
@@ -264,6 +267,18 @@ async def mcp(rid: str):
         check(r.status_code == 404 and r.json()["success"] is False, f"unknown id: {r.text}")
         r = await h.post("/mcp/tools/memory_store", json={"label": "x"}, headers={"Authorization": "Bearer wrong"})
         check(r.status_code == 401 and "error" in r.json(), f"bad key: {r.text}")
+
+    # The SDK's unified MCPClient (/mcp/memory/*).
+    async with MCPClient(URL, KEY) as m:
+        st = await m.memory_stats({})
+        check(st["total_conversations"] == 3, f"MCPClient.memory_stats: {st}")
+        st = await m.memory_stats({"folders": ["/personal"]})
+        check(st["total_conversations"] == 1, f"MCPClient.memory_stats folders: {st}")
+        res = await m.memory_search("Kyoto temples", limit=5)
+        check(res["results"] and res["results"][0]["label"] == "Kyoto 2027", f"MCPClient.memory_search: {res}")
+        check(res["results"][0]["score"] > 0, "score")
+        res = await m.memory_search("Kyoto", filters={"labels": ["Nope"]})
+        check(res["results"] == [], f"MCPClient.memory_search filtered: {res}")
 
 
 async def main():
