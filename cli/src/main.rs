@@ -15,6 +15,7 @@
 mod args;
 mod commands;
 mod input;
+mod model;
 mod options;
 mod output;
 

@@ -61,6 +61,8 @@ pub enum Output {
     },
     /// `spaces`, `compact`: per-space index statistics.
     Spaces(Vec<memdb::VectorStats>),
+    /// `model install`, `model status`.
+    Model(crate::model::Report),
 }
 
 /// Where an export went.
@@ -170,6 +172,7 @@ impl Output {
                 "ok": text.is_consistent() && vectors.iter().all(|v| v.error.is_none()),
             }),
             Output::Spaces(stats) => json!({ "spaces": to_value(stats) }),
+            Output::Model(report) => report.to_json(),
         }
     }
 
@@ -386,6 +389,7 @@ impl Output {
                     );
                 }
             }
+            Output::Model(report) => o.push_str(&report.to_human()),
         }
         out
     }
@@ -418,6 +422,7 @@ impl Output {
                     None
                 }
             }
+            Output::Model(report) => report.failure(),
             _ => None,
         }
     }

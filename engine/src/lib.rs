@@ -40,6 +40,8 @@ mod db;
 mod embed;
 mod error;
 mod export;
+mod http;
+mod llm;
 mod lock;
 mod spaces;
 mod store;
@@ -53,12 +55,14 @@ mod vindex;
 pub use config::Config;
 pub use db::{MAX_LIMIT, Memdb};
 pub use embed::{
-    Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, default_models_dir,
+    Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, OpenAiConfig,
+    OpenAiEmbedder, default_models_dir,
 };
-pub use error::{Error, Result};
+pub use error::{Error, RemoteFailure, Result};
 pub use export::{
     EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ImportOptions, ImportReport, Selection,
 };
+pub use llm::{OpenAiChat, OpenAiChatConfig};
 pub use spaces::{
     MAX_DIMENSION, Metric, SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome,
 };

@@ -10,6 +10,7 @@ mod crash;
 mod embed;
 mod model;
 mod recovery;
+mod remote;
 mod search;
 mod vector_crash;
 mod vectors;
