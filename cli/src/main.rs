@@ -16,6 +16,7 @@ mod args;
 mod commands;
 mod embedder;
 mod input;
+mod model;
 mod options;
 mod output;
 mod serve;

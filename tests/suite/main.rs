@@ -11,6 +11,7 @@ mod embed;
 mod model;
 mod orchestration;
 mod recovery;
+mod remote;
 mod search;
 mod semantic;
 mod server_api;
