@@ -7,6 +7,9 @@
 //!   2-word OR and 2-word phrase queries), written in both memdb's and
 //!   SQLite FTS5's syntax;
 //! - [`fts5`]: the SQLite FTS5 peer store, laid out as Sekha lays it out;
+//! - [`quality`]: query sets with known answers (reference, reworded,
+//!   synonyms) and recall/MRR, for `retrieval_quality`;
+//! - [`wordnet`]: a minimal WordNet reader (synonyms for one query set);
 //! - [`Rng`]: a small deterministic generator, so every run of a benchmark
 //!   sees the same data and queries.
 //!
@@ -17,7 +20,9 @@
 
 pub mod corpus;
 pub mod fts5;
+pub mod quality;
 pub mod queries;
+pub mod wordnet;
 
 use std::path::Path;
 use std::time::Duration;
