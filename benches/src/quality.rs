@@ -29,7 +29,7 @@ use std::collections::HashMap;
 
 use crate::Rng;
 use crate::corpus::Corpus;
-use crate::queries::{qualifies, tokens};
+use crate::queries::{STOPWORDS, qualifies, tokens};
 use crate::wordnet::WordNet;
 
 /// Content words a target must have.
@@ -206,6 +206,76 @@ pub fn synonyms(corpus: &Corpus, wordnet: &WordNet, n: usize, seed: u64) -> Vec<
     out
 }
 
+/// `query` without the stop words the engine's hybrid search drops from its
+/// keyword side (NLTK's English list, as `memdb::search` has it: the
+/// benches' list plus "could" and "would", without the clipped negations
+/// like "didn"), for replaying hybrid's keyword ranking in keyword mode.
+pub fn drop_stop_words(query: &str) -> String {
+    const NOT_DROPPED: &[&str] = &[
+        "ain", "aren", "couldn", "didn", "doesn", "hadn", "hasn", "haven", "isn", "ma", "mightn",
+        "mustn", "needn", "shan", "shouldn", "wasn", "weren", "won", "wouldn",
+    ];
+    query
+        .split_whitespace()
+        .filter(|w| {
+            let bare = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            let stop = matches!(bare.as_str(), "could" | "would")
+                || (STOPWORDS.contains(&bare.as_str()) && !NOT_DROPPED.contains(&bare.as_str()));
+            !bare.is_empty() && !stop
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A ranking: (id, score), best first.
+pub type Ranking = [(u128, f32)];
+
+/// Reciprocal rank fusion with constant `k` and equal weights (the engine's
+/// default hybrid), best first; ties go to the smaller id.
+pub fn rrf(a: &Ranking, b: &Ranking, k: f32) -> Vec<u128> {
+    fuse(a, b, |i| 1.0 / (k + i as f32 + 1.0))
+}
+
+/// Relative score fusion: each ranking's scores min-max normalised to
+/// [0, 1] over its own list (a list of one scores 1), summed with weights
+/// `wa` and `wb`; a ranking that misses a hit adds 0.
+pub fn relative_score(a: &Ranking, b: &Ranking, wa: f32, wb: f32) -> Vec<u128> {
+    let norm = |list: &Ranking, i: usize| {
+        let max = list.iter().map(|x| x.1).fold(f32::MIN, f32::max);
+        let min = list.iter().map(|x| x.1).fold(f32::MAX, f32::min);
+        if max > min {
+            (list[i].1 - min) / (max - min)
+        } else {
+            1.0
+        }
+    };
+    let mut scores: HashMap<u128, f32> = HashMap::new();
+    for (list, w) in [(a, wa), (b, wb)] {
+        for (i, &(id, _)) in list.iter().enumerate() {
+            *scores.entry(id).or_default() += w * norm(list, i);
+        }
+    }
+    sorted(scores)
+}
+
+fn fuse(a: &Ranking, b: &Ranking, part: impl Fn(usize) -> f32) -> Vec<u128> {
+    let mut scores: HashMap<u128, f32> = HashMap::new();
+    for list in [a, b] {
+        for (i, &(id, _)) in list.iter().enumerate() {
+            *scores.entry(id).or_default() += part(i);
+        }
+    }
+    sorted(scores)
+}
+
+fn sorted(scores: HashMap<u128, f32>) -> Vec<u128> {
+    let mut v: Vec<(u128, f32)> = scores.into_iter().collect();
+    v.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    v.into_iter().map(|x| x.0).collect()
+}
+
 /// Recall@k and MRR@k over a set of queries.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Scores {
@@ -274,7 +344,7 @@ mod tests {
             &[
                 "I went hiking in the mountains last weekend",
                 "nice",
-                "which mountains did you climb there",
+                "which mountains did you climb there with friends",
             ],
             &["hello", "hello"],
             // Duplicate text: never a target.
@@ -288,7 +358,10 @@ mod tests {
         assert_eq!(q.len(), 1);
         assert_eq!(q[0].target, (0, 0));
         assert_eq!(q[0].exclude, Some((0, 2)));
-        assert_eq!(q[0].text, "which mountains did you climb there");
+        assert_eq!(
+            q[0].text,
+            "which mountains did you climb there with friends"
+        );
     }
 
     #[test]
@@ -298,9 +371,26 @@ mod tests {
         assert_eq!(q.len(), 1);
         let target = content_words(&c.conversations[0].messages[0].text);
         let words: Vec<&str> = q[0].text.split(' ').collect();
-        assert_eq!(words.len(), 4); // 60% of 7, rounded up
+        assert_eq!(words.len(), 5); // 60% of 7 (4.2), rounded up
         assert!(words.iter().all(|w| target.iter().any(|t| t == w)));
         assert_eq!(q, reworded(&c, 5, 3));
+    }
+
+    #[test]
+    fn fusions() {
+        assert_eq!(
+            drop_stop_words("how could i fix my didn't bike"),
+            "fix didn't bike"
+        );
+        let kw = [(1, 9.0), (2, 8.5), (3, 1.0)];
+        let sem = [(3, 0.9), (4, 0.6), (2, 0.5)];
+        // RRF rewards agreement: 3 and 2 are in both lists and pass 1, the
+        // keyword top hit.
+        assert_eq!(rrf(&kw, &sem, 60.0), vec![3, 2, 1, 4]);
+        // Normalised scores: 1 = 1.0, 2 = 0.9375 + 0, 3 = 0 + 1.2, 4 = 0.3.
+        assert_eq!(relative_score(&kw, &sem, 1.0, 1.2), vec![3, 1, 2, 4]);
+        assert_eq!(relative_score(&kw, &sem, 1.0, 0.0)[0], 1);
+        assert_eq!(relative_score(&kw, &sem, 0.0, 1.0)[0], 3);
     }
 
     #[test]

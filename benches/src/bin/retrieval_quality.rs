@@ -135,7 +135,7 @@ const SETTINGS: [Setting; 8] = [
 
 #[derive(Debug, Serialize)]
 struct SettingResult {
-    setting: &'static str,
+    setting: String,
     recall_at_10: f64,
     mrr_at_10: f64,
     errors: usize,
@@ -154,6 +154,8 @@ struct SetResult {
     lost_vs_semantic: usize,
     gained_vs_semantic: usize,
     examples: Vec<(String, String)>,
+    /// Fusions replayed in the harness from the single-mode rankings.
+    replayed: Vec<SettingResult>,
 }
 
 #[derive(Debug, Serialize)]
@@ -256,7 +258,7 @@ fn main() -> anyhow::Result<()> {
                 .collect();
             let sc = Scores::from_ranks(&r);
             results.push(SettingResult {
-                setting: s.name,
+                setting: s.name.to_string(),
                 recall_at_10: sc.recall,
                 mrr_at_10: sc.mrr,
                 errors,
@@ -279,6 +281,7 @@ fn main() -> anyhow::Result<()> {
                 )
             })
             .collect();
+        let replayed = replay(&db, queries, &id_of)?;
         let best_single = results[0].recall_at_10.max(results[1].recall_at_10);
         let set = SetResult {
             set: name,
@@ -290,6 +293,7 @@ fn main() -> anyhow::Result<()> {
             gained_vs_semantic: count(2, 1),
             results,
             examples,
+            replayed,
         };
         eprintln!(
             "{name}: {} queries x {} settings in {:.1}s",
@@ -440,6 +444,102 @@ fn rank_of(
         .map(|p| p + 1))
 }
 
+/// Depth of each ranking in a hybrid search (the engine's for top 10).
+const DEPTH: usize = 50;
+
+/// The ranking of `query` in `mode`, `DEPTH` deep, without the excluded
+/// message: (id, score).
+fn ranking(
+    db: &Memdb,
+    query: &str,
+    mode: SearchMode,
+    exclude: Option<Uuid>,
+) -> anyhow::Result<Vec<(u128, f32)>> {
+    if query.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let req = SearchRequest::new(query)
+        .mode(mode)
+        .limit(DEPTH + usize::from(exclude.is_some()));
+    Ok(db
+        .search(&req)?
+        .hits
+        .into_iter()
+        .filter(|h| Some(h.message.id) != exclude)
+        .take(DEPTH)
+        .map(|h| (h.message.id.as_u128(), h.score))
+        .collect())
+}
+
+/// Replays fusions from the single-mode rankings, to tell apart what the
+/// hybrid keyword side's stop-word removal and what the fusion method do:
+/// RRF over the keyword ranking without stop words (what the engine does,
+/// a check of the replay), RRF over the verbatim keyword ranking, and
+/// relative score fusion (min-max normalised scores, summed) over both.
+fn replay(
+    db: &Memdb,
+    queries: &[Query],
+    id_of: &dyn Fn(Pos) -> Uuid,
+) -> anyhow::Result<Vec<SettingResult>> {
+    type Fusion = (
+        &'static str,
+        fn(&[(u128, f32)], &[(u128, f32)]) -> Vec<u128>,
+    );
+    let fusions: [Fusion; 4] = [
+        ("rrf k=60 (= engine)", |k, s| quality::rrf(k, s, 60.0)),
+        ("rrf k=10", |k, s| quality::rrf(k, s, 10.0)),
+        ("relative score 1:1", |k, s| {
+            quality::relative_score(k, s, 1.0, 1.0)
+        }),
+        ("relative score kw 1 : sem 2", |k, s| {
+            quality::relative_score(k, s, 1.0, 2.0)
+        }),
+    ];
+    let mut ranks = vec![Vec::new(); 2 * fusions.len()];
+    for q in queries {
+        let exclude = q.exclude.map(id_of);
+        let target = id_of(q.target).as_u128();
+        let verbatim = ranking(db, &q.text, SearchMode::Keyword, exclude)?;
+        let dropped = ranking(
+            db,
+            &quality::drop_stop_words(&q.text),
+            SearchMode::Keyword,
+            exclude,
+        )?;
+        let semantic = ranking(db, &q.text, SearchMode::Semantic, exclude)?;
+        for (i, (_, f)) in fusions.iter().enumerate() {
+            for (j, kw) in [&dropped, &verbatim].into_iter().enumerate() {
+                let fused = f(kw, &semantic);
+                ranks[2 * i + j].push(
+                    fused
+                        .iter()
+                        .take(10)
+                        .position(|&id| id == target)
+                        .map(|p| p + 1),
+                );
+            }
+        }
+    }
+    Ok(ranks
+        .iter()
+        .enumerate()
+        .map(|(n, r)| {
+            let sc = Scores::from_ranks(r);
+            let (name, _) = fusions[n / 2];
+            SettingResult {
+                setting: if n % 2 == 0 {
+                    format!("{name}, kw no stop words")
+                } else {
+                    format!("{name}, kw verbatim")
+                },
+                recall_at_10: sc.recall,
+                mrr_at_10: sc.mrr,
+                errors: 0,
+            }
+        })
+        .collect())
+}
+
 fn plain_target(corpus: &Corpus, (ci, mi): Pos) -> String {
     quality::plain(&corpus.conversations[ci].messages[mi].text)
 }
@@ -481,6 +581,13 @@ fn print_report(r: &Report) {
         );
         for (q, t) in &s.examples {
             println!("    lost by hybrid: {q:?} -> {t:?}");
+        }
+        println!("  replayed in the harness from keyword and semantic rankings (depth {DEPTH}):");
+        for res in &s.replayed {
+            println!(
+                "  {:<40} {:.3} / {:.3}",
+                res.setting, res.recall_at_10, res.mrr_at_10
+            );
         }
     }
 }
