@@ -13,10 +13,10 @@
 //! - [`Rng`]: a small deterministic generator, so every run of a benchmark
 //!   sees the same data and queries.
 //!
-//! The binaries (`fts_compare`) and the criterion bench (`benches/engine.rs`)
-//! are thin: load, import, time, print. Every comparison runs both sides in
-//! one process and reports ratios, since absolute numbers on a shared 2-core
-//! machine are noisy.
+//! The binaries (`fts_compare`, `retrieval_quality`, `embed_fvecs`) and the
+//! criterion bench (`benches/engine.rs`) are thin: load, import, time,
+//! print. Every comparison runs both sides in one process and reports
+//! ratios, since absolute numbers on a shared 2-core machine are noisy.
 
 pub mod corpus;
 pub mod fts5;
