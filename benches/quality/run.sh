@@ -8,7 +8,7 @@
 #   benches/quality/run.sh quality [ARGS]   # retrieval_quality only, ARGS passed on
 #   benches/quality/run.sh hnsw             # embed_fvecs + vector_harness only
 #
-# Environment: CONVERSATIONS (2000), QUERIES (500), BASE (30000),
+# Environment: CONVERSATIONS (1000), QUERIES (500), BASE (20000),
 # HNSW_QUERIES (1000), EFS (ef sweep of the harness).
 set -euo pipefail
 
@@ -38,12 +38,12 @@ bin="${CARGO_TARGET_DIR:-$root/target}/release"
 
 if [[ "$what" == all || "$what" == quality ]]; then
     mkdir -p "$data/quality"
-    "$bin/retrieval_quality" --conversations "${CONVERSATIONS:-2000}" --queries "${QUERIES:-500}" \
+    "$bin/retrieval_quality" --conversations "${CONVERSATIONS:-1000}" --queries "${QUERIES:-500}" \
         --json "$data/quality/results.json" "$@"
 fi
 
 if [[ "$what" == all || "$what" == hnsw ]]; then
-    "$bin/embed_fvecs" --base "${BASE:-30000}" --queries "${HNSW_QUERIES:-1000}" --out "$data/minilm"
+    "$bin/embed_fvecs" --base "${BASE:-20000}" --queries "${HNSW_QUERIES:-1000}" --out "$data/minilm"
     MEMDB_VEC_DATA="$data/minilm" MEMDB_VEC_OUT="$data/minilm/out" \
         MEMDB_VEC_EFS="${EFS:-10,16,24,32,48,64,96,128}" "$bin/vector_harness"
 fi

@@ -6,7 +6,7 @@
 //! `MEMDB_VEC_DATA=DIR vector_harness`. `benches/quality/run.sh` runs both.
 //!
 //! ```text
-//! cargo run --release -p memdb-benches --bin embed_fvecs -- --base 30000 --queries 1000
+//! cargo run --release -p memdb-benches --bin embed_fvecs -- --base 20000 --queries 1000
 //! ```
 //!
 //! Messages are deduplicated by exact text (chitchat repeats "lol" and "hi"
@@ -30,7 +30,7 @@ use memdb_benches::corpus;
 #[derive(Debug, Parser)]
 struct Args {
     /// Base vectors (indexed).
-    #[arg(long, default_value_t = 30_000)]
+    #[arg(long, default_value_t = 20_000)]
     base: usize,
     /// Query vectors (other messages, not in the base).
     #[arg(long, default_value_t = 1000)]

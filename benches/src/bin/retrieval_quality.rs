@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! benches/quality/run.sh            # fetches data, installs model and WordNet, runs
-//! cargo run --release -p memdb-benches --bin retrieval_quality -- --conversations 2000
+//! cargo run --release -p memdb-benches --bin retrieval_quality -- --conversations 1000
 //! ```
 //!
 //! 1. Loads the chitchat corpus (`benches/fetch-data.sh`) and picks
@@ -42,8 +42,9 @@ use uuid::Uuid;
 /// Retrieval quality of keyword, semantic and hybrid search on chitchat.
 #[derive(Debug, Parser)]
 struct Args {
-    /// Conversations to store (chitchat has 7,168; about 36 messages each).
-    #[arg(long, default_value_t = 2000)]
+    /// Conversations to store (chitchat has 7,168; about 37 messages each).
+    /// Embedding is the cost: about 155 messages per CPU-second.
+    #[arg(long, default_value_t = 1000)]
     conversations: usize,
     /// Queries per set.
     #[arg(long, default_value_t = 500)]
