@@ -7,17 +7,22 @@
 //!   2-word OR and 2-word phrase queries), written in both memdb's and
 //!   SQLite FTS5's syntax;
 //! - [`fts5`]: the SQLite FTS5 peer store, laid out as Sekha lays it out;
+//! - [`quality`]: query sets with known answers (reference, reworded,
+//!   synonyms) and recall/MRR, for `retrieval_quality`;
+//! - [`wordnet`]: a minimal WordNet reader (synonyms for one query set);
 //! - [`Rng`]: a small deterministic generator, so every run of a benchmark
 //!   sees the same data and queries.
 //!
-//! The binaries (`fts_compare`) and the criterion bench (`benches/engine.rs`)
-//! are thin: load, import, time, print. Every comparison runs both sides in
-//! one process and reports ratios, since absolute numbers on a shared 2-core
-//! machine are noisy.
+//! The binaries (`fts_compare`, `retrieval_quality`, `embed_fvecs`) and the
+//! criterion bench (`benches/engine.rs`) are thin: load, import, time,
+//! print. Every comparison runs both sides in one process and reports
+//! ratios, since absolute numbers on a shared 2-core machine are noisy.
 
 pub mod corpus;
 pub mod fts5;
+pub mod quality;
 pub mod queries;
+pub mod wordnet;
 
 use std::path::Path;
 use std::time::Duration;
