@@ -276,6 +276,10 @@ pub struct QueryArgs {
     /// Hybrid weight of the semantic ranking.
     #[arg(long, default_value_t = 1.0, value_name = "W")]
     pub semantic_weight: f32,
+    /// Hybrid fusion: relative (normalised scores, summed) or rrf
+    /// (reciprocal rank, k = 60).
+    #[arg(long, value_enum, default_value_t = Fusion::Relative)]
+    pub fusion: Fusion,
     /// Most hits to show (1..=1000).
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
@@ -290,6 +294,15 @@ pub struct QueryArgs {
     pub conversation: Option<String>,
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+/// Hybrid fusion methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Fusion {
+    /// Min-max normalised scores, summed with the weights.
+    Relative,
+    /// Reciprocal rank fusion.
+    Rrf,
 }
 
 /// Search modes.

@@ -9,11 +9,11 @@ use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
 use memdb::{
-    ConversationUpdate, ExportFormat, FusionWeights, ImportOptions, Memdb, Page, SearchMode,
-    SearchRequest, Selection,
+    ConversationUpdate, ExportFormat, FusionMethod, FusionWeights, ImportOptions, Memdb, Page,
+    SearchMode, SearchRequest, Selection,
 };
 
-use crate::args::{Cli, Command, Mode, QueryArgs};
+use crate::args::{Cli, Command, Fusion, Mode, QueryArgs};
 use crate::embedder;
 use crate::input::{self, Source};
 use crate::options;
@@ -337,6 +337,10 @@ fn search_request(args: QueryArgs) -> Result<SearchRequest> {
         weights: FusionWeights {
             keyword: args.keyword_weight,
             semantic: args.semantic_weight,
+            method: match args.fusion {
+                Fusion::Relative => FusionMethod::RelativeScore,
+                Fusion::Rrf => FusionMethod::Rrf,
+            },
             ..FusionWeights::default()
         },
     })

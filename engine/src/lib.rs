@@ -83,7 +83,7 @@ pub use prune::{
     Recommendation,
 };
 pub use search::{
-    FusionWeights, MAX_OFFSET, ScoreExplain, SearchMode, SearchRequest, SearchResults,
+    FusionMethod, FusionWeights, MAX_OFFSET, ScoreExplain, SearchMode, SearchRequest, SearchResults,
 };
 pub use spaces::{
     MAX_DIMENSION, Metric, SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome,

@@ -163,9 +163,13 @@ const STOPWORDS: &[&str] = &[
     "would",
 ];
 
-/// The keyword side of a hybrid search: a plain query (no quotes,
-/// operators, field filters or wildcards) loses its stop words; a query
-/// using the syntax is kept verbatim. `None` when nothing is left.
+/// The keyword side of a hybrid search. A plain query (no quotes,
+/// operators, field filters or wildcards) keeps every word for scoring but
+/// requires a match on at least one content (non-stop) word:
+/// `+(content words) all words`. So a message that matches only "in" or
+/// "how" is no keyword candidate (in a fusion it would rank as high as a
+/// real match), while stop words still help rank the real matches. A query
+/// using the syntax is kept verbatim. `None` when it has no content word.
 pub(crate) fn hybrid_keyword_query(query: &str) -> Option<String> {
     let syntax = query.contains(['"', ':', '*', '(', ')', '+', '-', '^', '~', '[', ']'])
         || query
@@ -186,7 +190,11 @@ pub(crate) fn hybrid_keyword_query(query: &str) -> Option<String> {
     if kept.is_empty() {
         None
     } else {
-        Some(kept.join(" "))
+        Some(format!(
+            "+({}) {}",
+            kept.join(" "),
+            query.split_whitespace().collect::<Vec<_>>().join(" ")
+        ))
     }
 }
 
@@ -229,17 +237,34 @@ impl std::str::FromStr for SearchMode {
     }
 }
 
-/// Weights of hybrid fusion: a hit's fused score is
-/// `keyword / (rrf_k + keyword_rank) + semantic / (rrf_k + semantic_rank)`,
-/// ranks starting at 1, a ranking that misses the hit contributing 0.
+/// How hybrid search combines its two rankings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionMethod {
+    /// Relative score fusion (the default): each ranking's scores min-max
+    /// normalised to [0, 1] over its own candidates (a single candidate
+    /// scores 1), then `keyword · kw_norm + semantic · sem_norm`.
+    #[default]
+    RelativeScore,
+    /// Reciprocal rank fusion: `keyword / (rrf_k + keyword_rank) +
+    /// semantic / (rrf_k + semantic_rank)`, ranks from 1.
+    Rrf,
+}
+
+/// Weights of hybrid fusion; a ranking that misses a hit contributes 0.
+/// SPEC.md §17 has the measurements behind the default.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FusionWeights {
     /// Weight of the keyword ranking (default 1).
     pub keyword: f32,
     /// Weight of the semantic ranking (default 1).
     pub semantic: f32,
-    /// The RRF constant (default 60, as in Cormack et al. 2009).
+    /// The RRF constant (default 60, as in Cormack et al. 2009; used by
+    /// [`FusionMethod::Rrf`] only).
     pub rrf_k: f32,
+    /// The fusion (default relative score).
+    #[serde(default)]
+    pub method: FusionMethod,
 }
 
 impl Default for FusionWeights {
@@ -248,6 +273,7 @@ impl Default for FusionWeights {
             keyword: 1.0,
             semantic: 1.0,
             rrf_k: 60.0,
+            method: FusionMethod::RelativeScore,
         }
     }
 }
@@ -342,9 +368,9 @@ pub struct SearchResults {
 /// A ranked list of (message id, score), best first.
 type Ranking = Vec<(u128, f32)>;
 
-/// Fuses rankings by weighted reciprocal rank; returns (id, fused score,
-/// explanation), best first, ties broken by the better single rank and
-/// then by id so the order is deterministic.
+/// Fuses two rankings (see [`FusionMethod`]); returns (id, fused score,
+/// explanation), best first, ties broken by the better single rank and then
+/// by id so the order is deterministic.
 pub(crate) fn fuse(
     keyword: &Ranking,
     semantic: &Ranking,
@@ -361,12 +387,32 @@ pub(crate) fn fuse(
         e.semantic_rank = Some(i + 1);
         e.similarity = Some(s);
     }
-    let part =
+    let bounds = |list: &Ranking| {
+        let max = list.iter().map(|x| x.1).fold(f32::NEG_INFINITY, f32::max);
+        let min = list.iter().map(|x| x.1).fold(f32::INFINITY, f32::min);
+        (min, max)
+    };
+    let (kmin, kmax) = bounds(keyword);
+    let (smin, smax) = bounds(semantic);
+    let norm = |v: Option<f32>, min: f32, max: f32| match v {
+        None => 0.0,
+        Some(_) if max <= min => 1.0,
+        Some(v) => (v - min) / (max - min),
+    };
+    let rrf =
         |weight: f32, rank: Option<usize>| rank.map_or(0.0, |r| weight / (w.rrf_k + r as f32));
     let mut out: Vec<(u128, f32, ScoreExplain)> = by_id
         .into_iter()
         .map(|(id, mut e)| {
-            let f = part(w.keyword, e.keyword_rank) + part(w.semantic, e.semantic_rank);
+            let f = match w.method {
+                FusionMethod::RelativeScore => {
+                    w.keyword * norm(e.keyword_score, kmin, kmax)
+                        + w.semantic * norm(e.similarity, smin, smax)
+                }
+                FusionMethod::Rrf => {
+                    rrf(w.keyword, e.keyword_rank) + rrf(w.semantic, e.semantic_rank)
+                }
+            };
             e.fused = Some(f);
             (id, f, e)
         })
@@ -615,11 +661,45 @@ impl Memdb {
 mod tests {
     use super::*;
 
+    fn rrf() -> FusionWeights {
+        FusionWeights {
+            method: FusionMethod::Rrf,
+            ..FusionWeights::default()
+        }
+    }
+
+    #[test]
+    fn relative_score_sums_min_max_normalised_scores() {
+        let kw = vec![(1, 9.0), (2, 5.0), (4, 1.0)];
+        let sem = vec![(2, 0.9), (3, 0.8), (1, 0.5)];
+        let out = fuse(&kw, &sem, FusionWeights::default());
+        let got: Vec<(u128, f32)> = out.iter().map(|x| (x.0, x.1)).collect();
+        // 1: 1 + 0; 2: 0.5 + 1; 3: 0 + 0.75; 4: 0 + 0 (min of each list).
+        let want = [(2, 1.5), (1, 1.0), (3, 0.75), (4, 0.0)];
+        assert_eq!(got.len(), want.len());
+        for ((id, f), (wid, wf)) in got.iter().zip(want) {
+            assert_eq!(*id, wid);
+            assert!((f - wf).abs() < 1e-5, "{got:?}");
+        }
+        // A list of one normalises to 1.
+        let out = fuse(&vec![(7, 0.3)], &vec![], FusionWeights::default());
+        assert_eq!(out[0].1, 1.0);
+        // Weights scale each side.
+        let w = FusionWeights {
+            keyword: 0.5,
+            semantic: 2.0,
+            ..FusionWeights::default()
+        };
+        let out = fuse(&kw, &sem, w);
+        assert_eq!(out[0].0, 2);
+        assert!((out[0].1 - (0.25 + 2.0)).abs() < 1e-6);
+    }
+
     #[test]
     fn rrf_sums_reciprocal_ranks() {
         let kw = vec![(1, 9.0), (2, 5.0)];
         let sem = vec![(2, 0.9), (3, 0.8)];
-        let out = fuse(&kw, &sem, FusionWeights::default());
+        let out = fuse(&kw, &sem, rrf());
         let ids: Vec<u128> = out.iter().map(|x| x.0).collect();
         // 2 is in both lists: 1/62 + 1/61 beats 1/61 (id 1) and 1/62 (id 3).
         assert_eq!(ids, vec![2, 1, 3]);
@@ -636,14 +716,14 @@ mod tests {
         let w = FusionWeights {
             keyword: 0.5,
             semantic: 2.0,
-            rrf_k: 60.0,
+            ..rrf()
         };
         let out = fuse(&kw, &sem, w);
         assert_eq!(out[0].0, 2);
         // Zero weight removes a ranking's influence but keeps its hits.
         let w0 = FusionWeights {
             keyword: 0.0,
-            ..FusionWeights::default()
+            ..rrf()
         };
         let out = fuse(&kw, &sem, w0);
         assert_eq!(out[0].0, 2);
@@ -651,10 +731,10 @@ mod tests {
     }
 
     #[test]
-    fn hybrid_keyword_side_drops_stop_words_of_plain_queries() {
+    fn hybrid_keyword_side_requires_a_content_word() {
         assert_eq!(
-            hybrid_keyword_query("How long should a dessert stay in a hot stove?").as_deref(),
-            Some("long dessert stay hot stove?")
+            hybrid_keyword_query("How long should a  dessert stay in a hot stove?").as_deref(),
+            Some("+(long dessert stay hot stove?) How long should a dessert stay in a hot stove?")
         );
         assert_eq!(hybrid_keyword_query("what is it"), None);
         // Query syntax is the user's: kept verbatim.
@@ -672,7 +752,7 @@ mod tests {
     #[test]
     fn ties_break_by_best_rank_then_id() {
         // Same fused score (rank 1 in one list each): lower id first.
-        let out = fuse(&vec![(7, 1.0)], &vec![(3, 0.5)], FusionWeights::default());
+        let out = fuse(&vec![(7, 1.0)], &vec![(3, 0.5)], rrf());
         assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec![3, 7]);
     }
 }

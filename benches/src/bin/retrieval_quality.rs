@@ -29,8 +29,8 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::Parser;
 use memdb::{
-    Config, FusionWeights, LocalOnnx, LocalOnnxOptions, Memdb, NewConversation, NewMessage,
-    SearchMode, SearchRequest,
+    Config, FusionMethod, FusionWeights, LocalOnnx, LocalOnnxOptions, Memdb, NewConversation,
+    NewMessage, SearchMode, SearchRequest,
 };
 use memdb_benches::corpus::{self, Corpus};
 use memdb_benches::quality::{self, Pos, Query, Scores};
@@ -95,7 +95,13 @@ struct Setting {
     weights: FusionWeights,
 }
 
-const fn hybrid(name: &'static str, keyword: f32, semantic: f32, rrf_k: f32) -> Setting {
+const fn hybrid(
+    name: &'static str,
+    method: FusionMethod,
+    keyword: f32,
+    semantic: f32,
+    rrf_k: f32,
+) -> Setting {
     Setting {
         name,
         mode: SearchMode::Hybrid,
@@ -103,6 +109,7 @@ const fn hybrid(name: &'static str, keyword: f32, semantic: f32, rrf_k: f32) -> 
             keyword,
             semantic,
             rrf_k,
+            method,
         },
     }
 }
@@ -111,6 +118,7 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     keyword: 1.0,
     semantic: 1.0,
     rrf_k: 60.0,
+    method: FusionMethod::RelativeScore,
 };
 
 /// The settings every set is run with: the three modes at their defaults,
@@ -126,12 +134,24 @@ const SETTINGS: [Setting; 8] = [
         mode: SearchMode::Semantic,
         weights: DEFAULT_WEIGHTS,
     },
-    hybrid("hybrid", 1.0, 1.0, 60.0),
-    hybrid("hybrid kw=2", 2.0, 1.0, 60.0),
-    hybrid("hybrid sem=2", 1.0, 2.0, 60.0),
-    hybrid("hybrid rrf_k=10", 1.0, 1.0, 10.0),
-    hybrid("hybrid rrf_k=200", 1.0, 1.0, 200.0),
-    hybrid("hybrid sem=2 rrf_k=10", 1.0, 2.0, 10.0),
+    hybrid("hybrid", FusionMethod::RelativeScore, 1.0, 1.0, 60.0),
+    hybrid(
+        "hybrid relative kw=2",
+        FusionMethod::RelativeScore,
+        2.0,
+        1.0,
+        60.0,
+    ),
+    hybrid(
+        "hybrid relative sem=2",
+        FusionMethod::RelativeScore,
+        1.0,
+        2.0,
+        60.0,
+    ),
+    hybrid("hybrid rrf k=60", FusionMethod::Rrf, 1.0, 1.0, 60.0),
+    hybrid("hybrid rrf k=10", FusionMethod::Rrf, 1.0, 1.0, 10.0),
+    hybrid("hybrid rrf sem=2 k=10", FusionMethod::Rrf, 1.0, 2.0, 10.0),
 ];
 
 #[derive(Debug, Serialize)]
