@@ -190,6 +190,12 @@ pub enum Command {
     /// Serve the data directory over Sekha's REST API and MCP tool routes
     /// (memdb-server). Needs an API key: `MEMDB_API_KEY`.
     Serve(Box<memdb_server::cli::ServeArgs>),
+
+    /// Serve the data directory as an MCP server over stdin/stdout (what MCP
+    /// clients such as Claude Desktop spawn). Logs go to stderr. When a
+    /// memdb-server holds the directory, tool calls are forwarded to it with
+    /// `MEMDB_API_KEY`.
+    Mcp(memdb_server::mcp::stdio::McpArgs),
 }
 
 /// `memdb query` flags.

@@ -205,6 +205,7 @@ pub fn run(cli: Cli) -> Result<Output> {
         })?,
         // main.rs runs the server before dispatching here.
         Command::Serve(_) => anyhow::bail!("`memdb serve` is not a one-shot command"),
+        Command::Mcp(_) => anyhow::bail!("`memdb mcp` is not a one-shot command"),
         Command::Spaces => with_db(open()?, |db| {
             let mut stats = Vec::new();
             for s in db.vector_spaces()? {

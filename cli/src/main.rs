@@ -10,11 +10,13 @@
 //! error (one `error: ...` line on stderr), 2 usage error (clap's message).
 //! `anyhow` is used here and in no library.
 //!
-//! What it is not: a server or an MCP endpoint (see `memdb-server`).
+//! What it is not: a server or an MCP endpoint: `serve` and `mcp` hand over
+//! to `memdb-server`.
 
 mod args;
 mod commands;
 mod input;
+mod mcp;
 mod options;
 mod output;
 mod serve;
@@ -45,6 +47,11 @@ fn main() -> ExitCode {
             data,
             ..
         }) => return serve::run(data, *args),
+        Ok(Cli {
+            command: Command::Mcp(args),
+            data,
+            ..
+        }) => return mcp::run(data, &args),
         Ok(cli) => {
             let json = cli.json;
             match commands::run(cli) {
