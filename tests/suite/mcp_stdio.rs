@@ -192,7 +192,10 @@ impl Noise {
 fn malformed(noise: &mut Noise, i: u64) -> Vec<u8> {
     let id = json!(i);
     let v = match noise.below(16) {
-        0 => return noise.bytes(1 + noise.below(200) as usize),
+        0 => {
+            let len = 1 + noise.below(200) as usize;
+            return noise.bytes(len);
+        }
         1 => return b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ".to_vec(),
         2 => json!([1, 2, 3]),
         3 => json!(null),
