@@ -26,6 +26,19 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Embedding model for commands that embed (store, append, import,
+    /// query, embed, rebuild-embeddings): `auto` uses the local model when
+    /// it is installed (else keyword only, and says so), `local` requires
+    /// it, `hashing` is the model-free lexical embedder, `none` disables
+    /// embeddings.
+    #[arg(long, global = true, value_enum, env = "MEMDB_EMBEDDER", default_value_t = EmbedderChoice::Auto)]
+    pub embedder: EmbedderChoice,
+
+    /// Directory of the local model [default: $MEMDB_MODELS, else the
+    /// platform data dir + /memdb/models].
+    #[arg(long, global = true, env = "MEMDB_MODELS", value_name = "DIR")]
+    pub models: Option<PathBuf>,
+
     /// The operation to run.
     #[command(subcommand)]
     pub command: Command,
@@ -56,7 +69,8 @@ pub enum Command {
         file: Option<PathBuf>,
     },
 
-    /// Full-text search over message content, best match first.
+    /// Search messages by keyword, meaning or both (hybrid, the default),
+    /// best match first.
     Query(QueryArgs),
 
     /// Show a conversation with its messages.
@@ -192,20 +206,55 @@ pub enum Command {
     Serve(Box<memdb_server::cli::ServeArgs>),
 
     /// Serve the data directory as an MCP server over stdin/stdout (what MCP
-    /// clients such as Claude Desktop spawn). Logs go to stderr. When a
-    /// memdb-server holds the directory, tool calls are forwarded to it with
-    /// `MEMDB_API_KEY`.
-    Mcp(memdb_server::mcp::stdio::McpArgs),
+    /// clients such as Claude Desktop spawn), with `--embedder`/`--models`.
+    /// Logs go to stderr. When a memdb-server holds the directory, tool
+    /// calls are forwarded to it with `MEMDB_API_KEY`.
+    Mcp,
+    /// Embed messages still waiting in the embedding queue (bulk imports
+    /// with embeddings off, or a store the model was attached to late).
+    Embed {
+        /// Only show where embeddings stand: model, spaces, queue lengths.
+        #[arg(long)]
+        status: bool,
+    },
+
+    /// Re-embed every message with the configured model into a new vector
+    /// space and switch to it when done; resumable after an interruption.
+    RebuildEmbeddings,
+}
+
+/// Which embedding model a command uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EmbedderChoice {
+    /// The local model if installed, else none (with a note).
+    Auto,
+    /// The local ONNX model (all-MiniLM-L6-v2); an error if not installed.
+    Local,
+    /// The lexical hashing embedder (no model).
+    Hashing,
+    /// No embeddings: keyword search only.
+    None,
 }
 
 /// `memdb query` flags.
 #[derive(Debug, Args)]
 pub struct QueryArgs {
-    /// Query in memdb's query syntax: words, "phrases", AND/OR/-, prefix*.
+    /// The query: natural language, or keyword syntax (words, "phrases",
+    /// AND/OR/-, prefix*, field:value).
     pub text: String,
-    /// Search mode (only keyword until embeddings exist).
-    #[arg(long, value_enum, default_value_t = Mode::Keyword)]
+    /// Ranking: keyword (BM25), semantic (embeddings) or hybrid (both,
+    /// fused by reciprocal rank).
+    #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
     pub mode: Mode,
+    /// Show each hit's score components (ranks, BM25, similarity, fused).
+    #[arg(long)]
+    pub explain: bool,
+    /// Hybrid weight of the keyword ranking.
+    #[arg(long, default_value_t = 1.0, value_name = "W")]
+    pub keyword_weight: f32,
+    /// Hybrid weight of the semantic ranking.
+    #[arg(long, default_value_t = 1.0, value_name = "W")]
+    pub semantic_weight: f32,
     /// Most hits to show (1..=1000).
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
@@ -227,6 +276,10 @@ pub struct QueryArgs {
 pub enum Mode {
     /// BM25 over message text.
     Keyword,
+    /// Similarity of embeddings.
+    Semantic,
+    /// Both, fused by reciprocal rank.
+    Hybrid,
 }
 
 /// Scope filters shared by query, list, count, stats and export.

@@ -8,9 +8,13 @@
 use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
-use memdb::{ConversationUpdate, ExportFormat, ImportOptions, Memdb, Page, Selection, TextQuery};
+use memdb::{
+    ConversationUpdate, ExportFormat, FusionWeights, ImportOptions, Memdb, Page, SearchMode,
+    SearchRequest, Selection,
+};
 
 use crate::args::{Cli, Command, Mode, QueryArgs};
+use crate::embedder;
 use crate::input::{self, Source};
 use crate::options;
 use crate::output::{Destination, Output};
@@ -20,32 +24,68 @@ pub fn run(cli: Cli) -> Result<Output> {
     let dir = options::data_dir(cli.data)?;
     // Only commands that add data create a data directory; the others refuse
     // a directory that holds no store (a mistyped --data must not pass silently).
-    let create = || Memdb::open(&dir);
     let open = || Memdb::open_existing(&dir);
+    // Commands that embed load the model (a few hundred ms) only when needed.
+    let (choice, models) = (cli.embedder, cli.models);
+    let embedding = || embedder::load(choice, models.clone());
+    let create_embedding = || -> Result<Memdb> {
+        let (e, note) = embedding()?;
+        if let Some(note) = note {
+            eprintln!("note: {note}");
+        }
+        Ok(Memdb::open_with(&dir, embedder::config(e))?)
+    };
+    let open_embedding = || -> Result<(Memdb, Option<String>)> {
+        if !dir.join("memdb.redb").is_file() {
+            open()?; // the engine's "no store here" error
+        }
+        let (e, note) = embedding()?;
+        Ok((Memdb::open_with(&dir, embedder::config(e))?, note))
+    };
     let output = match cli.command {
         Command::Store { file } => {
             let new = input::new_conversation(&Source::from_arg(file.as_deref()))?;
-            with_db(create()?, |db| {
-                Ok(Output::Stored(db.create_conversation(new)?))
+            with_db(create_embedding()?, |db| {
+                let stored = db.create_conversation(new)?;
+                embedder::drain(db)?;
+                Ok(Output::Stored(stored))
             })?
         }
         Command::Append { id, file } => {
             let id = options::conversation_id(&id)?;
             let messages = input::new_messages(&Source::from_arg(file.as_deref()))?;
-            with_db(open()?, |db| {
+            let (db, note) = open_embedding()?;
+            if let Some(note) = note {
+                eprintln!("note: {note}");
+            }
+            with_db(db, |db| {
+                let messages = db.append_messages(id, messages)?;
+                embedder::drain(db)?;
                 Ok(Output::Appended {
                     conversation_id: id,
-                    messages: db.append_messages(id, messages)?,
+                    messages,
                 })
             })?
         }
         Command::Query(args) => {
-            let (query, mode) = text_query(args)?;
-            with_db(open()?, |db| {
+            let request = search_request(args)?;
+            let (db, note) = open_embedding()?;
+            with_db(db, |db| {
+                let mut results = db.search(&request)?;
+                // A hybrid query without a model runs as keyword search; the
+                // engine's note says so, the CLI's says how to fix it.
+                if let Some(note) = note
+                    && request.mode != SearchMode::Keyword
+                {
+                    results
+                        .notes
+                        .retain(|n| !n.starts_with("no embedding model configured"));
+                    results.notes.push(note);
+                }
                 Ok(Output::Hits {
-                    hits: db.search_text(&query)?,
-                    query: query.query,
-                    mode,
+                    query: request.query.clone(),
+                    explain: request.explain,
+                    results,
                 })
             })?
         }
@@ -165,7 +205,7 @@ pub fn run(cli: Cli) -> Result<Output> {
             skip_existing,
         } => {
             let export = input::export(&Source::from_arg(Some(&file)))?;
-            with_db(create()?, |db| {
+            with_db(create_embedding()?, |db| {
                 let bar = progress_bar();
                 let report = db.import(
                     export,
@@ -180,7 +220,9 @@ pub fn run(cli: Cli) -> Result<Output> {
                 if let Some(bar) = bar {
                     bar.finish_and_clear();
                 }
-                Ok(Output::Imported(report?))
+                let report = report?;
+                embedder::drain(db)?;
+                Ok(Output::Imported(report))
             })?
         }
         Command::Reindex => with_db(open()?, |db| Ok(Output::Reindexed(db.reindex()?)))?,
@@ -205,7 +247,55 @@ pub fn run(cli: Cli) -> Result<Output> {
         })?,
         // main.rs runs the server before dispatching here.
         Command::Serve(_) => anyhow::bail!("`memdb serve` is not a one-shot command"),
-        Command::Mcp(_) => anyhow::bail!("`memdb mcp` is not a one-shot command"),
+        Command::Mcp => anyhow::bail!("`memdb mcp` is not a one-shot command"),
+        Command::Embed { status } => {
+            let (db, note) = open_embedding()?;
+            with_db(db, |db| {
+                if status {
+                    return Ok(Output::EmbeddingStatus(db.embedding_status()?));
+                }
+                if db.config().embedder.is_none() {
+                    anyhow::bail!(
+                        "{}",
+                        note.unwrap_or_else(|| {
+                            "no embedding model: pass --embedder local or hashing".into()
+                        })
+                    );
+                }
+                let report = embedder::drain(db)?.unwrap_or_default();
+                Ok(Output::Embedded {
+                    report,
+                    status: db.embedding_status()?,
+                })
+            })?
+        }
+        Command::RebuildEmbeddings => {
+            let (db, note) = open_embedding()?;
+            with_db(db, |db| {
+                if db.config().embedder.is_none() {
+                    anyhow::bail!(
+                        "{}",
+                        note.unwrap_or_else(|| {
+                            "no embedding model: pass --embedder local or hashing".into()
+                        })
+                    );
+                }
+                let bar = embedder::bar("re-embedding {bar:40} {pos}/{len} messages ({eta})");
+                let report = db.rebuild_embeddings(&mut |p| {
+                    if let Some(bar) = &bar {
+                        bar.set_length(p.total);
+                        bar.set_position(p.done);
+                    }
+                });
+                if let Some(bar) = bar {
+                    bar.finish_and_clear();
+                }
+                Ok(Output::Embedded {
+                    report: report?,
+                    status: db.embedding_status()?,
+                })
+            })?
+        }
         Command::Spaces => with_db(open()?, |db| {
             let mut stats = Vec::new();
             for s in db.vector_spaces()? {
@@ -225,11 +315,13 @@ fn with_db<T>(db: Memdb, f: impl FnOnce(&Memdb) -> Result<T>) -> Result<T> {
     Ok(value)
 }
 
-fn text_query(args: QueryArgs) -> Result<(TextQuery, &'static str)> {
+fn search_request(args: QueryArgs) -> Result<SearchRequest> {
     let mode = match args.mode {
-        Mode::Keyword => "keyword",
+        Mode::Keyword => SearchMode::Keyword,
+        Mode::Semantic => SearchMode::Semantic,
+        Mode::Hybrid => SearchMode::Hybrid,
     };
-    let query = TextQuery {
+    Ok(SearchRequest {
         filter: args.filter.to_filter()?,
         conversation_id: args
             .conversation
@@ -240,8 +332,14 @@ fn text_query(args: QueryArgs) -> Result<(TextQuery, &'static str)> {
         limit: args.limit,
         offset: args.offset,
         query: args.text,
-    };
-    Ok((query, mode))
+        mode,
+        explain: args.explain,
+        weights: FusionWeights {
+            keyword: args.keyword_weight,
+            semantic: args.semantic_weight,
+            ..FusionWeights::default()
+        },
+    })
 }
 
 /// The export document and, for JSON, how many conversations it holds.

@@ -15,6 +15,7 @@
 
 mod args;
 mod commands;
+mod embedder;
 mod input;
 mod mcp;
 mod options;
@@ -34,7 +35,7 @@ enum Outcome {
     /// The command line did not parse (or asked for help/version).
     Usage(clap::Error),
     /// The command ran and produced output.
-    Done { output: Output, json: bool },
+    Done { output: Box<Output>, json: bool },
     /// The command failed before producing output.
     Failed { error: anyhow::Error, json: bool },
 }
@@ -45,17 +46,24 @@ fn main() -> ExitCode {
         Ok(Cli {
             command: Command::Serve(args),
             data,
+            embedder,
+            models,
             ..
-        }) => return serve::run(data, *args),
+        }) => return serve::run(data, embedder, models, *args),
         Ok(Cli {
-            command: Command::Mcp(args),
+            command: Command::Mcp,
             data,
+            embedder,
+            models,
             ..
-        }) => return mcp::run(data, &args),
+        }) => return mcp::run(data, embedder, models),
         Ok(cli) => {
             let json = cli.json;
             match commands::run(cli) {
-                Ok(output) => Outcome::Done { output, json },
+                Ok(output) => Outcome::Done {
+                    output: Box::new(output),
+                    json,
+                },
                 Err(error) => Outcome::Failed { error, json },
             }
         }

@@ -6,14 +6,28 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use memdb_server::config as server;
 use memdb_server::mcp::stdio::McpArgs;
 
+use crate::args::EmbedderChoice;
+
 /// Serves until stdin closes or SIGINT/SIGTERM; exit 1 with one `error:`
-/// line on stderr on failure.
-pub fn run(data: Option<PathBuf>, args: &McpArgs) -> ExitCode {
+/// line on stderr on failure. `--data`, `--embedder` and `--models` are
+/// `memdb`'s global flags.
+pub fn run(data: Option<PathBuf>, embedder: EmbedderChoice, models: Option<PathBuf>) -> ExitCode {
+    let embedder = match embedder {
+        EmbedderChoice::Auto => server::EmbedderChoice::Auto,
+        EmbedderChoice::Local => server::EmbedderChoice::Local,
+        EmbedderChoice::Hashing => server::EmbedderChoice::Hashing,
+        EmbedderChoice::None => server::EmbedderChoice::None,
+    };
+    let args = McpArgs {
+        embedder: Some(embedder),
+        models_dir: models,
+    };
     let result = crate::options::data_dir(data)
         .map_err(|e| e.to_string())
-        .and_then(|dir| memdb_server::mcp::stdio::run(dir, args).map_err(|e| e.to_string()));
+        .and_then(|dir| memdb_server::mcp::stdio::run(dir, &args).map_err(|e| e.to_string()));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, SecondsFormat, Utc};
 use memdb::{
     CheckReport, Conversation, ConversationPage, ConversationWithMessages, ExportFormat,
-    ImportReport, Message, SearchHit, Stats,
+    ImportReport, Message, SearchResults, Stats,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -28,8 +28,8 @@ pub enum Output {
     },
     Hits {
         query: String,
-        mode: &'static str,
-        hits: Vec<SearchHit>,
+        explain: bool,
+        results: SearchResults,
     },
     Conversation(ConversationWithMessages),
     Metadata(Conversation),
@@ -61,6 +61,13 @@ pub enum Output {
     },
     /// `spaces`, `compact`: per-space index statistics.
     Spaces(Vec<memdb::VectorStats>),
+    /// `embed --status`.
+    EmbeddingStatus(memdb::EmbeddingStatus),
+    /// `embed`, `rebuild-embeddings`.
+    Embedded {
+        report: memdb::EmbedReport,
+        status: memdb::EmbeddingStatus,
+    },
 }
 
 /// Where an export went.
@@ -105,20 +112,27 @@ impl Output {
                 "appended": messages.len(),
                 "messages": messages,
             }),
-            Output::Hits { query, mode, hits } => json!({
+            Output::Hits { query, results, .. } => json!({
                 "query": query,
-                "mode": mode,
-                "results": hits.iter().map(|h| json!({
-                    "score": h.score,
-                    "message_id": h.message.id,
-                    "conversation_id": h.message.conversation_id,
-                    "label": h.label,
-                    "folder": h.folder,
-                    "role": h.message.role,
-                    "timestamp": h.message.timestamp,
-                    "content": h.message.content,
-                })).collect::<Vec<_>>(),
-                "total": hits.len(),
+                "mode": results.mode,
+                "notes": results.notes,
+                "results": results.hits.iter().map(|h| {
+                    let mut v = json!({
+                        "score": h.score,
+                        "message_id": h.message.id,
+                        "conversation_id": h.message.conversation_id,
+                        "label": h.label,
+                        "folder": h.folder,
+                        "role": h.message.role,
+                        "timestamp": h.message.timestamp,
+                        "content": h.message.content,
+                    });
+                    if let (Some(e), Value::Object(m)) = (&h.explain, &mut v) {
+                        m.insert("explain".into(), to_value(e));
+                    }
+                    v
+                }).collect::<Vec<_>>(),
+                "total": results.hits.len(),
             }),
             Output::Metadata(c) => to_value(c),
             Output::Page(p) => to_value(p),
@@ -170,6 +184,11 @@ impl Output {
                 "ok": text.is_consistent() && vectors.iter().all(|v| v.error.is_none()),
             }),
             Output::Spaces(stats) => json!({ "spaces": to_value(stats) }),
+            Output::EmbeddingStatus(s) => to_value(s),
+            Output::Embedded { report, status } => json!({
+                "report": to_value(report),
+                "status": to_value(status),
+            }),
         }
     }
 
@@ -200,9 +219,20 @@ impl Output {
                     plural(messages.len() as u64, "message")
                 ),
             ),
-            Output::Hits { query, hits, .. } => {
+            Output::Hits {
+                query,
+                explain,
+                results,
+            } => {
+                let hits = &results.hits;
+                for note in &results.notes {
+                    line(o, format_args!("note: {note}"));
+                }
                 if hits.is_empty() {
-                    line(o, format_args!("no results for {query:?}"));
+                    line(
+                        o,
+                        format_args!("no results for {query:?} ({})", results.mode.as_str()),
+                    );
                 }
                 for (i, h) in hits.iter().enumerate() {
                     line(
@@ -223,6 +253,9 @@ impl Output {
                         o,
                         format_args!("     {}", snippet(&h.message.content.text())),
                     );
+                    if let (true, Some(e)) = (*explain, &h.explain) {
+                        line(o, format_args!("     {}", explain_line(e)));
+                    }
                 }
             }
             Output::Conversation(c) => {
@@ -364,6 +397,25 @@ impl Output {
                         ),
                     }
                 }
+            }
+            Output::EmbeddingStatus(s) => embedding_status(o, s),
+            Output::Embedded { report, status } => {
+                line(
+                    o,
+                    format_args!(
+                        "embedded {}, skipped {} without text, {} truncated, {} still queued{}",
+                        plural(report.embedded, "message"),
+                        report.skipped_empty,
+                        report.truncated,
+                        report.remaining,
+                        if report.switched {
+                            "; switched to the new vector space"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+                embedding_status(o, status);
             }
             Output::Spaces(stats) => {
                 if stats.is_empty() {
@@ -556,6 +608,59 @@ fn check(o: &mut String, r: &CheckReport) {
             }
         ),
     );
+}
+
+fn explain_line(e: &memdb::ScoreExplain) -> String {
+    let mut parts = Vec::new();
+    if let (Some(r), Some(s)) = (e.keyword_rank, e.keyword_score) {
+        parts.push(format!("keyword #{r} bm25 {s:.3}"));
+    }
+    if let (Some(r), Some(s)) = (e.semantic_rank, e.similarity) {
+        parts.push(format!("semantic #{r} cosine {s:.3}"));
+    }
+    if let Some(f) = e.fused {
+        parts.push(format!("fused {f:.5}"));
+    }
+    parts.join(", ")
+}
+
+fn embedding_status(o: &mut String, s: &memdb::EmbeddingStatus) {
+    let model = |m: &memdb::ModelIdentity| {
+        format!(
+            "{}/{} ({} dims, {:?})",
+            m.provider, m.name, m.dimension, m.metric
+        )
+    };
+    match &s.configured {
+        Some(m) => line(o, format_args!("model: {}", model(m))),
+        None => line(o, format_args!("model: none")),
+    }
+    match &s.active {
+        Some(a) => line(
+            o,
+            format_args!(
+                "active space: {} holding {}, {} queued",
+                a.space,
+                model(&a.model),
+                a.pending
+            ),
+        ),
+        None => line(o, format_args!("active space: none (no embeddings yet)")),
+    }
+    if let Some(r) = &s.rebuilding {
+        line(
+            o,
+            format_args!(
+                "rebuilding into: {} with {}, {} queued",
+                r.space,
+                model(&r.model),
+                r.pending
+            ),
+        );
+    }
+    if let Some(e) = &s.last_error {
+        line(o, format_args!("last embedding error: {e}"));
+    }
 }
 
 #[cfg(test)]

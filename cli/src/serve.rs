@@ -5,12 +5,30 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use memdb_server::cli::ServeArgs;
+use memdb_server::config as server;
+
+use crate::args::EmbedderChoice;
 
 /// Serves until SIGINT/SIGTERM; exit 1 with one `error:` line on failure.
-pub fn run(data: Option<PathBuf>, args: ServeArgs) -> ExitCode {
+/// `--data`, `--embedder` and `--models` are `memdb`'s global flags.
+pub fn run(
+    data: Option<PathBuf>,
+    embedder: EmbedderChoice,
+    models: Option<PathBuf>,
+    args: ServeArgs,
+) -> ExitCode {
+    let embedder = match embedder {
+        EmbedderChoice::Auto => server::EmbedderChoice::Auto,
+        EmbedderChoice::Local => server::EmbedderChoice::Local,
+        EmbedderChoice::Hashing => server::EmbedderChoice::Hashing,
+        EmbedderChoice::None => server::EmbedderChoice::None,
+    };
     let result = crate::options::data_dir(data)
         .map_err(|e| e.to_string())
-        .and_then(|dir| args.config(Some(dir)).map_err(|e| e.to_string()))
+        .and_then(|dir| {
+            args.config(Some(dir), Some(embedder), models)
+                .map_err(|e| e.to_string())
+        })
         .and_then(|config| memdb_server::cli::run(config).map_err(|e| e.to_string()));
     match result {
         Ok(()) => ExitCode::SUCCESS,

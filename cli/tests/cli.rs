@@ -79,7 +79,10 @@ impl Db {
 
     fn run_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
-        cmd.env_remove("MEMDB_DATA").arg("--data").arg(self.data());
+        cmd.env_remove("MEMDB_DATA")
+            .env_remove("MEMDB_EMBEDDER")
+            .arg("--data")
+            .arg(self.data());
         cmd.args(args);
         exec(cmd, stdin)
     }
@@ -206,7 +209,9 @@ fn store_from_stdin_then_query_finds_it() {
             .is_some_and(|c| c.contains("borrow"))
     );
 
-    let human = db.run(&["query", "borrow checker"]).ok();
+    let human = db
+        .run(&["query", "borrow checker", "--mode", "keyword"])
+        .ok();
     assert!(human.stdout.contains("Rust ownership"), "{}", human.stdout);
     assert!(human.stdout.contains("/work/rust"));
     assert!(human.stdout.contains("How does the borrow checker"));
@@ -219,7 +224,7 @@ fn query_filters_and_paging() {
     let rust = db.store(&rust_conversation());
     let soup = db.store(&cooking_conversation());
     let ids = |args: &[&str]| -> Vec<String> {
-        let mut all = vec!["--json", "query"];
+        let mut all = vec!["--json", "query", "--mode", "keyword"];
         all.extend_from_slice(args);
         db.run(&all).ok().json()["results"]
             .as_array()
@@ -260,8 +265,8 @@ fn query_filters_and_paging() {
         [rust.as_str()]
     );
     assert!(ids(&["exist", "--status", "archived"]).is_empty());
-    assert_eq!(ids(&["exist", "--mode", "keyword"]), [rust.as_str()]);
-    let none = db.run(&["query", "zebra"]).ok();
+    assert_eq!(ids(&["exist"]), [rust.as_str()]);
+    let none = db.run(&["query", "zebra", "--mode", "keyword"]).ok();
     assert!(none.stdout.contains("no results"), "{}", none.stdout);
 }
 
@@ -747,8 +752,15 @@ fn bad_ids_statuses_and_values() {
         .fails_with(&["since"]);
     db.run(&["query", "borrow", "--limit", "5000"])
         .fails_with(&["limit", "5000"]);
-    db.run(&["query", "\"foo bar"])
+    db.run(&["query", "\"foo bar", "--mode", "keyword"])
         .fails_with(&["invalid query", "foo bar"]);
+    // Hybrid answers from the semantic ranking and says why keyword did not.
+    let hybrid = db.run(&["query", "\"foo bar"]).ok();
+    assert!(
+        hybrid.stdout.contains("keyword ranking skipped"),
+        "{}",
+        hybrid.stdout
+    );
     db.run(&["query", "   "]).fails_with(&["query", "empty"]);
     // Nothing changed.
     let conv = db.run(&["--json", "get", &id]).ok().json();
@@ -813,7 +825,8 @@ fn usage_errors_exit_2() {
     db.run(&["update", &uuid_v4_like()]).usage_error();
     db.run(&["update", &uuid_v4_like(), "--importance", "300"])
         .usage_error();
-    db.run(&["query", "x", "--mode", "semantic"]).usage_error();
+    db.run(&["query", "x", "--mode", "fuzzy"]).usage_error();
+    db.run(&["query", "x", "--embedder", "magic"]).usage_error();
     db.run(&["count", "--pinned", "--unpinned"]).usage_error();
     db.run(&["import"]).usage_error();
     assert_eq!(db.count(), 0);
@@ -824,8 +837,26 @@ fn help_lists_every_subcommand() {
     let db = Db::new();
     let help = db.run(&["--help"]).ok();
     for sub in [
-        "store", "append", "query", "get", "list", "count", "update", "pin", "archive", "delete",
-        "stats", "export", "import", "reindex", "check", "verify", "compact", "spaces",
+        "store",
+        "append",
+        "query",
+        "get",
+        "list",
+        "count",
+        "update",
+        "pin",
+        "archive",
+        "delete",
+        "stats",
+        "export",
+        "import",
+        "reindex",
+        "check",
+        "verify",
+        "compact",
+        "spaces",
+        "embed",
+        "rebuild-embeddings",
     ] {
         let found = help
             .stdout
@@ -890,7 +921,11 @@ fn uuid_v4_like() -> String {
 #[test]
 fn verify_compact_and_spaces() {
     let db = Db::new();
-    db.store(&rust_conversation());
+    db.run_stdin(
+        &["--embedder", "none", "store"],
+        Some(rust_conversation().to_string().as_bytes()),
+    )
+    .ok();
     let out = db.run(&["--json", "spaces"]).ok().json();
     assert_eq!(out["spaces"].as_array().expect("spaces").len(), 0);
     let out = db.run(&["--json", "verify"]).ok().json();
@@ -917,6 +952,7 @@ fn mcp_serves_tools_over_stdio_and_keeps_stdout_clean() {
         .env_remove("MEMDB_DATA")
         .env_remove("MEMDB_API_KEY")
         .env("MEMDB_LOG", "debug")
+        .env("MEMDB_EMBEDDER", "none")
         .arg("--data")
         .arg(db.data())
         .arg("mcp")
@@ -985,4 +1021,197 @@ fn mcp_serves_tools_over_stdio_and_keeps_stdout_clean() {
         "logs belong on stderr: {stderr}"
     );
     assert_eq!(db.count(), 1);
+}
+
+// ----- semantic and hybrid search ------------------------------------------
+
+fn topic(label: &str, text: &str) -> Value {
+    json!({"label": label, "folder": "/topics", "messages": [{"role": "user", "content": text}]})
+}
+
+#[test]
+fn query_is_hybrid_by_default_and_finds_paraphrases_with_the_local_model() {
+    let db = Db::new();
+    db.store(&topic(
+        "baking",
+        "Preheat the oven and whisk eggs with flour and sugar for the cake batter.",
+    ));
+    db.store(&topic(
+        "cars",
+        "Replace the brake pads and check the rotors for scoring.",
+    ));
+    db.store(&topic(
+        "garden",
+        "Water the tomato seedlings every morning and add compost to the soil.",
+    ));
+    let out = db
+        .run(&["--json", "query", "my vehicle squeals while stopping"])
+        .ok();
+    let v = out.json();
+    assert_eq!(v["mode"], "hybrid", "{v}");
+    assert_eq!(v["results"][0]["label"], "cars", "{v}");
+    let sem = db
+        .run(&[
+            "--json",
+            "query",
+            "dessert recipe",
+            "--mode",
+            "semantic",
+            "--explain",
+            "--limit",
+            "1",
+        ])
+        .ok()
+        .json();
+    assert_eq!(sem["mode"], "semantic");
+    assert_eq!(sem["results"][0]["label"], "baking", "{sem}");
+    let e = &sem["results"][0]["explain"];
+    assert_eq!(e["semantic_rank"], 1, "{sem}");
+    assert!(e["similarity"].as_f64().expect("similarity") > 0.2);
+    // Human output shows the explanation line.
+    let human = db.run(&["query", "tomato", "--explain"]).ok();
+    assert!(human.stdout.contains("garden"), "{}", human.stdout);
+    assert!(human.stdout.contains("keyword #1"), "{}", human.stdout);
+    // Everything stored through the CLI was embedded before it exited.
+    let status = db.run(&["--json", "embed", "--status"]).ok().json();
+    assert_eq!(status["active"]["pending"], 0, "{status}");
+    assert_eq!(status["active"]["model"]["provider"], "local-onnx");
+}
+
+#[test]
+fn without_an_installed_model_query_says_it_is_keyword_only() {
+    let db = Db::new();
+    let empty_models = db.path().join("no-models");
+    std::fs::create_dir_all(&empty_models).expect("mkdir");
+    let models = empty_models.to_str().expect("utf-8 path");
+    // Stdin is empty: the body is refused and nothing is written.
+    assert_eq!(db.run(&["--models", models, "--json", "store"]).code, 1);
+    let id = {
+        let out = db
+            .run_stdin(
+                &["--models", models, "--json", "store"],
+                Some(topic("t", "hello world").to_string().as_bytes()),
+            )
+            .ok();
+        assert!(
+            out.stderr.contains("no embedding model installed"),
+            "{}",
+            out.stderr
+        );
+        out.json()["id"].as_str().expect("id").to_string()
+    };
+    let v = db
+        .run(&["--models", models, "--json", "query", "hello"])
+        .ok()
+        .json();
+    assert_eq!(v["mode"], "keyword");
+    assert_eq!(v["results"][0]["conversation_id"], id.as_str());
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("memdb model install"), "{notes}");
+    // Asking for the model explicitly is an error naming the fix.
+    db.run(&["--models", models, "query", "hello", "--embedder", "local"])
+        .fails_with(&["not installed"]);
+    db.run(&["--models", models, "query", "hello", "--mode", "semantic"])
+        .fails_with(&["embedding model"]);
+}
+
+#[test]
+fn embed_and_rebuild_embeddings_switch_models() {
+    let db = Db::new();
+    for i in 0..3 {
+        let body = topic(&format!("t{i}"), &format!("note number {i} about apples"));
+        db.run_stdin(
+            &["--embedder", "hashing", "--json", "store"],
+            Some(body.to_string().as_bytes()),
+        )
+        .ok();
+    }
+    let status = db
+        .run(&["--embedder", "hashing", "--json", "embed", "--status"])
+        .ok()
+        .json();
+    assert_eq!(status["active"]["model"]["provider"], "hashing", "{status}");
+    // The local model refuses to search vectors of another model...
+    db.run(&["query", "apples", "--mode", "semantic"])
+        .fails_with(&["rebuild-embeddings"]);
+    // ...until everything is re-embedded with it.
+    let out = db.run(&["--json", "rebuild-embeddings"]).ok().json();
+    assert_eq!(out["report"]["embedded"], 3, "{out}");
+    assert_eq!(out["report"]["switched"], true);
+    assert_eq!(out["status"]["active"]["model"]["provider"], "local-onnx");
+    let v = db
+        .run(&["--json", "query", "fruit", "--mode", "semantic"])
+        .ok()
+        .json();
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(3), "{v}");
+    let spaces = db.run(&["--json", "spaces"]).ok().json();
+    assert_eq!(
+        spaces["spaces"].as_array().map(Vec::len),
+        Some(1),
+        "{spaces}"
+    );
+}
+
+// ----- serve -----------------------------------------------------------------
+
+#[test]
+fn serve_needs_a_key_then_serves_and_stops_on_sigterm() {
+    let db = Db::new();
+    let base = |cmd: &mut Command| {
+        cmd.env_remove("MEMDB_DATA")
+            .env_remove("MEMDB_API_KEY")
+            .env_remove("MEMDB_API_KEYS")
+            .env_remove("MEMDB_READONLY_API_KEYS")
+            .env_remove("MEMDB_CONFIG")
+            .args(["--embedder", "none", "--data"])
+            .arg(db.data());
+    };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
+    base(&mut cmd);
+    cmd.args(["serve", "--listen", "127.0.0.1:0"]);
+    exec(cmd, None).fails_with(&["no API key configured", "MEMDB_API_KEY"]);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
+    base(&mut cmd);
+    cmd.env("MEMDB_API_KEY", "k".repeat(40))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn memdb serve");
+    let health = || -> Option<String> {
+        use std::io::Read as _;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        Some(out)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let answer = loop {
+        if let Some(a) = health() {
+            break a;
+        }
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "memdb serve exited"
+        );
+        assert!(std::time::Instant::now() < deadline, "no answer in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"healthy\""), "{answer}");
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "exit after SIGTERM: {status}");
+    // The store was closed: the directory opens again.
+    assert_eq!(db.count(), 0);
 }

@@ -32,6 +32,12 @@ pub struct Config {
     pub embed_inline_max: usize,
     /// Messages per embedding batch (default 64).
     pub embed_batch: usize,
+    /// An embedding pass compacts a message space (folds its in-memory delta
+    /// into a new generation file) once the delta and tombstones reach this
+    /// many vectors (default 20,000; 0 never compacts automatically). This
+    /// bounds memory, replay after a crash, and the oplog, which is kept back
+    /// to the oldest generation's LSN.
+    pub vector_compact_backlog: u64,
     /// Most query embeddings kept in the redb query cache (default 10,000;
     /// 0 disables the cache). Oldest entries are evicted first.
     pub query_cache_entries: usize,
@@ -59,6 +65,7 @@ impl std::fmt::Debug for Config {
             .field("embed_on_write", &self.embed_on_write)
             .field("embed_inline_max", &self.embed_inline_max)
             .field("embed_batch", &self.embed_batch)
+            .field("vector_compact_backlog", &self.vector_compact_backlog)
             .field("query_cache_entries", &self.query_cache_entries)
             .finish()
     }
@@ -77,6 +84,7 @@ impl Default for Config {
             embed_on_write: true,
             embed_inline_max: 256,
             embed_batch: 64,
+            vector_compact_backlog: 20_000,
             query_cache_entries: 10_000,
         }
     }

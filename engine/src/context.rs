@@ -233,24 +233,43 @@ pub struct Packing {
 /// in what is left of the target, otherwise skipped; packing stops once the
 /// target is reached.
 pub fn pack(tokens: &[usize], budget: usize) -> Packing {
+    let packed: Result<Packing> = pack_with(tokens.len(), budget, |i| Ok(tokens.get(i).copied()));
+    packed.unwrap_or(Packing {
+        kept: Vec::new(),
+        used: 0,
+        target: budget.saturating_mul(100 - RESERVED_PERCENT) / 100,
+    })
+}
+
+/// [`pack`] over `n` items whose token costs are computed only when
+/// packing reaches them (`None`: the item vanished, skip it), so a long
+/// ranked list costs only the messages actually considered.
+fn pack_with(
+    n: usize,
+    budget: usize,
+    mut tokens_of: impl FnMut(usize) -> Result<Option<usize>>,
+) -> Result<Packing> {
     let target = budget.saturating_mul(100 - RESERVED_PERCENT) / 100;
     let mut kept = Vec::new();
     let mut used = 0usize;
-    for (i, &t) in tokens.iter().enumerate() {
+    for i in 0..n {
         if used >= target {
             break;
         }
+        let Some(t) = tokens_of(i)? else { continue };
         if used + t <= target {
             kept.push(i);
             used += t;
         }
     }
-    Packing { kept, used, target }
+    Ok(Packing { kept, used, target })
 }
 
 struct Candidate {
     id: u128,
     conv: u128,
+    /// Message timestamp (µs), from the search hit or the index key.
+    ts: i64,
     sources: Vec<RecallSource>,
     /// Position in the semantic result list (ties in score go to the better hit).
     semantic_rank: usize,
@@ -269,6 +288,7 @@ impl Memdb {
         let txn = self.store.read()?;
         let convs = txn.open_table(store::CONVERSATIONS)?;
         let msgs = txn.open_table(store::MESSAGES)?;
+        let conv_msgs = txn.open_table(store::CONV_MESSAGES)?;
         let mut conv_cache: HashMap<u128, Option<ConversationRecord>> = HashMap::new();
         let mut conv_of = |id: u128| -> Result<Option<ConversationRecord>> {
             if let Some(c) = conv_cache.get(&id) {
@@ -282,33 +302,41 @@ impl Memdb {
 
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut index: HashMap<u128, usize> = HashMap::new();
-        let mut add =
-            |cands: &mut Vec<Candidate>, id: u128, conv: u128, src: RecallSource, rank| match index
-                .get(&id)
-            {
-                Some(&i) => {
-                    let c: &mut Candidate = &mut cands[i];
-                    if !c.sources.contains(&src) {
-                        c.sources.push(src);
-                    }
-                    c.semantic_rank = c.semantic_rank.min(rank);
+        let mut add = |cands: &mut Vec<Candidate>,
+                       (id, ts): (u128, i64),
+                       conv: u128,
+                       src: RecallSource,
+                       rank| match index.get(&id) {
+            Some(&i) => {
+                let c: &mut Candidate = &mut cands[i];
+                if !c.sources.contains(&src) {
+                    c.sources.push(src);
                 }
-                None => {
-                    index.insert(id, cands.len());
-                    cands.push(Candidate {
-                        id,
-                        conv,
-                        sources: vec![src],
-                        semantic_rank: rank,
-                    });
-                }
-            };
+                c.semantic_rank = c.semantic_rank.min(rank);
+            }
+            None => {
+                index.insert(id, cands.len());
+                cands.push(Candidate {
+                    id,
+                    conv,
+                    ts,
+                    sources: vec![src],
+                    semantic_rank: rank,
+                });
+            }
+        };
         let mut counts = RecallCounts::default();
-        for (rank, (mid, cid)) in semantic.into_iter().enumerate() {
+        for (rank, (mid, cid, ts)) in semantic.into_iter().enumerate() {
             match conv_of(cid)? {
                 Some(c) if !is_excluded(&c.folder) => {
                     counts.semantic += 1;
-                    add(&mut candidates, mid, cid, RecallSource::Semantic, rank);
+                    add(
+                        &mut candidates,
+                        (mid, ts),
+                        cid,
+                        RecallSource::Semantic,
+                        rank,
+                    );
                 }
                 _ => {}
             }
@@ -324,9 +352,9 @@ impl Memdb {
             if c.status != Status::Active.code() || is_excluded(&c.folder) {
                 continue;
             }
-            for mid in newest_messages(&txn, cid, i64::MIN, i64::MAX, per_conv_cap)? {
+            for m in newest_messages(&conv_msgs, cid, i64::MIN, i64::MAX, per_conv_cap)? {
                 counts.pinned += 1;
-                add(&mut candidates, mid, cid, RecallSource::Pinned, usize::MAX);
+                add(&mut candidates, m, cid, RecallSource::Pinned, usize::MAX);
             }
         }
         // Recent labeled: the last 7 days of active conversations with a preferred label.
@@ -340,11 +368,11 @@ impl Memdb {
                 if c.status != Status::Active.code() || is_excluded(&c.folder) {
                     continue;
                 }
-                for mid in newest_messages(&txn, cid, since, until, per_conv_cap)? {
+                for m in newest_messages(&conv_msgs, cid, since, until, per_conv_cap)? {
                     counts.recent_label += 1;
                     add(
                         &mut candidates,
-                        mid,
+                        m,
                         cid,
                         RecallSource::RecentLabel,
                         usize::MAX,
@@ -354,17 +382,14 @@ impl Memdb {
         }
         counts.distinct = candidates.len();
 
-        // Phase 2: ranking.
+        // Phase 2: ranking, from conversation rows and timestamps only.
         let preferred_set: HashSet<&str> = preferred.iter().map(String::as_str).collect();
         let mut ranked = Vec::with_capacity(candidates.len());
         for cand in candidates {
-            let Some(m) = store::get_message(&msgs, cand.id)? else {
-                continue; // deleted since the search
-            };
             let Some(c) = conv_of(cand.conv)? else {
                 continue;
             };
-            let ts = from_micros(m.timestamp);
+            let ts = from_micros(cand.ts);
             let d = days_old(now, ts);
             let r = recency(d);
             let lm = if preferred_set.contains(c.label.as_str()) {
@@ -380,25 +405,28 @@ impl Memdb {
                 label_match: lm,
                 score: rank_score(importance, r, lm),
             };
-            ranked.push((ranking, cand, m, c));
+            ranked.push((ranking, cand, c));
         }
         ranked.sort_by(|a, b| {
             b.0.score
                 .total_cmp(&a.0.score)
                 .then(a.1.semantic_rank.cmp(&b.1.semantic_rank))
-                .then(b.2.timestamp.cmp(&a.2.timestamp))
+                .then(b.1.ts.cmp(&a.1.ts))
                 .then(a.1.id.cmp(&b.1.id))
         });
 
-        // Phase 3: assembly.
-        let mut tokens = Vec::with_capacity(ranked.len());
-        let mut texts = Vec::with_capacity(ranked.len());
-        for (_, cand, m, _) in &ranked {
-            let msg = message_from(cand.id, m)?;
-            tokens.push(req.token_counter.count(&msg.content.text())?);
-            texts.push(msg);
-        }
-        let packing = pack(&tokens, req.context_budget);
+        // Phase 3: assembly; messages are read only when packing reaches them.
+        let mut texts: HashMap<usize, (crate::types::Message, usize)> = HashMap::new();
+        let packing = pack_with(ranked.len(), req.context_budget, |i| {
+            let id = ranked[i].1.id;
+            let Some(m) = store::get_message(&msgs, id)? else {
+                return Ok(None); // deleted since the search
+            };
+            let msg = message_from(id, &m)?;
+            let t = req.token_counter.count(&msg.content.text())?;
+            texts.insert(i, (msg, t));
+            Ok(Some(t))
+        })?;
 
         // Phase 4: enhancement.
         let mut out = AssembledContext {
@@ -413,8 +441,10 @@ impl Memdb {
             notes,
         };
         for &i in &packing.kept {
-            let (ranking, cand, _, conv) = &ranked[i];
-            let msg = texts[i].clone();
+            let (ranking, cand, conv) = &ranked[i];
+            let Some((msg, tokens)) = texts.remove(&i) else {
+                continue;
+            };
             let citation = Citation {
                 label: conv.label.clone(),
                 folder: conv.folder.clone(),
@@ -446,7 +476,7 @@ impl Memdb {
                 embedding_id: msg.embedding_id,
                 metadata: serde_json::Value::Object(metadata),
                 citation,
-                tokens: tokens[i],
+                tokens,
                 ranking: *ranking,
                 sources: cand.sources.clone(),
             });
@@ -454,7 +484,7 @@ impl Memdb {
         Ok(out)
     }
 
-    /// Semantic recall: `(message, conversation)` pairs, best first.
+    /// Semantic recall: `(message, conversation, timestamp µs)`, best first.
     ///
     /// The one place that chooses the search mode: semantic search when an
     /// embedder is configured; otherwise, or when semantic search fails,
@@ -465,10 +495,16 @@ impl Memdb {
         limit: usize,
         min_similarity: f32,
         notes: &mut Vec<String>,
-    ) -> Result<Vec<(u128, u128)>> {
-        let pairs = |hits: Vec<crate::types::SearchHit>| -> Vec<(u128, u128)> {
+    ) -> Result<Vec<(u128, u128, i64)>> {
+        let pairs = |hits: Vec<crate::types::SearchHit>| -> Vec<(u128, u128, i64)> {
             hits.into_iter()
-                .map(|h| (h.message.id.as_u128(), h.message.conversation_id.as_u128()))
+                .map(|h| {
+                    (
+                        h.message.id.as_u128(),
+                        h.message.conversation_id.as_u128(),
+                        to_micros(h.message.timestamp),
+                    )
+                })
                 .collect()
         };
         if self.config().embedder.is_some() {
@@ -575,16 +611,15 @@ fn pinned_conversations(txn: &redb::ReadTransaction) -> Result<Vec<u128>> {
     Ok(out)
 }
 
-/// The newest `cap` message ids of conversation `cid` with timestamp in
-/// `[since, until]`.
+/// The newest `cap` `(message id, timestamp)` of conversation `cid` with
+/// timestamp in `[since, until]`, read from the index keys alone.
 fn newest_messages(
-    txn: &redb::ReadTransaction,
+    table: &redb::ReadOnlyTable<(u128, i64, u32), u128>,
     cid: u128,
     since: i64,
     until: i64,
     cap: usize,
-) -> Result<Vec<u128>> {
-    let table = txn.open_table(store::CONV_MESSAGES)?;
+) -> Result<Vec<(u128, i64)>> {
     let mut out = Vec::new();
     for row in table
         .range((cid, since, 0u32)..=(cid, until, u32::MAX))?
@@ -593,7 +628,8 @@ fn newest_messages(
         if out.len() >= cap {
             break;
         }
-        out.push(row?.1.value());
+        let (k, v) = row?;
+        out.push((v.value(), k.value().1));
     }
     Ok(out)
 }

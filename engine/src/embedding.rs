@@ -70,6 +70,9 @@ pub struct EmbedReport {
     pub remaining: u64,
     /// Whether a finished rebuild became the active space.
     pub switched: bool,
+    /// Vector generations built because the delta reached
+    /// `Config::vector_compact_backlog`.
+    pub compactions: u64,
 }
 
 /// Progress of a long embedding pass.
@@ -428,6 +431,7 @@ impl Memdb {
                 break;
             }
             done += n;
+            self.compact_if_due(&targets, &mut report)?;
             progress(EmbedProgress {
                 done,
                 total: total.max(done),
@@ -440,6 +444,26 @@ impl Memdb {
             report.remaining += queued(&txn, s.id)?;
         }
         Ok(report)
+    }
+
+    /// Compacts a target space whose delta (plus tombstones) reached
+    /// `Config::vector_compact_backlog` and the size of its current
+    /// generation: the geometric rule keeps a bulk embed of n vectors at
+    /// O(log n) compactions instead of n / threshold full rebuilds.
+    fn compact_if_due(&self, targets: &[VectorSpace], report: &mut EmbedReport) -> Result<()> {
+        let threshold = self.config().vector_compact_backlog;
+        if threshold == 0 {
+            return Ok(());
+        }
+        for s in targets {
+            let index = self.vectors.ensure(&self.store, &s.name)?;
+            let (backlog, base) = self.vectors.backlog(&index);
+            if backlog >= threshold.max(base) {
+                self.compact_vectors(&s.name)?;
+                report.compactions += 1;
+            }
+        }
+        Ok(())
     }
 
     /// Embeds up to `max` queue entries; returns how many were handled.

@@ -7,24 +7,31 @@
 //! op reads the *current* store state (a put of a message deleted since
 //! becomes a delete), so replay is idempotent and order-insensitive within
 //! the replayed range.
+//!
+//! Message ids are read per hit from two u64 fast fields (`id_hi`, `id_lo`)
+//! rather than from the doc store, which would decompress a block per hit.
 
+use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-use memdb_format::{ConversationRecord, MessageRecord, Op};
+use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
 use redb::ReadableTable;
 use tantivy::collector::TopDocs;
+use tantivy::columnar::Column;
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, RangeQuery, TermQuery,
 };
 use tantivy::schema::{
-    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
-    Value,
+    FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer};
-use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, TantivyDocument,
+    Term,
+};
 use uuid::Uuid;
 
 use crate::config::Config;
@@ -33,15 +40,22 @@ use crate::store::{self, Store};
 use crate::types::{Filter, Status};
 
 /// Bumped when the tantivy schema or analysis changes; an index built with
-/// another version is rebuilt on open.
-const TEXT_SCHEMA_VERSION: u32 = 1;
+/// another version is rebuilt on open. 3: the layout of 2 (fast-field ids),
+/// bumped because commit 98050f2 wrote version-2 indexes while background
+/// merges could still leave duplicate documents (SPEC.md §5), so those are
+/// not trusted.
+const TEXT_SCHEMA_VERSION: u32 = 3;
 const LOWER_TOKENIZER: &str = "memdb_lower";
+const ID_HI: &str = "id_hi";
+const ID_LO: &str = "id_lo";
 /// Segments allowed before a commit merges them all into one.
 const MAX_SEGMENTS: usize = 8;
 
 #[derive(Clone, Copy)]
 struct Fields {
     id: Field,
+    id_hi: Field,
+    id_lo: Field,
     conv: Field,
     kind: Field,
     content: Field,
@@ -67,7 +81,9 @@ fn schema() -> (Schema, Fields) {
             .set_index_option(IndexRecordOption::Basic),
     );
     let fields = Fields {
-        id: b.add_text_field("id", STRING | STORED),
+        id: b.add_text_field("id", STRING),
+        id_hi: b.add_u64_field(ID_HI, FAST),
+        id_lo: b.add_u64_field(ID_LO, FAST),
         conv: b.add_text_field("conversation_id", STRING),
         kind: b.add_text_field("kind", STRING),
         content: b.add_text_field("content", stemmed),
@@ -76,8 +92,8 @@ fn schema() -> (Schema, Fields) {
         label: b.add_text_field("label", STRING),
         folder: b.add_text_field("folder", STRING),
         status: b.add_text_field("status", STRING),
-        ts: b.add_i64_field("timestamp", INDEXED | tantivy::schema::FAST),
-        importance: b.add_u64_field("importance", INDEXED | tantivy::schema::FAST),
+        ts: b.add_i64_field("timestamp", INDEXED | FAST),
+        importance: b.add_u64_field("importance", INDEXED | FAST),
     };
     (b.build(), fields)
 }
@@ -95,15 +111,75 @@ pub(crate) fn folder_ancestors(folder: &str) -> Vec<String> {
     out
 }
 
+/// The conversation fields a message's document copies, built once per
+/// conversation per [`TextIndex::apply`] call (or rebuild run).
+struct Scope {
+    conv: String,
+    label: String,
+    folders: Vec<String>,
+    status: &'static str,
+    importance: u64,
+}
+
+impl Scope {
+    fn new(cid: u128, conv: &ConversationRecord) -> Scope {
+        Scope {
+            conv: Uuid::from_u128(cid).to_string(),
+            label: conv.label.clone(),
+            folders: folder_ancestors(&conv.folder),
+            status: Status::from_code(conv.status).unwrap_or_default().as_str(),
+            importance: u64::from(conv.importance),
+        }
+    }
+}
+
+/// The `id_hi`/`id_lo` fast-field columns of one segment.
+struct IdColumns {
+    hi: Column<u64>,
+    lo: Column<u64>,
+}
+
+impl IdColumns {
+    fn open(seg: &SegmentReader) -> Result<IdColumns> {
+        let ff = seg.fast_fields();
+        Ok(IdColumns {
+            hi: ff.u64(ID_HI)?,
+            lo: ff.u64(ID_LO)?,
+        })
+    }
+
+    fn get(&self, doc: DocId) -> Option<u128> {
+        let hi = self.hi.first(doc)?;
+        let lo = self.lo.first(doc)?;
+        Some((u128::from(hi) << 64) | u128::from(lo))
+    }
+}
+
+/// Id columns of the segments of one searcher generation, opened on first
+/// use (opening a column looks it up in the segment's column dictionary).
+#[derive(Default)]
+struct IdColumnCache {
+    generation: u64,
+    segments: Vec<Option<Arc<IdColumns>>>,
+}
+
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Payload {
     lsn: u64,
     schema: u32,
+    /// The newest store LSN any document in this commit was read at (a
+    /// replay reads the store's current state, which may be ahead of `lsn`).
+    #[serde(default)]
+    read_lsn: u64,
 }
 
 struct State {
     applied_lsn: u64,
     committed_lsn: u64,
+    /// The newest store snapshot (its `last_lsn`) that any document in the
+    /// index, committed or pending, was built from. A message inserted at a
+    /// later LSN cannot have a document from before this apply call.
+    read_lsn: u64,
 }
 
 pub(crate) struct TextIndex {
@@ -115,6 +191,7 @@ pub(crate) struct TextIndex {
     parser: QueryParser,
     state: Mutex<State>,
     committed: AtomicU64,
+    ids: Mutex<IdColumnCache>,
 }
 
 /// Outcome of opening the index directory.
@@ -157,7 +234,8 @@ impl TextIndex {
         if index.schema() != expected {
             return Ok(Opened::NeedsRebuild("text index schema differs".into()));
         }
-        match Self::from_index(dir, index, payload.lsn, config) {
+        let read_lsn = payload.read_lsn.max(payload.lsn);
+        match Self::from_index(dir, index, payload.lsn, read_lsn, config) {
             Ok(t) => Ok(Opened::Ready(Box::new(t))),
             Err(e) => Ok(Opened::NeedsRebuild(format!(
                 "text index failed to open: {e}"
@@ -165,7 +243,13 @@ impl TextIndex {
         }
     }
 
-    fn from_index(dir: &Path, index: Index, lsn: u64, config: &Config) -> Result<TextIndex> {
+    fn from_index(
+        dir: &Path,
+        index: Index,
+        lsn: u64,
+        read_lsn: u64,
+        config: &Config,
+    ) -> Result<TextIndex> {
         let (_, fields) = schema();
         index.tokenizers().register(
             LOWER_TOKENIZER,
@@ -196,8 +280,10 @@ impl TextIndex {
             state: Mutex::new(State {
                 applied_lsn: lsn,
                 committed_lsn: lsn,
+                read_lsn,
             }),
             committed: AtomicU64::new(lsn),
+            ids: Mutex::new(IdColumnCache::default()),
         })
     }
 
@@ -210,14 +296,14 @@ impl TextIndex {
         }
         std::fs::create_dir_all(&tmp).map_err(Error::io(&tmp))?;
         let (schema, _) = schema();
-        let lsn = store.last_lsn()?;
         {
             let index = Index::create_in_dir(&tmp, schema)?;
-            let t = Self::from_index(&tmp, index, 0, config)?;
+            let t = Self::from_index(&tmp, index, 0, 0, config)?;
             let txn = store.read()?;
+            let lsn = store::last_lsn_in(&txn)?;
             let convs = txn.open_table(store::CONVERSATIONS)?;
             let msgs = txn.open_table(store::MESSAGES)?;
-            let mut cache: Option<(u128, ConversationRecord)> = None;
+            let mut scopes = HashMap::new();
             {
                 let mut guard = t.lock_writer();
                 let writer = open_writer(&mut guard)?;
@@ -225,18 +311,16 @@ impl TextIndex {
                     let (k, v) = row?;
                     let msg = MessageRecord::decode(v.value())?;
                     let conv_id = u128::from_le_bytes(msg.conversation_id);
-                    if cache.as_ref().is_none_or(|(id, _)| *id != conv_id) {
-                        match store::get_conversation(&convs, conv_id)? {
-                            Some(c) => cache = Some((conv_id, c)),
-                            None => continue,
-                        }
-                    }
-                    if let Some((_, conv)) = &cache {
-                        writer.add_document(t.document(k.value(), &msg, conv))?;
+                    if let Some(scope) = scope_of(&mut scopes, &convs, conv_id)? {
+                        writer.add_document(t.document(k.value(), &msg, scope))?;
                     }
                 }
             }
-            t.state_lock().applied_lsn = lsn;
+            {
+                let mut state = t.state_lock();
+                state.applied_lsn = lsn;
+                state.read_lsn = lsn;
+            }
             t.commit()?;
             t.close()?;
         }
@@ -286,62 +370,95 @@ impl TextIndex {
         &self.dir
     }
 
-    fn document(
-        &self,
-        id: u128,
-        msg: &MessageRecord,
-        conv: &ConversationRecord,
-    ) -> TantivyDocument {
+    fn document(&self, id: u128, msg: &MessageRecord, scope: &Scope) -> TantivyDocument {
         let f = &self.fields;
         let mut doc = TantivyDocument::default();
-        let text = crate::db::record_text(msg);
-        doc.add_text(f.id, Uuid::from_u128(id).to_string());
+        let parts;
+        let text = match &msg.content {
+            ContentRecord::Text(s) => s.as_str(),
+            ContentRecord::PartsJson(_) => {
+                parts = crate::db::record_text(msg);
+                parts.as_str()
+            }
+        };
         doc.add_text(
-            f.conv,
-            Uuid::from_u128(u128::from_le_bytes(msg.conversation_id)).to_string(),
+            f.id,
+            Uuid::from_u128(id).hyphenated().encode_lower(&mut [0; 36]),
         );
+        doc.add_u64(f.id_hi, (id >> 64) as u64);
+        doc.add_u64(f.id_lo, id as u64);
+        doc.add_text(f.conv, &scope.conv);
         doc.add_text(f.kind, "message");
-        doc.add_text(f.content, &text);
-        doc.add_text(f.content_raw, &text);
+        doc.add_text(f.content, text);
+        doc.add_text(f.content_raw, text);
         doc.add_text(f.role, &msg.role);
-        doc.add_text(f.label, &conv.label);
-        for folder in folder_ancestors(&conv.folder) {
+        doc.add_text(f.label, &scope.label);
+        for folder in &scope.folders {
             doc.add_text(f.folder, folder);
         }
-        let status = Status::from_code(conv.status).unwrap_or_default();
-        doc.add_text(f.status, status.as_str());
+        doc.add_text(f.status, scope.status);
         doc.add_i64(f.ts, msg.timestamp);
-        doc.add_u64(f.importance, u64::from(conv.importance));
+        doc.add_u64(f.importance, scope.importance);
         doc
     }
 
+    fn id_term(&self, id: u128) -> Term {
+        Term::from_field_text(
+            self.fields.id,
+            Uuid::from_u128(id).hyphenated().encode_lower(&mut [0; 36]),
+        )
+    }
+
     /// Applies oplog entries (in LSN order) by reading the current store state.
+    ///
+    /// `InsertMessage(id)` adds the document without first deleting `id`
+    /// when no document for it can exist (SPEC.md §5): every document
+    /// already in the index was built from a store snapshot older than the
+    /// entry (`lsn > read_lsn`), and no earlier op of this call added `id`.
+    /// Otherwise (a replay whose earlier ops read the current state, which
+    /// already holds the message) it deletes first, like `PutMessage`.
     pub(crate) fn apply(&self, store: &Store, entries: &[(u64, Vec<Op>)]) -> Result<()> {
         let Some(&(last, _)) = entries.last() else {
             return Ok(());
         };
         let txn = store.read()?;
+        let snapshot = store::last_lsn_in(&txn)?;
         let convs = txn.open_table(store::CONVERSATIONS)?;
         let msgs = txn.open_table(store::MESSAGES)?;
         let mut guard = self.lock_writer();
         let writer = open_writer(&mut guard)?;
+        // Raised before any document is added, under the writer lock, so a
+        // commit never records a `read_lsn` older than a document it holds.
+        let read_before = {
+            let mut state = self.state_lock();
+            let before = state.read_lsn;
+            state.read_lsn = before.max(snapshot);
+            before
+        };
         let f = self.fields;
-        for (_, ops) in entries {
+        let mut scopes: HashMap<u128, Option<Scope>> = HashMap::new();
+        // Messages this call added a document for.
+        let mut added: HashSet<u128> = HashSet::new();
+        for (lsn, ops) in entries {
             for op in ops {
                 match op {
                     Op::PutMessage(id) | Op::DeleteMessage(id) | Op::InsertMessage(id) => {
                         let id = u128::from_le_bytes(*id);
-                        writer.delete_term(Term::from_field_text(
-                            f.id,
-                            &Uuid::from_u128(id).to_string(),
-                        ));
+                        let fresh = matches!(op, Op::InsertMessage(_))
+                            && *lsn > read_before
+                            && !added.contains(&id);
+                        if !fresh {
+                            writer.delete_term(self.id_term(id));
+                        }
                         if let Some(msg) = store::get_message(&msgs, id)?
-                            && let Some(conv) = store::get_conversation(
+                            && let Some(scope) = scope_of(
+                                &mut scopes,
                                 &convs,
                                 u128::from_le_bytes(msg.conversation_id),
                             )?
                         {
-                            writer.add_document(self.document(id, &msg, &conv))?;
+                            writer.add_document(self.document(id, &msg, scope))?;
+                            added.insert(id);
                         }
                     }
                     Op::PutVector(..) | Op::DeleteVector(..) | Op::PutSummary(..) => {}
@@ -349,12 +466,13 @@ impl TextIndex {
                         let cid = u128::from_le_bytes(*cid);
                         writer.delete_term(Term::from_field_text(
                             f.conv,
-                            &Uuid::from_u128(cid).to_string(),
+                            Uuid::from_u128(cid).hyphenated().encode_lower(&mut [0; 36]),
                         ));
-                        if let Some(conv) = store::get_conversation(&convs, cid)? {
+                        if let Some(scope) = scope_of(&mut scopes, &convs, cid)? {
                             for mid in store::conversation_message_ids(&txn, cid)? {
                                 if let Some(msg) = store::get_message(&msgs, mid)? {
-                                    writer.add_document(self.document(mid, &msg, &conv))?;
+                                    writer.add_document(self.document(mid, &msg, scope))?;
+                                    added.insert(mid);
                                 }
                             }
                         }
@@ -362,9 +480,13 @@ impl TextIndex {
                 }
             }
         }
-        drop(guard);
+        // Raised before the writer lock is released, so a concurrent commit
+        // (searches commit without the write lock) never holds these
+        // documents under an older watermark.
         let mut state = self.state_lock();
         state.applied_lsn = state.applied_lsn.max(last);
+        drop(state);
+        drop(guard);
         Ok(())
     }
 
@@ -376,7 +498,7 @@ impl TextIndex {
 
     pub(crate) fn uncommitted_entries(&self) -> u64 {
         let s = self.state_lock();
-        s.applied_lsn - s.committed_lsn
+        s.applied_lsn.saturating_sub(s.committed_lsn)
     }
 
     /// Commits applied changes with the applied LSN as the watermark and
@@ -384,10 +506,14 @@ impl TextIndex {
     pub(crate) fn commit(&self) -> Result<()> {
         let mut guard = self.lock_writer();
         let writer = open_writer(&mut guard)?;
-        let lsn = self.state_lock().applied_lsn;
+        let (lsn, read_lsn) = {
+            let state = self.state_lock();
+            (state.applied_lsn, state.read_lsn)
+        };
         let payload = serde_json::to_string(&Payload {
             lsn,
             schema: TEXT_SCHEMA_VERSION,
+            read_lsn,
         })
         .map_err(|e| Error::TextIndex(e.to_string()))?;
         let mut prepared = writer.prepare_commit()?;
@@ -404,8 +530,10 @@ impl TextIndex {
         }
         drop(guard);
         self.reader.reload()?;
-        self.state_lock().committed_lsn = lsn;
-        self.committed.store(lsn, Ordering::Release);
+        // Two commits may finish out of order: the watermark never goes back.
+        let mut state = self.state_lock();
+        state.committed_lsn = state.committed_lsn.max(lsn);
+        self.committed.fetch_max(lsn, Ordering::AcqRel);
         Ok(())
     }
 
@@ -472,45 +600,100 @@ impl TextIndex {
             });
             must(Box::new(RangeQuery::new(lo, hi)));
         }
-        let query = BooleanQuery::new(clauses);
+        // Without filters, the user's query runs as it is: wrapped in a
+        // boolean query it would reach tantivy as an opaque scorer, which
+        // scores every matching document, instead of as a term, term union
+        // or intersection that block-max WAND prunes (same scores: a boolean
+        // query with one clause scores as that clause).
+        let query: Box<dyn Query> = if clauses.len() == 1
+            && let Some((_, user)) = clauses.pop()
+        {
+            user
+        } else {
+            Box::new(BooleanQuery::new(clauses))
+        };
         let searcher = self.reader.searcher();
         let top = searcher.search(
-            &query,
+            query.as_ref(),
             &TopDocs::with_limit(limit.max(1))
                 .and_offset(offset)
                 .order_by_score(),
         )?;
         let mut out = Vec::with_capacity(top.len());
+        let mut columns: Vec<Option<Arc<IdColumns>>> = Vec::new();
         for (score, addr) in top {
-            if let Some(id) = self.doc_id(&searcher, addr)? {
+            let seg = addr.segment_ord as usize;
+            if columns.len() <= seg {
+                columns.resize(seg + 1, None);
+            }
+            let cols = match &columns[seg] {
+                Some(c) => c.clone(),
+                None => {
+                    let c = self.id_columns(&searcher, addr.segment_ord)?;
+                    columns[seg] = Some(c.clone());
+                    c
+                }
+            };
+            if let Some(id) = cols.get(addr.doc_id) {
                 out.push((id, score));
             }
         }
         Ok(out)
     }
 
-    fn doc_id(&self, searcher: &tantivy::Searcher, addr: DocAddress) -> Result<Option<u128>> {
-        let doc: TantivyDocument = searcher.doc(addr)?;
-        Ok(doc
-            .get_first(self.fields.id)
-            .and_then(|v| v.as_str())
-            .and_then(|s| Uuid::parse_str(s).ok())
-            .map(|u| u.as_u128()))
+    /// The id columns of segment `ord` of `searcher`, cached per searcher
+    /// generation (the reader reloads only on commit).
+    fn id_columns(&self, searcher: &Searcher, ord: u32) -> Result<Arc<IdColumns>> {
+        let generation = searcher.generation().generation_id();
+        let n = searcher.segment_readers().len();
+        let mut cache = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.generation != generation || cache.segments.len() != n {
+            cache.generation = generation;
+            cache.segments = vec![None; n];
+        }
+        let slot = cache
+            .segments
+            .get_mut(ord as usize)
+            .ok_or_else(|| Error::TextIndex(format!("no segment {ord} in the searcher")))?;
+        if let Some(c) = slot {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(IdColumns::open(searcher.segment_reader(ord))?);
+        *slot = Some(c.clone());
+        Ok(c)
     }
 
     /// Every message id in the committed index (for consistency checks).
     pub(crate) fn all_ids(&self) -> Result<Vec<u128>> {
         let searcher = self.reader.searcher();
         let mut out = Vec::new();
-        for (ord, seg) in searcher.segment_readers().iter().enumerate() {
+        for seg in searcher.segment_readers() {
+            let cols = IdColumns::open(seg)?;
             for doc in seg.doc_ids_alive() {
-                if let Some(id) = self.doc_id(&searcher, DocAddress::new(ord as u32, doc))? {
+                if let Some(id) = cols.get(doc) {
                     out.push(id);
                 }
             }
         }
         Ok(out)
     }
+}
+
+/// The cached [`Scope`] of conversation `cid`, read on first use; `None`
+/// when the conversation does not exist.
+fn scope_of<'a>(
+    cache: &'a mut HashMap<u128, Option<Scope>>,
+    convs: &impl ReadableTable<u128, &'static [u8]>,
+    cid: u128,
+) -> Result<Option<&'a Scope>> {
+    let scope = match cache.entry(cid) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            let scope = store::get_conversation(convs, cid)?.map(|c| Scope::new(cid, &c));
+            e.insert(scope)
+        }
+    };
+    Ok(scope.as_ref())
 }
 
 /// Rewrites `NOT x` to `-x`, apostrophes inside words to spaces, and bare prefix terms `foo*` (outside quotes, not after a field
@@ -615,6 +798,283 @@ fn sync_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{
+        ConversationUpdate, ImportOptions, Memdb, NewConversation, NewMessage, Selection, TextQuery,
+    };
+
+    type Step = Box<dyn Fn(&Memdb)>;
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    /// Hits of `token` as (message id, label).
+    fn hits(db: &Memdb, token: &str) -> Vec<(Uuid, String)> {
+        db.search_text(&TextQuery::new(token))
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.message.id, h.label))
+            .collect()
+    }
+
+    /// Delete, re-import of the same message ids (same conversation, then
+    /// another one) and appends, with the text index rolled back to the
+    /// commit made after step `crash_after` (as a SIGKILL leaves it) and
+    /// caught up by replaying the oplog on open: `InsertMessage` skipping
+    /// its delete must never leave two documents for one id.
+    fn reimport_then_replay(crash_after: usize) {
+        let d = tempfile::tempdir().unwrap();
+        let config = Config {
+            text_commit_every: u64::MAX,
+            ..Config::default()
+        };
+        let snap = d.path().join("text-snapshot");
+        let tokens = ["zqalpha", "zqbravo", "zqcharlie"];
+        let conv_b = Uuid::new_v4();
+        let msg_ids;
+        {
+            let db = Memdb::open_with(d.path().join("db"), config.clone()).unwrap();
+            let created = db
+                .create_conversation(NewConversation::new(
+                    "first",
+                    tokens
+                        .iter()
+                        .map(|t| NewMessage::new("user", format!("message {t}")))
+                        .collect(),
+                ))
+                .unwrap();
+            let a = created.conversation.id;
+            msg_ids = created.messages.iter().map(|m| m.id).collect::<Vec<_>>();
+            let export = db.export(&Selection::One(a)).unwrap();
+            let mut steps: Vec<Step> = vec![
+                Box::new(move |db| {
+                    db.delete_conversation(a).unwrap();
+                }),
+                {
+                    let export = export.clone();
+                    Box::new(move |db| {
+                        db.import(export.clone(), ImportOptions::default(), &mut |_, _| {})
+                            .unwrap();
+                    })
+                },
+                Box::new(move |db| {
+                    db.delete_conversation(a).unwrap();
+                }),
+                {
+                    let mut export = export.clone();
+                    export.conversations[0].conversation.id = conv_b;
+                    export.conversations[0].conversation.label = "second".into();
+                    for m in &mut export.conversations[0].messages {
+                        m.conversation_id = conv_b;
+                    }
+                    Box::new(move |db| {
+                        db.import(export.clone(), ImportOptions::default(), &mut |_, _| {})
+                            .unwrap();
+                    })
+                },
+                Box::new(move |db| {
+                    db.update_conversation(
+                        conv_b,
+                        ConversationUpdate {
+                            label: Some("third".into()),
+                            ..Default::default()
+                        },
+                    )
+                    .unwrap();
+                }),
+                // Replayed after the relabel above, which re-adds every
+                // current message of B, this one included.
+                Box::new(move |db| {
+                    db.append_messages(conv_b, vec![NewMessage::new("user", "zqdelta")])
+                        .unwrap();
+                }),
+            ];
+            steps.insert(0, Box::new(|_| {}));
+            for (i, step) in steps.iter().enumerate() {
+                step(&db);
+                if i == crash_after {
+                    db.flush().unwrap();
+                    copy_dir(&d.path().join("db").join("text"), &snap);
+                }
+            }
+            let report = db.check().unwrap();
+            assert!(report.is_consistent(), "live: {report:?}");
+            assert_eq!(report.indexed, 4);
+        }
+        // The crash: the index as of the snapshot's commit, the store as of
+        // the last write.
+        let text = d.path().join("db").join("text");
+        std::fs::remove_dir_all(&text).unwrap();
+        copy_dir(&snap, &text);
+        let db = Memdb::open_with(d.path().join("db"), config).unwrap();
+        assert!(
+            db.recovery_report().is_empty(),
+            "crash after step {crash_after}: the index was rebuilt, not replayed: {:?}",
+            db.recovery_report()
+        );
+        let report = db.check().unwrap();
+        assert!(
+            report.is_consistent(),
+            "crash after step {crash_after}: {report:?}"
+        );
+        assert_eq!(report.indexed, 4, "crash after step {crash_after}");
+        for (t, id) in tokens.iter().zip(&msg_ids) {
+            assert_eq!(hits(&db, t), vec![(*id, "third".to_string())], "{t}");
+        }
+        assert_eq!(hits(&db, "zqdelta").len(), 1);
+    }
+
+    #[test]
+    fn reimported_ids_replay_without_duplicates() {
+        for crash_after in 0..=6 {
+            reimport_then_replay(crash_after);
+        }
+    }
+
+    /// Unfiltered queries run as they are (block-max WAND prunes them);
+    /// filtered ones are wrapped in a boolean query with constant-score
+    /// filters. A filter every document passes (folder `/`) takes the
+    /// wrapped path and must give the same hits, in the same order, with
+    /// the same scores, as the unfiltered query, over enough documents that
+    /// pruning skips blocks (128 documents each).
+    #[test]
+    fn unfiltered_queries_rank_like_filtered_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let db = Memdb::open(d.path()).unwrap();
+        let words = [
+            "apple", "river", "stone", "cloud", "ember", "maple", "orbit", "quill", "tiger",
+            "vivid",
+        ];
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n as u64) as usize
+        };
+        for c in 0..40 {
+            let messages = (0..100)
+                .map(|_| {
+                    let len = 3 + next(12);
+                    // Skewed: low-index words are frequent, others rare.
+                    let text: Vec<&str> = (0..len)
+                        .map(|_| {
+                            let span = 1 + next(words.len());
+                            words[next(span)]
+                        })
+                        .collect();
+                    NewMessage::new("user", text.join(" "))
+                })
+                .collect();
+            db.create_conversation(NewConversation::new(format!("c{c}"), messages))
+                .unwrap();
+        }
+        let all = Filter {
+            folder: Some("/".into()),
+            ..Filter::default()
+        };
+        for q in [
+            "apple",
+            "vivid",
+            "apple river",
+            "tiger vivid",
+            "\"apple river\"",
+            "apple AND quill",
+            "stone -apple",
+            "qui*",
+        ] {
+            for offset in [0, 10] {
+                let run = |filter: &Filter| -> Vec<(Uuid, f32)> {
+                    db.search_text(&TextQuery {
+                        filter: filter.clone(),
+                        offset,
+                        ..TextQuery::new(q)
+                    })
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| (h.message.id, h.score))
+                    .collect()
+                };
+                let direct = run(&Filter::default());
+                let wrapped = run(&all);
+                assert_eq!(direct.len(), 10, "{q:?} offset {offset}");
+                assert_eq!(direct, wrapped, "{q:?} offset {offset}");
+            }
+        }
+    }
+
+    /// A replay longer than one apply chunk (1024 entries): a relabel in the
+    /// first chunk re-adds a message appended in a later chunk (it reads the
+    /// current store), so that append's `InsertMessage` must delete first
+    /// although no earlier op of its own chunk added the id (`read_lsn`).
+    #[test]
+    fn replay_across_chunks_without_duplicates() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("db");
+        let config = Config {
+            text_commit_every: u64::MAX,
+            ..Config::default()
+        };
+        let snap = d.path().join("text-snapshot");
+        {
+            let db = Memdb::open_with(&dir, config.clone()).unwrap();
+            let new = |label: &str, text: &str| {
+                NewConversation::new(label, vec![NewMessage::new("user", text)])
+            };
+            let a = db
+                .create_conversation(new("a", "zqfoxtrot"))
+                .unwrap()
+                .conversation
+                .id;
+            let c = db
+                .create_conversation(new("c", "zqgolf"))
+                .unwrap()
+                .conversation
+                .id;
+            db.flush().unwrap();
+            copy_dir(&dir.join("text"), &snap);
+            db.update_conversation(
+                a,
+                ConversationUpdate {
+                    label: Some("a2".into()),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            for i in 0..1030u32 {
+                db.update_conversation(
+                    c,
+                    ConversationUpdate {
+                        importance_score: Some((i % 9 + 1) as u8),
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+            }
+            db.append_messages(a, vec![NewMessage::new("user", "zqhotel")])
+                .unwrap();
+            let report = db.check().unwrap();
+            assert!(report.is_consistent(), "live: {report:?}");
+        }
+        std::fs::remove_dir_all(dir.join("text")).unwrap();
+        copy_dir(&snap, &dir.join("text"));
+        let db = Memdb::open_with(&dir, config).unwrap();
+        assert!(
+            db.recovery_report().is_empty(),
+            "{:?}",
+            db.recovery_report()
+        );
+        let report = db.check().unwrap();
+        assert!(report.is_consistent(), "{report:?}");
+        assert_eq!(report.indexed, 3);
+        assert_eq!(hits(&db, "zqhotel").len(), 1);
+    }
 
     #[test]
     fn ancestors() {

@@ -534,6 +534,16 @@ impl VectorIndexes {
         s.search(query, params, allowed)
     }
 
+    /// (vectors in the in-memory delta plus tombstones, nodes in the current
+    /// generation): the work a compaction would fold in, and its base.
+    pub(crate) fn backlog(&self, space: &Arc<RwLock<SpaceIndex>>) -> (u64, u64) {
+        let s = space.read().unwrap_or_else(|e| e.into_inner());
+        (
+            (s.live.len() + s.tombstoned.len()) as u64,
+            s.current.as_ref().map_or(0, |g| g.len() as u64),
+        )
+    }
+
     pub(crate) fn stats(
         &self,
         store: &Store,

@@ -52,12 +52,6 @@ pub struct ServeArgs {
     /// Largest request body in bytes [default: 16 MiB].
     #[arg(long, env = "MEMDB_BODY_LIMIT")]
     pub body_limit: Option<usize>,
-    /// Embedder for semantic and hybrid search [default: none].
-    #[arg(long, env = "MEMDB_EMBEDDER", value_enum)]
-    pub embedder: Option<EmbedderChoice>,
-    /// Directory of the local embedding model.
-    #[arg(long, env = "MEMDB_MODELS", value_name = "DIR")]
-    pub models_dir: Option<PathBuf>,
 }
 
 /// The `memdb-server` binary's arguments.
@@ -71,14 +65,27 @@ pub struct ServerCli {
     /// Data directory [default: $MEMDB_DATA, else the platform data dir + /memdb].
     #[arg(long, env = "MEMDB_DATA", value_name = "DIR")]
     pub data: Option<PathBuf>,
+    /// Embedder for semantic and hybrid search [default: none].
+    #[arg(long, env = "MEMDB_EMBEDDER", value_enum)]
+    pub embedder: Option<EmbedderChoice>,
+    /// Directory of the local embedding model.
+    #[arg(long, env = "MEMDB_MODELS", value_name = "DIR")]
+    pub models_dir: Option<PathBuf>,
     /// Server settings.
     #[command(flatten)]
     pub serve: ServeArgs,
 }
 
 impl ServeArgs {
-    /// Defaults, then the file, then these arguments; validated.
-    pub fn config(&self, data: Option<PathBuf>) -> Result<ServerConfig, ServerError> {
+    /// Defaults, then the file, then these arguments (and the data
+    /// directory and embedder, which `memdb` passes as global flags);
+    /// validated.
+    pub fn config(
+        &self,
+        data: Option<PathBuf>,
+        embedder: Option<EmbedderChoice>,
+        models_dir: Option<PathBuf>,
+    ) -> Result<ServerConfig, ServerError> {
         let mut c = match &self.config {
             Some(path) => ServerConfig::from_file(path)?,
             None => ServerConfig::default(),
@@ -119,11 +126,11 @@ impl ServeArgs {
         if let Some(b) = self.body_limit {
             c.body_limit = b;
         }
-        if let Some(e) = self.embedder {
+        if let Some(e) = embedder {
             c.embedder = e;
         }
-        if let Some(m) = &self.models_dir {
-            c.models_dir = Some(m.clone());
+        if let Some(m) = models_dir {
+            c.models_dir = Some(m);
         }
         c.validate()?;
         Ok(c)
@@ -147,12 +154,22 @@ pub fn engine_config(c: &ServerConfig) -> Result<memdb::Config, ServerError> {
         EmbedderChoice::Hashing => std::sync::Arc::new(
             memdb::Hashing::new(memdb::Hashing::DEFAULT_DIMENSION).map_err(ServerError::Open)?,
         ),
-        EmbedderChoice::Local => {
+        EmbedderChoice::Local | EmbedderChoice::Auto => {
             let dir = match &c.models_dir {
                 Some(d) => d.clone(),
                 None => memdb::default_models_dir().map_err(ServerError::Open)?,
             };
-            std::sync::Arc::new(memdb::LocalOnnx::open(&dir).map_err(ServerError::Open)?)
+            match memdb::LocalOnnx::open(&dir) {
+                Ok(e) => std::sync::Arc::new(e),
+                Err(memdb::Error::ModelMissing { .. }) if c.embedder == EmbedderChoice::Auto => {
+                    tracing::warn!(
+                        "no local embedding model installed: keyword search only \
+                         (install it with scripts/install-model.sh)"
+                    );
+                    return Ok(memdb::Config::default());
+                }
+                Err(e) => return Err(ServerError::Open(e)),
+            }
         }
     };
     Ok(memdb::Config::with_embedder(embedder))
@@ -188,7 +205,10 @@ pub fn run(config: ServerConfig) -> Result<(), ServerError> {
 /// The `memdb-server` binary: parse, run, map the outcome to an exit code.
 pub fn main_entry() -> std::process::ExitCode {
     let cli = ServerCli::parse();
-    let result = cli.serve.config(cli.data).and_then(run);
+    let result = cli
+        .serve
+        .config(cli.data, cli.embedder, cli.models_dir)
+        .and_then(run);
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

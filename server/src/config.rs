@@ -24,6 +24,8 @@ pub enum EmbedderChoice {
     Hashing,
     /// The local ONNX model (all-MiniLM-L6-v2) from the models directory.
     Local,
+    /// The local model when it is installed, else none (logged).
+    Auto,
 }
 
 /// Everything the server needs besides the engine.

@@ -2,6 +2,7 @@
 //! `#[utoipa::path]` attributes and the wire types.
 
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{conversations, mcp, orchestration, search, system};
@@ -20,11 +21,58 @@ impl Modify for Bearer {
     }
 }
 
+/// Documents the answers the layers give on every route: 413 and 415 where
+/// a JSON body is read, 429 from the rate limiter.
+struct LayerResponses;
+
+impl Modify for LayerResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let error = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let responses = &mut op.responses.responses;
+                if op.request_body.is_some() {
+                    responses
+                        .entry("413".into())
+                        .or_insert_with(|| error("Request body too large").into());
+                    responses
+                        .entry("415".into())
+                        .or_insert_with(|| error("Body is not `application/json`").into());
+                    responses
+                        .entry("400".into())
+                        .or_insert_with(|| error("Malformed or invalid body").into());
+                }
+                responses
+                    .entry("429".into())
+                    .or_insert_with(|| error("Rate limit exceeded (see Retry-After)").into());
+            }
+        }
+    }
+}
+
 /// The API description served at `/openapi.json`.
 #[derive(OpenApi)]
 #[openapi(
     info(title = "memdb-server", description = "Sekha's REST API and MCP tool routes over memdb."),
-    modifiers(&Bearer),
+    modifiers(&Bearer, &LayerResponses),
     paths(
         conversations::create, conversations::get, conversations::list, conversations::count,
         conversations::set_label, conversations::set_folder, conversations::pin,
@@ -35,6 +83,7 @@ impl Modify for Bearer {
         system::health, system::metrics, system::openapi, system::export, system::stats,
         mcp::list, mcp::memory_store, mcp::memory_search, mcp::memory_update,
         mcp::memory_get_context, mcp::memory_prune, mcp::memory_export, mcp::memory_stats,
+        search::memory_search, system::memory_stats,
     ),
     components(schemas(crate::error::ErrorBody))
 )]

@@ -541,7 +541,7 @@ pub struct MemoryPruneArgs {
 }
 
 /// Validates `memory_prune` arguments (the engine computes the suggestions).
-pub fn check_prune_args(args: &MemoryPruneArgs) -> Result<Option<u8>, ApiError> {
+pub fn check_prune_args(args: &MemoryPruneArgs) -> Result<Option<f32>, ApiError> {
     if !(1..=MAX_THRESHOLD_DAYS).contains(&args.threshold_days) {
         return Err(ApiError::invalid(
             "threshold_days",
@@ -549,14 +549,21 @@ pub fn check_prune_args(args: &MemoryPruneArgs) -> Result<Option<u8>, ApiError> 
         ));
     }
     args.importance_threshold
-        .map(|v| wire::importance("importance_threshold", v))
+        .map(|v| wire::importance("importance_threshold", v).map(|_| v as f32))
         .transpose()
 }
 
-/// Pruning suggestions: needs the engine's pruning (not in this build yet).
-pub fn memory_prune(_db: &Memdb, args: MemoryPruneArgs) -> Result<Value, ApiError> {
-    check_prune_args(&args)?;
-    Err(ApiError::not_implemented("memory_prune"))
+/// Pruning suggestions (the engine's report: `suggestions` with `label`,
+/// `age_days`, `importance_score`, `reason`, plus `estimated_token_savings`).
+pub fn memory_prune(db: &Memdb, args: MemoryPruneArgs) -> Result<Value, ApiError> {
+    let importance = check_prune_args(&args)?;
+    let report = db.prune_suggestions(&memdb::PruneRequest {
+        threshold_days: args.threshold_days,
+        importance_threshold: importance,
+        inactivity_days: None,
+        now: None,
+    })?;
+    serde_json::to_value(report).map_err(ApiError::internal)
 }
 
 // ----- memory_export ----------------------------------------------------------

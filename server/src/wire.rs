@@ -29,7 +29,7 @@ pub struct MessageIn {
     /// Author role: 1..=32 ASCII letters, digits, `_`, `-` (e.g. `user`).
     pub role: String,
     /// A non-blank string, or an array of OpenAI content parts.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub content: Value,
     /// RFC 3339 or naive ISO timestamp (UTC); now when absent or null.
     #[serde(default)]
@@ -281,7 +281,7 @@ pub struct MessageOut {
     /// Author role.
     pub role: String,
     /// Content as stored: a string or content parts.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub content: Value,
     /// Message time (UTC).
     pub timestamp: DateTime<Utc>,
@@ -474,8 +474,8 @@ pub struct FtsHitOut {
     pub conversation_id: Uuid,
     /// Author role.
     pub role: String,
-    /// Content as stored.
-    #[schema(value_type = Object)]
+    /// Content as stored: a string or content parts.
+    #[schema(value_type = Value)]
     pub content: Value,
     /// Message time.
     pub timestamp: DateTime<Utc>,
@@ -626,6 +626,20 @@ pub struct ContextBody {
     /// Folders (path prefixes) never recalled.
     #[serde(default)]
     pub excluded_folders: Vec<String>,
+    /// How tokens are counted: `estimate` (4 characters per token, default)
+    /// or `cl100k_base` (exact).
+    #[serde(default)]
+    pub token_counter: Option<TokenCounting>,
+}
+
+/// Token counting of context assembly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenCounting {
+    /// `ceil(chars / 4)`.
+    Estimate,
+    /// OpenAI's cl100k_base encoding.
+    Cl100kBase,
 }
 
 /// Summary level.
@@ -657,19 +671,36 @@ fn daily() -> SummaryLevel {
 /// `POST /api/v1/prune/dry-run` body.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct PruneDryRunBody {
-    /// Conversations inactive for longer than this many days are candidates (default 90).
+    /// Days without activity after which a conversation is old (default 90).
     #[serde(default)]
     pub threshold_days: Option<u32>,
-    /// Conversations at or above this importance are kept (default 5).
+    /// Importance below which a conversation is low-importance (default 3).
     #[serde(default)]
     pub importance_threshold: Option<f64>,
+    /// Days without activity after which a younger conversation is idle (default 30).
+    #[serde(default)]
+    pub inactivity_days: Option<u32>,
+}
+
+/// What prune execution does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PruneActionWire {
+    /// Set status archived (Sekha's behaviour).
+    #[default]
+    Archive,
+    /// Delete with messages, vectors and summaries.
+    Delete,
 }
 
 /// `POST /api/v1/prune/execute` body.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct PruneExecuteBody {
-    /// Conversations to archive.
+    /// Conversations to act on (all must exist, else 404 and nothing changes).
     pub conversation_ids: Vec<Uuid>,
+    /// `archive` (default) or `delete`.
+    #[serde(default)]
+    pub action: PruneActionWire,
 }
 
 /// `POST /api/v1/labels/suggest` body.
@@ -684,4 +715,69 @@ pub struct LabelSuggestBody {
 pub struct ScoreBody {
     /// The message.
     pub message_id: Uuid,
+}
+
+// ----- the SDK's unified MCPClient ---------------------------------------------
+
+/// Filters of the SDK's `MCPClient` (`/mcp/memory/*`): lists, of which
+/// memdb's filter takes at most one value each.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryFilters {
+    /// Labels (at most one).
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Folder prefixes (at most one).
+    #[serde(default)]
+    pub folders: Vec<String>,
+    /// Lower time bound (inclusive).
+    #[serde(default)]
+    pub start_date: Option<String>,
+    /// Upper time bound (exclusive).
+    #[serde(default)]
+    pub end_date: Option<String>,
+}
+
+impl MemoryFilters {
+    /// The engine filter; more than one label or folder is 400.
+    pub fn to_filter(&self) -> Result<memdb::Filter, ApiError> {
+        let one = |field: &str, v: &[String]| -> Result<Option<String>, ApiError> {
+            match v {
+                [] => Ok(None),
+                [x] => Ok(Some(x.clone())),
+                _ => Err(ApiError::invalid(field, "at most one value is supported")),
+            }
+        };
+        Ok(memdb::Filter {
+            label: one("filters.labels", &self.labels)?,
+            folder: one("filters.folders", &self.folders)?,
+            since: timestamp("filters.start_date", self.start_date.as_deref())?,
+            until: timestamp("filters.end_date", self.end_date.as_deref())?,
+            ..memdb::Filter::default()
+        })
+    }
+}
+
+/// `POST /mcp/memory/search` body (the SDK's `MCPClient.memory_search`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct MemorySearchBody {
+    /// The query.
+    pub query: String,
+    /// Most results, 1..=1000 (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Scope.
+    #[serde(default)]
+    pub filters: Option<MemoryFilters>,
+    /// Search mode (default hybrid).
+    #[serde(default)]
+    pub mode: Option<Mode>,
+}
+
+/// `POST /mcp/memory/stats` body (the SDK's `MCPClient.memory_stats`).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct MemoryStatsBody {
+    /// Scope.
+    #[serde(default)]
+    pub filters: MemoryFilters,
 }

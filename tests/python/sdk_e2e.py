@@ -1,8 +1,10 @@
 """End-to-end test: Sekha's real clients against a running memdb-server.
 
-Drives every method of sekha-python-sdk 0.2.0's SekhaClient and every
-sekha-mcp 0.2.0 tool (through its own HTTP client) plus the two
-/mcp/tools/* routes sekha-mcp does not call itself, asserting on results.
+Drives every method of sekha-python-sdk 0.2.0's SekhaClient and of its
+unified MCPClient, every sekha-mcp 0.2.0 tool (through its own HTTP client)
+and the two /mcp/tools/* routes sekha-mcp does not call itself, asserting
+on results. (The unified SekhaClient's other parts talk to Sekha's LLM
+bridge, which memdb does not replace.)
 Run by tests/suite/server_e2e.rs with MEMDB_URL, MEMDB_KEY,
 CONTROLLER_URL and CONTROLLER_API_KEY set. Exits non-zero on failure.
 """
@@ -12,6 +14,7 @@ import json
 import os
 import sys
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import httpx
 
@@ -22,6 +25,7 @@ from sekha.client import SekhaClient  # noqa: E402
 from sekha.errors import SekhaError, SekhaNotFoundError  # noqa: E402
 from sekha.models import NewConversation, MessageDto  # noqa: E402
 from sekha.types import ClientConfig  # noqa: E402
+from sekha.unified import MCPClient  # noqa: E402
 
 from sekha_mcp.tools import (  # noqa: E402
     memory_export_tool,
@@ -138,7 +142,7 @@ async def sdk(c: SekhaClient):
 
     # -- delete --
     await c.delete_conversation(bid)
-    check(await c.count_conversations() == 1, "count after delete")
+    check(await c.count_conversations() == 2, "count after delete")
     try:
         await c.delete_conversation(bid)
         check(False, "deleting twice must raise")
@@ -147,23 +151,63 @@ async def sdk(c: SekhaClient):
     return rid
 
 
-async def orchestration(c: SekhaClient, rid: str, bid: str):
+async def orchestration(c: SekhaClient, rid: str, bid: str) -> str:
     """Context, summaries, pruning, labels, scoring (engine orchestration)."""
-    pending = []
-    for name, call in [
-        ("assemble_context", lambda: c.assemble_context("borrow checker", preferred_labels=["Rust lifetimes"], context_budget=2000)),
-        ("summarize", lambda: c.summarize(rid, level="daily")),
-        ("prune_dry_run", lambda: c.prune_dry_run(threshold_days=30)),
-        ("suggest_labels", lambda: c.suggest_labels(rid)),
-    ]:
-        try:
-            await call()
-        except SekhaError as e:
-            if "501" not in str(e):
-                raise
-            pending.append(name)
-    if pending:
-        print(f"not implemented yet (501): {', '.join(pending)}")
+    budget = 2000
+    ctx = await c.assemble_context(
+        "borrow checker lifetimes", preferred_labels=["Rust lifetimes"], context_budget=budget
+    )
+    check(rid in ctx["conversation_ids"], f"context recalls the conversation: {ctx}")
+    check(0 < ctx["token_count"] <= int(budget * 0.85), f"within budget: {ctx['token_count']}")
+    cited = [m for m in ctx["messages"] if m["conversation_id"] == rid]
+    check(cited and cited[0]["metadata"]["citation"]["label"] == "Rust lifetimes", f"citation: {cited}")
+    check(cited[0]["metadata"]["citation"]["folder"] == "/work/systems", "citation folder")
+    check("Rust lifetimes" in ctx["labels"], "labels")
+    ids = [m["id"] for m in ctx["messages"]]
+    check(len(ids) == len(set(ids)), "context is de-duplicated")
+
+    daily = await c.summarize(rid, level="daily")
+    check(daily["level"] == "daily" and daily["summary"] and daily["persisted"], f"daily: {daily}")
+    check(daily["conversation_id"] == rid and daily["token_count"] > 0, "daily fields")
+    weekly = await c.generate_summary(rid, level="weekly")
+    check(weekly["level"] == "weekly" and weekly["persisted"] and weekly["source_count"] >= 1, f"weekly: {weekly}")
+    try:
+        await c.summarize(rid, level="hourly")
+        check(False, "unknown level must fail")
+    except SekhaError:
+        pass
+
+    # Crafted ages and importances: 200 days idle with importance 2.
+    old_time = (datetime.now(timezone.utc) - timedelta(days=200)).isoformat()
+    old = (await c.create_conversation({
+        "label": "Old scratch notes",
+        "folder": "/scratch",
+        "importance_score": 2,
+        "messages": [{"role": "user", "content": "temporary scratch note about nothing", "timestamp": old_time}],
+    }))["id"]
+    report = await c.prune_dry_run(threshold_days=90)
+    by_id = {x["conversation_id"]: x for x in report["suggestions"]}
+    check(old in by_id, f"old conversation suggested: {report}")
+    check(by_id[old]["recommendation"] in ("archive", "delete"), f"recommendation: {by_id[old]}")
+    check(by_id[old]["days_since_access"] >= 199, f"age: {by_id[old]}")
+    check(rid not in by_id or by_id[rid]["recommendation"] == "keep", f"pinned recent kept: {by_id.get(rid)}")
+    check(report["estimated_token_savings"] >= by_id[old]["token_estimate"] > 0, "savings")
+    alias = await c.get_pruning_suggestions(threshold_days=90)
+    check([x["conversation_id"] for x in alias["suggestions"]] == [x["conversation_id"] for x in report["suggestions"]], "alias")
+    await c.prune_execute([old])
+    check((await c.get_conversation(old))["status"] == "archived", "prune_execute archives")
+
+    labels = await c.suggest_labels(rid)
+    check(labels["conversation_id"] == rid and labels["suggestions"], f"labels: {labels}")
+    check(all(0.0 <= x["confidence"] <= 1.0 for x in labels["suggestions"]), "confidence range")
+    applied = await c.auto_label(old, threshold=0.0)
+    check(applied and (await c.get_conversation(old))["label"] == applied, f"auto_label: {applied}")
+
+    first = (await c.get_conversation(rid))["messages"][0]["id"]
+    score = await c.score_message_importance(first)
+    check(score["message_id"] == first and 1.0 <= score["importance_score"] <= 10.0, f"score: {score}")
+    check(isinstance(score["factors"], dict) and score["reasoning"], "score factors")
+    return old
 
 
 async def mcp(rid: str):
@@ -200,15 +244,13 @@ async def mcp(rid: str):
     check(doc["metadata"]["word_count"] > 0, "export metadata")
 
     out = text_of(await memory_stats_tool({}))
-    check("Total Conversations: 2" in out and "/personal/travel" in out, f"memory_stats: {out}")
+    check("Total Conversations: 3" in out and "/personal/travel" in out, f"memory_stats: {out}")
     out = text_of(await memory_stats_tool({"folder": "/personal"}))
     check("Total Conversations: 1" in out, f"memory_stats folder: {out}")
 
-    out = text_of(await memory_prune_tool({"threshold_days": 30}))
-    if "501" in out:
-        print("memory_prune: not implemented yet (501)")
-    else:
-        check(out.startswith("✅") or out.startswith("🗑"), f"memory_prune: {out}")
+    out = text_of(await memory_prune_tool({"threshold_days": 30, "importance_threshold": 9.5}))
+    # Kyoto (importance 9 < 9.5, fresh) is flagged by the importance rule.
+    check(out.startswith("🗑") and "Kyoto 2027" in out and "Reason:" in out, f"memory_prune: {out}")
 
     # The two tool routes sekha-mcp does not call itself.
     headers = {"Authorization": f"Bearer {KEY}"}
@@ -225,6 +267,18 @@ async def mcp(rid: str):
         check(r.status_code == 404 and r.json()["success"] is False, f"unknown id: {r.text}")
         r = await h.post("/mcp/tools/memory_store", json={"label": "x"}, headers={"Authorization": "Bearer wrong"})
         check(r.status_code == 401 and "error" in r.json(), f"bad key: {r.text}")
+
+    # The SDK's unified MCPClient (/mcp/memory/*).
+    async with MCPClient(URL, KEY) as m:
+        st = await m.memory_stats({})
+        check(st["total_conversations"] == 3, f"MCPClient.memory_stats: {st}")
+        st = await m.memory_stats({"folders": ["/personal"]})
+        check(st["total_conversations"] == 1, f"MCPClient.memory_stats folders: {st}")
+        res = await m.memory_search("Kyoto temples", limit=5)
+        check(res["results"] and res["results"][0]["label"] == "Kyoto 2027", f"MCPClient.memory_search: {res}")
+        check(res["results"][0]["score"] > 0, "score")
+        res = await m.memory_search("Kyoto", filters={"labels": ["Nope"]})
+        check(res["results"] == [], f"MCPClient.memory_search filtered: {res}")
 
 
 async def main():

@@ -261,6 +261,8 @@ fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
     }
     let mut config = Config::with_embedder(hashing(128));
     config.embed_on_write = false;
+    config.embed_batch = 2;
+    config.vector_compact_backlog = 4;
     let db = Memdb::open_with(d.path(), config).unwrap();
     let status = db.embedding_status().unwrap();
     let active = status.active.expect("space created on attach");
@@ -278,9 +280,12 @@ fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
     let report = db.embed_pending(None, &mut |p| seen.push(p)).unwrap();
     assert_eq!(report.embedded, 10);
     assert_eq!(report.remaining, 0);
+    // Geometric compaction: at 4 (base 0) and at 8 (base 4) vectors.
+    assert_eq!(report.compactions, 2);
     assert_eq!(seen.last().map(|p| p.done), Some(10));
     let stats = db.vector_stats(&active.space).unwrap();
     assert_eq!(stats.count, 10);
+    assert_eq!((stats.generation_nodes, stats.delta), (8, 2));
     let r = db
         .search(&SearchRequest::new("second message").mode(SearchMode::Semantic))
         .unwrap();
@@ -510,4 +515,68 @@ fn sigkill_during_a_bulk_embed_resumes_and_embeds_each_message_once() {
             assert_eq!(hits[0].record, m.id);
         }
     }
+}
+
+/// Wraps an embedder and fails every call after the first `ok_calls`, like a
+/// model server going away mid-rebuild.
+struct FailsAfter {
+    inner: Arc<dyn Embedder>,
+    ok_calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Embedder for FailsAfter {
+    fn identity(&self) -> ModelIdentity {
+        self.inner.identity()
+    }
+    fn embed_report(&self, texts: &[&str]) -> Result<Embeddings> {
+        let left = self.ok_calls.load(std::sync::atomic::Ordering::SeqCst);
+        if left == 0 {
+            return Err(Error::Embedding("provider went away".into()));
+        }
+        self.ok_calls
+            .store(left - 1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.embed_report(texts)
+    }
+}
+
+#[test]
+fn an_interrupted_rebuild_resumes_into_the_same_space() {
+    let d = tmp();
+    {
+        let db = open(d.path(), hashing(64));
+        for i in 0..10 {
+            conv(
+                &db,
+                &format!("c{i}"),
+                "/",
+                &[&format!("message number {i}")],
+            );
+        }
+    }
+    let flaky = Arc::new(FailsAfter {
+        inner: hashing(48),
+        ok_calls: std::sync::atomic::AtomicUsize::new(2),
+    });
+    let mut config = Config::with_embedder(flaky);
+    config.embed_batch = 3;
+    {
+        let db = Memdb::open_with(d.path(), config).unwrap();
+        let e = db.rebuild_embeddings(&mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("provider went away"), "{e}");
+        let status = db.embedding_status().unwrap();
+        // The old space still serves; the new one holds what was done.
+        assert_eq!(status.active.as_ref().unwrap().model.dimension, 64);
+        let next = status.rebuilding.expect("rebuild in progress");
+        assert_eq!(next.pending, 4, "two batches of three were embedded");
+        assert!(status.last_error.unwrap().contains("provider went away"));
+    }
+    let db = open(d.path(), hashing(48));
+    let before = db.embedding_status().unwrap().rebuilding.unwrap().space;
+    let report = db.rebuild_embeddings(&mut |_| {}).unwrap();
+    assert!(report.switched);
+    assert_eq!(report.embedded, 4, "only the rest was embedded");
+    let active = db.embedding_status().unwrap().active.unwrap();
+    assert_eq!(active.space, before, "resumed into the same space");
+    assert_eq!(db.vector_stats(&active.space).unwrap().count, 10);
+    assert_eq!(db.vector_spaces().unwrap().len(), 1);
 }

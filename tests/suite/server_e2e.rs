@@ -152,6 +152,6 @@ fn sekha_sdk_and_mcp_clients_work_unchanged() {
     );
     let db = memdb::Memdb::open(data.path()).expect("reopen after shutdown");
     let stats = db.stats(&memdb::Filter::default()).expect("stats");
-    assert_eq!(stats.total_conversations, 2, "{stats:?}");
+    assert_eq!(stats.total_conversations, 3, "{stats:?}");
     assert!(db.check().expect("check").is_consistent());
 }

@@ -33,6 +33,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::hnsw::{DEFAULT_EF_CONSTRUCTION, DEFAULT_M};
 use super::search::{Strategy, exact};
 use super::synthetic::{Clustered, allowed_set, recall};
 use super::*;

@@ -25,16 +25,17 @@
 //! tombstones or files: the caller maps filters and tombstones to node ids
 //! and merges the hits of a generation and its delta.
 //!
-//! ```ignore
+//! ```text
 //! let g = Hnsw::build(Metric::Cosine, 384, HnswParams::default(), &ids, &vectors)?;
 //! let hits = g.search(&query, SearchParams::default(), Filter::All)?;
 //! let file = MappedGeneration::open(g.generation_bytes(lsn, 1)?)?;
 //! assert_eq!(file.search(&query, SearchParams::default(), Filter::All)?, hits);
 //! ```
 
-// The store integration (delta, compaction, public API) calls into this
-// module; until it lands some items are used only by tests.
-#![allow(dead_code, unused_imports)]
+// Some accessors (dimensions, memory sizes, raw bytes, synthetic data, the
+// forced-graph strategy) are used only by unit tests and the
+// `bench-internals` feature.
+#![allow(dead_code)]
 
 mod distance;
 mod hnsw;
@@ -48,7 +49,7 @@ mod synthetic;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use hnsw::{DEFAULT_EF_CONSTRUCTION, DEFAULT_M, Hnsw, HnswParams};
+pub(crate) use hnsw::{Hnsw, HnswParams};
 pub(crate) use mapped::MappedGeneration;
 pub(crate) use memdb_format::Metric;
 pub(crate) use search::{Filter, NodeSet};

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
 use rmcp::RoleServer;
 use rmcp::ServiceExt as _;
 use rmcp::model::{ClientRequest, JsonRpcMessage};
@@ -24,14 +23,12 @@ use super::{Backend, MemdbMcp};
 use crate::ServerError;
 use crate::config::{EmbedderChoice, ServerConfig};
 
-/// `memdb mcp` settings.
-#[derive(Debug, Clone, Default, Args)]
+/// `memdb mcp` settings (the CLI's global `--embedder` and `--models`).
+#[derive(Debug, Clone, Default)]
 pub struct McpArgs {
     /// Embedder for semantic and hybrid search [default: none].
-    #[arg(long, env = "MEMDB_EMBEDDER", value_enum)]
     pub embedder: Option<EmbedderChoice>,
     /// Directory of the local embedding model.
-    #[arg(long, env = "MEMDB_MODELS", value_name = "DIR")]
     pub models_dir: Option<PathBuf>,
 }
 

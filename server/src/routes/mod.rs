@@ -70,6 +70,8 @@ fn api_routes() -> Router<AppState> {
         .route("/mcp/tools/memory_prune", post(mcp::memory_prune))
         .route("/mcp/tools/memory_export", post(mcp::memory_export))
         .route("/mcp/tools/memory_stats", post(mcp::memory_stats))
+        .route("/mcp/memory/search", post(search::memory_search))
+        .route("/mcp/memory/stats", post(system::memory_stats))
         .route("/metrics", get(system::metrics))
         .route("/openapi.json", get(system::openapi))
 }

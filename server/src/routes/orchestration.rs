@@ -1,6 +1,8 @@
 //! Orchestration routes: context assembly, summaries, pruning, label
-//! suggestion, importance scoring. The engine does the work; these routes
-//! parse, call and serialize.
+//! suggestion, importance scoring. The engine does the work (SPEC.md §18)
+//! and its result types already carry the SDK's field names; these routes
+//! parse, call and serialize them. Summaries use the extractive summarizer
+//! and labels/importance the heuristics (no LLM is configured here).
 
 use axum::extract::State;
 use serde_json::Value;
@@ -9,87 +11,146 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::Json;
 use crate::state::AppState;
 use crate::wire::{
-    ContextBody, LabelSuggestBody, PruneDryRunBody, PruneExecuteBody, ScoreBody, SummarizeBody,
+    ContextBody, LabelSuggestBody, PruneActionWire, PruneDryRunBody, PruneExecuteBody, ScoreBody,
+    SummarizeBody, SummaryLevel, TokenCounting,
 };
+use memdb::{
+    ContextRequest, Extractive, PruneAction, PruneRequest, SummarizeRequest, TokenCounter,
+};
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ApiError> {
+    serde_json::to_value(v).map_err(ApiError::internal)
+}
 
 /// Assemble context for a query within a token budget.
 #[utoipa::path(post, path = "/api/v1/context/assemble", tag = "orchestration",
     request_body = ContextBody,
-    responses((status = 200, body = Object), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 501, body = ErrorBody)),
+    responses((status = 200, description = "`{messages (with metadata.citation), token_count, context_budget, target_tokens, conversation_ids, labels, recall, ...}`", body = Object),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn assemble(
-    State(_s): State<AppState>,
-    Json(_body): Json<ContextBody>,
+    State(s): State<AppState>,
+    Json(body): Json<ContextBody>,
 ) -> Result<Json<Value>, ApiError> {
-    Err(ApiError::not_implemented("context assembly"))
+    let mut req = ContextRequest::new(body.query);
+    req.preferred_labels = body.preferred_labels;
+    req.context_budget = body.context_budget;
+    req.excluded_folders = body.excluded_folders;
+    req.token_counter = match body.token_counter {
+        None | Some(TokenCounting::Estimate) => TokenCounter::Estimate,
+        Some(TokenCounting::Cl100kBase) => TokenCounter::Cl100kBase,
+    };
+    let out = s
+        .run(move |db| to_json(&db.assemble_context(&req)?))
+        .await?;
+    Ok(Json(out))
 }
 
 /// Summarize a conversation at a level (persisted).
 #[utoipa::path(post, path = "/api/v1/summarize", tag = "orchestration",
     request_body = SummarizeBody,
-    responses((status = 200, body = Object), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 501, body = ErrorBody)),
+    responses((status = 200, description = "`{id, conversation_id, level, summary, token_count, word_count, created_at, range_start, range_end, source_count, model, persisted, notes}`", body = Object),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn summarize(
-    State(_s): State<AppState>,
-    Json(_body): Json<SummarizeBody>,
+    State(s): State<AppState>,
+    Json(body): Json<SummarizeBody>,
 ) -> Result<Json<Value>, ApiError> {
-    Err(ApiError::not_implemented("summaries"))
+    let level = match body.level {
+        SummaryLevel::Daily => "daily",
+        SummaryLevel::Weekly => "weekly",
+        SummaryLevel::Monthly => "monthly",
+    };
+    let req = SummarizeRequest {
+        conversation_id: body.conversation_id,
+        level: level.into(),
+        now: None,
+    };
+    let out = s
+        .run(move |db| to_json(&db.summarize(&req, &Extractive)?))
+        .await?;
+    Ok(Json(out))
 }
 
-/// Pruning suggestions.
+/// Pruning suggestions by age, importance and inactivity.
 #[utoipa::path(post, path = "/api/v1/prune/dry-run", tag = "orchestration",
     request_body = PruneDryRunBody,
-    responses((status = 200, body = Object), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 501, body = ErrorBody)),
+    responses((status = 200, description = "`{suggestions: [{conversation_id, label, folder, last_accessed, days_since_access, age_days, message_count, token_estimate, importance_score, recommendation, reason, rules}], total_reviewed, total_suggestions, recommended_*, estimated_token_savings, ...}`", body = Object),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn prune_dry_run(
-    State(_s): State<AppState>,
-    Json(_body): Json<PruneDryRunBody>,
+    State(s): State<AppState>,
+    Json(body): Json<PruneDryRunBody>,
 ) -> Result<Json<Value>, ApiError> {
-    Err(ApiError::not_implemented("pruning suggestions"))
+    let req = PruneRequest {
+        threshold_days: body
+            .threshold_days
+            .unwrap_or(PruneRequest::default().threshold_days),
+        importance_threshold: body.importance_threshold.map(|v| v as f32),
+        inactivity_days: body.inactivity_days,
+        now: None,
+    };
+    let out = s
+        .run(move |db| to_json(&db.prune_suggestions(&req)?))
+        .await?;
+    Ok(Json(out))
 }
 
-/// Archive the given conversations.
+/// Archive (or delete) the given conversations, all or none.
 #[utoipa::path(post, path = "/api/v1/prune/execute", tag = "orchestration",
     request_body = PruneExecuteBody,
-    responses((status = 200, body = Object), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 501, body = ErrorBody)),
+    responses((status = 200, description = "`{archived, already_archived, deleted, messages_deleted}`", body = Object),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn prune_execute(
-    State(_s): State<AppState>,
-    Json(_body): Json<PruneExecuteBody>,
+    State(s): State<AppState>,
+    Json(body): Json<PruneExecuteBody>,
 ) -> Result<Json<Value>, ApiError> {
-    Err(ApiError::not_implemented("prune execution"))
+    let action = match body.action {
+        PruneActionWire::Archive => PruneAction::Archive,
+        PruneActionWire::Delete => PruneAction::Delete,
+    };
+    let ids = body.conversation_ids;
+    let out = s
+        .run(move |db| to_json(&db.prune_execute(&ids, action)?))
+        .await?;
+    Ok(Json(out))
 }
 
-/// Label suggestions for a conversation.
+/// Label suggestions for a conversation (heuristic).
 #[utoipa::path(post, path = "/api/v1/labels/suggest", tag = "orchestration",
     request_body = LabelSuggestBody,
-    responses((status = 200, body = Object), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 501, body = ErrorBody)),
+    responses((status = 200, description = "`{conversation_id, suggestions: [{label, folder, confidence, is_existing, reason}], top_suggestion, model}`", body = Object),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn suggest_labels(
-    State(_s): State<AppState>,
-    Json(_body): Json<LabelSuggestBody>,
+    State(s): State<AppState>,
+    Json(body): Json<LabelSuggestBody>,
 ) -> Result<Json<Value>, ApiError> {
-    Err(ApiError::not_implemented("label suggestion"))
+    let id = body.conversation_id;
+    let out = s
+        .run(move |db| to_json(&db.suggest_labels(id, None)?))
+        .await?;
+    Ok(Json(out))
 }
 
-/// Importance score of a message.
+/// Importance score of a message (heuristic).
 #[utoipa::path(post, path = "/api/v1/messages/score", tag = "orchestration",
     request_body = ScoreBody,
-    responses((status = 200, body = Object), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 501, body = ErrorBody)),
+    responses((status = 200, description = "`{message_id, conversation_id, importance_score, factors, reasoning, model}`", body = Object),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn score_message(
-    State(_s): State<AppState>,
-    Json(_body): Json<ScoreBody>,
+    State(s): State<AppState>,
+    Json(body): Json<ScoreBody>,
 ) -> Result<Json<Value>, ApiError> {
-    Err(ApiError::not_implemented("importance scoring"))
+    let id = body.message_id;
+    let out = s
+        .run(move |db| to_json(&db.score_message(id, None)?))
+        .await?;
+    Ok(Json(out))
 }

@@ -10,8 +10,8 @@ use crate::extract::Json;
 use crate::search::{self, Spec};
 use crate::state::AppState;
 use crate::wire::{
-    FtsBody, FtsHitOut, FtsOut, Mode, QueryBody, QueryOut, RebuildOut, SearchResultOut,
-    content_json,
+    FtsBody, FtsHitOut, FtsOut, MemorySearchBody, Mode, QueryBody, QueryOut, RebuildOut,
+    SearchResultOut, content_json,
 };
 
 fn check_limit(limit: usize) -> Result<usize, ApiError> {
@@ -37,9 +37,20 @@ pub async fn query(
     State(s): State<AppState>,
     Json(body): Json<QueryBody>,
 ) -> Result<Json<QueryOut>, ApiError> {
+    let (filter, conversation_id, role) =
+        search::filters(body.filters.clone().unwrap_or_default())?;
+    run_query(s, body, filter, conversation_id, role).await
+}
+
+async fn run_query(
+    s: AppState,
+    body: QueryBody,
+    filter: memdb::Filter,
+    conversation_id: Option<uuid::Uuid>,
+    role: Option<String>,
+) -> Result<Json<QueryOut>, ApiError> {
     let limit = check_limit(body.limit.unwrap_or(10))?;
     let offset = body.offset.unwrap_or(0);
-    let (filter, conversation_id, role) = search::filters(body.filters.unwrap_or_default())?;
     let spec = Spec {
         query: body.query.clone(),
         mode: body.mode.unwrap_or(Mode::Hybrid),
@@ -74,6 +85,28 @@ pub async fn query(
         page: offset / limit + 1,
         page_size: limit,
     }))
+}
+
+/// Search for the SDK's `MCPClient.memory_search` (same answer as `/api/v1/query`).
+#[utoipa::path(post, path = "/mcp/memory/search", tag = "mcp",
+    request_body = MemorySearchBody,
+    responses(
+        (status = 200, body = QueryOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn memory_search(
+    State(s): State<AppState>,
+    Json(body): Json<MemorySearchBody>,
+) -> Result<Json<QueryOut>, ApiError> {
+    let filter = body.filters.unwrap_or_default().to_filter()?;
+    let query = QueryBody {
+        query: body.query,
+        limit: body.limit,
+        offset: None,
+        filters: None,
+        mode: body.mode,
+    };
+    run_query(s, query, filter, None, None).await
 }
 
 /// Full-text (BM25) search in memdb's query syntax.

@@ -11,7 +11,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Json, Query};
 use crate::metrics::{Gauges, dir_size};
 use crate::state::AppState;
-use crate::wire::{Envelope, ExportOut, ExportParams, StatsOut, StatsParams};
+use crate::wire::{Envelope, ExportOut, ExportParams, MemoryStatsBody, StatsOut, StatsParams};
 
 /// One health check.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -202,4 +202,22 @@ pub async fn stats(
         .run(move |db| crate::tools::memory_stats(db, args))
         .await?;
     Ok(Json(Envelope::ok(out)))
+}
+
+/// Statistics for the SDK's `MCPClient.memory_stats` (not enveloped).
+#[utoipa::path(post, path = "/mcp/memory/stats", tag = "mcp",
+    request_body = MemoryStatsBody,
+    responses((status = 200, body = StatsOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn memory_stats(
+    State(s): State<AppState>,
+    Json(body): Json<MemoryStatsBody>,
+) -> Result<Json<StatsOut>, ApiError> {
+    // Dates bound conversations' `updated_at` here (SPEC §9).
+    let filter = body.filters.to_filter()?;
+    let out = s
+        .run(move |db| Ok(StatsOut::from(db.stats(&filter)?)))
+        .await?;
+    Ok(Json(out))
 }

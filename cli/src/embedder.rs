@@ -1,0 +1,106 @@
+//! Chooses the embedding model a command runs with (`--embedder`,
+//! `--models`) and drains the embedding queue after writes, with a
+//! progress bar on a terminal. The engine does the embedding; this module
+//! only picks the provider and reports.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use memdb::{Config, EmbedReport, Embedder, Error, Hashing, LocalOnnx, Memdb};
+
+use crate::args::EmbedderChoice;
+
+/// The embedder a command runs with (`None`: keyword only) and, when `auto`
+/// found no installed model, a note saying so.
+pub type Loaded = (Option<Arc<dyn Embedder>>, Option<String>);
+
+/// The embedder for `choice`, or `None` with the reason when `auto` finds
+/// no installed model.
+pub fn load(choice: EmbedderChoice, models: Option<PathBuf>) -> Result<Loaded> {
+    let dir = || -> Result<PathBuf> {
+        match &models {
+            Some(d) => Ok(d.clone()),
+            None => Ok(memdb::default_models_dir()?),
+        }
+    };
+    Ok(match choice {
+        EmbedderChoice::None => (None, None),
+        EmbedderChoice::Hashing => (Some(Arc::new(Hashing::default())), None),
+        EmbedderChoice::Local => {
+            let dir = dir()?;
+            let model = LocalOnnx::open(&dir)
+                .with_context(|| format!("loading the local model from {}", dir.display()))?;
+            (Some(Arc::new(model)), None)
+        }
+        EmbedderChoice::Auto => {
+            let dir = dir()?;
+            match LocalOnnx::open(&dir) {
+                Ok(model) => (Some(Arc::new(model)), None),
+                // Not installed: keyword only, and the caller says so. A
+                // damaged install is an error, never silently skipped.
+                Err(Error::ModelMissing { .. }) => (
+                    None,
+                    Some(format!(
+                        "no embedding model installed in {}: keyword search only \
+                         (install it with `memdb model install` or scripts/install-model.sh)",
+                        dir.display()
+                    )),
+                ),
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("loading the local model from {}", dir.display())
+                    });
+                }
+            }
+        }
+    })
+}
+
+/// Engine configuration carrying `embedder`.
+pub fn config(embedder: Option<Arc<dyn Embedder>>) -> Config {
+    let mut c = Config::default();
+    c.embedder = embedder;
+    c
+}
+
+/// Embeds whatever the write left queued (a bulk import), with a progress
+/// bar on a terminal. A no-op without an embedder.
+pub fn drain(db: &Memdb) -> Result<Option<EmbedReport>> {
+    if db.config().embedder.is_none() {
+        return Ok(None);
+    }
+    let bar = bar("embedding {bar:40} {pos}/{len} messages ({eta})");
+    let report = db.embed_pending(None, &mut |p| {
+        if let Some(bar) = &bar {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    match report {
+        Ok(r) => Ok(Some(r)),
+        // The write itself succeeded and is durable; the queue keeps the
+        // messages for `memdb embed` or `memdb rebuild-embeddings`.
+        Err(e @ Error::ModelMismatch { .. }) => {
+            eprintln!("note: messages stored but not embedded: {e}");
+            Ok(None)
+        }
+        Err(e) => Err(e).context("embedding the new messages (they stay queued)"),
+    }
+}
+
+/// A progress bar on stderr with `template`, only when stderr is a terminal.
+pub fn bar(template: &str) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
