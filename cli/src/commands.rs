@@ -296,6 +296,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                 })
             })?
         }
+        Command::Model { command } => Output::Model(crate::model::run(command)?),
         Command::Spaces => with_db(open()?, |db| {
             let mut stats = Vec::new();
             for s in db.vector_spaces()? {

@@ -18,6 +18,7 @@ mod commands;
 mod embedder;
 mod input;
 mod mcp;
+mod model;
 mod options;
 mod output;
 mod serve;

@@ -68,6 +68,8 @@ pub enum Output {
         report: memdb::EmbedReport,
         status: memdb::EmbeddingStatus,
     },
+    /// `model install`, `model status`.
+    Model(crate::model::Report),
 }
 
 /// Where an export went.
@@ -189,6 +191,7 @@ impl Output {
                 "report": to_value(report),
                 "status": to_value(status),
             }),
+            Output::Model(report) => report.to_json(),
         }
     }
 
@@ -438,6 +441,7 @@ impl Output {
                     );
                 }
             }
+            Output::Model(report) => o.push_str(&report.to_human()),
         }
         out
     }
@@ -470,6 +474,7 @@ impl Output {
                     None
                 }
             }
+            Output::Model(report) => report.failure(),
             _ => None,
         }
     }

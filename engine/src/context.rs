@@ -593,21 +593,15 @@ fn validate_request(req: &ContextRequest) -> Result<(Vec<String>, Vec<String>)> 
     Ok((preferred, excluded))
 }
 
-/// Conversations with importance ≥ 10 (any status), from the status index
-/// order (by id).
+/// Conversations with importance ≥ 10 (any status; the caller keeps the
+/// active ones), from the importance index, by id.
 fn pinned_conversations(txn: &redb::ReadTransaction) -> Result<Vec<u128>> {
-    let convs = txn.open_table(store::CONVERSATIONS)?;
-    let by_status = txn.open_table(store::CONV_BY_STATUS)?;
-    let active = Status::Active.code();
+    let by_importance = txn.open_table(store::CONV_BY_IMPORTANCE)?;
     let mut out = Vec::new();
-    for row in by_status.range((active, 0u128)..=(active, u128::MAX))? {
-        let cid = row?.0.value().1;
-        if let Some(c) = store::get_conversation(&convs, cid)?
-            && c.importance >= PINNED_IMPORTANCE
-        {
-            out.push(cid);
-        }
+    for row in by_importance.range((PINNED_IMPORTANCE, 0u128)..=(u8::MAX, u128::MAX))? {
+        out.push(row?.0.value().1);
     }
+    out.sort_unstable();
     Ok(out)
 }
 

@@ -477,6 +477,18 @@ impl Memdb {
                 ids.push(row?.0.value().1);
             }
             Some(ids)
+        } else if filter.pinned == Some(true) || filter.min_importance.is_some() {
+            let lo = if filter.pinned == Some(true) {
+                PINNED_IMPORTANCE
+            } else {
+                filter.min_importance.unwrap_or(0)
+            };
+            let t = txn.open_table(store::CONV_BY_IMPORTANCE)?;
+            let mut ids = Vec::new();
+            for row in t.range((lo, 0u128)..=(u8::MAX, u128::MAX))? {
+                ids.push(row?.0.value().1);
+            }
+            Some(ids)
         } else {
             None
         };

@@ -100,6 +100,42 @@ pub enum Error {
         /// The configured model.
         configured: String,
     },
+    /// A remote (HTTP) provider failed: an OpenAI-compatible embeddings or
+    /// chat endpoint, or a model download. The message says what to fix and
+    /// never contains the API key.
+    #[error("remote provider {endpoint}: {message}")]
+    Remote {
+        /// The URL that was called (no credentials, no query string).
+        endpoint: String,
+        /// What went wrong, for callers that branch on it.
+        kind: RemoteFailure,
+        /// The last HTTP status, when the server answered.
+        status: Option<u16>,
+        /// Human-readable explanation, with the remedy.
+        message: String,
+    },
+}
+
+/// The kinds of [`Error::Remote`] failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RemoteFailure {
+    /// 401 or 403: the API key is missing, wrong or lacks permission.
+    Unauthorized,
+    /// 404: wrong base URL or unknown model.
+    NotFound,
+    /// 429 on every attempt: rate limited.
+    RateLimited,
+    /// 5xx on every attempt.
+    Server,
+    /// Another 4xx: the server rejected the request (e.g. input too long).
+    Rejected,
+    /// No connection could be made (refused, DNS, TLS).
+    Unreachable,
+    /// Connecting or waiting for the answer took longer than the timeout.
+    Timeout,
+    /// The server answered 2xx with a body that is not what the API defines.
+    Malformed,
 }
 
 impl Error {

@@ -43,7 +43,9 @@ mod embed;
 mod embedding;
 mod error;
 mod export;
+mod http;
 mod keywords;
+mod llm;
 mod lock;
 mod prune;
 mod search;
@@ -67,13 +69,15 @@ pub use context::{
 };
 pub use db::{MAX_LIMIT, Memdb};
 pub use embed::{
-    Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, default_models_dir,
+    Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, OpenAiConfig,
+    OpenAiEmbedder, default_models_dir,
 };
 pub use embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
-pub use error::{Error, Result};
+pub use error::{Error, RemoteFailure, Result};
 pub use export::{
     EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ImportOptions, ImportReport, Selection,
 };
+pub use llm::{OpenAiChat, OpenAiChatConfig};
 pub use prune::{
     PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
     Recommendation,

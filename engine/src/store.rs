@@ -16,7 +16,7 @@ use redb::{
 use crate::error::{Error, Result};
 
 /// Newest schema version this build writes and reads.
-pub(crate) const SCHEMA_VERSION: u64 = 1;
+pub(crate) const SCHEMA_VERSION: u64 = 2;
 
 pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 pub(crate) const CONVERSATIONS: TableDefinition<u128, &[u8]> =
@@ -37,6 +37,10 @@ pub(crate) const CONV_BY_LABEL: TableDefinition<(&str, u128), ()> =
 /// (status code, conversation) → ().
 pub(crate) const CONV_BY_STATUS: TableDefinition<(u8, u128), ()> =
     TableDefinition::new("conv_by_status");
+/// Conversations by importance (pinned = 10): pinned recall and importance
+/// filters without decoding every row. Added in schema version 2.
+pub(crate) const CONV_BY_IMPORTANCE: TableDefinition<(u8, u128), ()> =
+    TableDefinition::new("conv_by_importance");
 /// LSN → encoded [`OplogEntry`].
 pub(crate) const OPLOG: TableDefinition<u64, &[u8]> = TableDefinition::new("oplog");
 /// Vector space name → envelope(`SpaceRecord`).
@@ -90,7 +94,19 @@ const KEY_TEXT_LSN: &str = "text_index_lsn";
 
 /// Forward migrations: `MIGRATIONS[v - 1]` upgrades a store from version `v`
 /// to `v + 1`. Version 1 is the first layout, so the list is empty today.
-const MIGRATIONS: &[fn(&WriteTransaction) -> Result<()>] = &[];
+const MIGRATIONS: &[fn(&WriteTransaction) -> Result<()>] = &[migrate_1_to_2];
+
+/// Version 2 added `conv_by_importance`: fill it from the conversations.
+fn migrate_1_to_2(txn: &WriteTransaction) -> Result<()> {
+    let convs = txn.open_table(CONVERSATIONS)?;
+    let mut by_importance = txn.open_table(CONV_BY_IMPORTANCE)?;
+    for row in convs.iter()? {
+        let (k, v) = row?;
+        let rec = ConversationRecord::decode(v.value())?;
+        by_importance.insert((rec.importance, k.value()), ())?;
+    }
+    Ok(())
+}
 
 /// The redb database and its schema.
 pub(crate) struct Store {
@@ -118,6 +134,7 @@ impl Store {
             txn.open_table(CONV_BY_FOLDER)?;
             txn.open_table(CONV_BY_LABEL)?;
             txn.open_table(CONV_BY_STATUS)?;
+            txn.open_table(CONV_BY_IMPORTANCE)?;
             txn.open_table(OPLOG)?;
             txn.open_table(VECTOR_SPACES)?;
             txn.open_table(VECTORS)?;
@@ -277,7 +294,11 @@ pub(crate) fn put_conversation(
     let mut by_folder = txn.open_table(CONV_BY_FOLDER)?;
     let mut by_label = txn.open_table(CONV_BY_LABEL)?;
     let mut by_status = txn.open_table(CONV_BY_STATUS)?;
+    let mut by_importance = txn.open_table(CONV_BY_IMPORTANCE)?;
     if let Some(old) = old {
+        if old.importance != rec.importance {
+            by_importance.remove((old.importance, id))?;
+        }
         if old.updated_at != rec.updated_at {
             by_updated.remove((old.updated_at, id))?;
         }
@@ -295,6 +316,7 @@ pub(crate) fn put_conversation(
     by_folder.insert((rec.folder.as_str(), id), ())?;
     by_label.insert((rec.label.as_str(), id), ())?;
     by_status.insert((rec.status, id), ())?;
+    by_importance.insert((rec.importance, id), ())?;
     Ok(())
 }
 
@@ -313,6 +335,8 @@ pub(crate) fn delete_conversation(
     txn.open_table(CONV_BY_LABEL)?
         .remove((rec.label.as_str(), id))?;
     txn.open_table(CONV_BY_STATUS)?.remove((rec.status, id))?;
+    txn.open_table(CONV_BY_IMPORTANCE)?
+        .remove((rec.importance, id))?;
     let mut conv_messages = txn.open_table(CONV_MESSAGES)?;
     let mut messages = txn.open_table(MESSAGES)?;
     let mut removed = Vec::new();
@@ -378,4 +402,54 @@ pub(crate) fn conversation_message_ids(txn: &ReadTransaction, conv: u128) -> Res
         out.push(row?.1.value());
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conv(importance: u8) -> ConversationRecord {
+        ConversationRecord {
+            label: "l".into(),
+            folder: "/".into(),
+            status: 0,
+            importance,
+            word_count: 0,
+            session_count: 1,
+            message_count: 0,
+            next_seq: 0,
+            created_at: 1,
+            updated_at: 1,
+            metadata_json: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn a_version_1_store_gets_its_importance_index_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memdb.redb");
+        {
+            let store = Store::open(&path).unwrap();
+            let txn = store.db.begin_write().unwrap();
+            put_conversation(&txn, 1, &conv(10), None).unwrap();
+            put_conversation(&txn, 2, &conv(3), None).unwrap();
+            // Make it look like version 1: no importance index yet.
+            txn.open_table(CONV_BY_IMPORTANCE)
+                .unwrap()
+                .retain(|_, _| false)
+                .unwrap();
+            txn.open_table(META).unwrap().insert(KEY_SCHEMA, 1).unwrap();
+            txn.commit().unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let txn = store.read().unwrap();
+        let meta = txn.open_table(META).unwrap();
+        assert_eq!(
+            meta.get(KEY_SCHEMA).unwrap().unwrap().value(),
+            SCHEMA_VERSION
+        );
+        let idx = txn.open_table(CONV_BY_IMPORTANCE).unwrap();
+        let rows: Vec<(u8, u128)> = idx.iter().unwrap().map(|r| r.unwrap().0.value()).collect();
+        assert_eq!(rows, vec![(3, 2), (10, 1)]);
+    }
 }

@@ -13,6 +13,7 @@ mod mcp_stdio;
 mod model;
 mod orchestration;
 mod recovery;
+mod remote;
 mod search;
 mod semantic;
 mod server_api;

@@ -12,6 +12,8 @@
 //! - [`Hashing`]: a deterministic *lexical* embedder (feature hashing of
 //!   words and word pairs). It needs no model, so tests and users who want no
 //!   model can use it; it is never substituted for a configured model.
+//! - [`OpenAiEmbedder`]: any OpenAI-compatible `/v1/embeddings` server
+//!   (OpenAI, Ollama, vLLM, LiteLLM), batched, with retries (`crate::http`).
 //!
 //! The design choice: the identity travels with the vectors. A vector space
 //! records the identity of the embedder that filled it, and vectors from two
@@ -27,8 +29,7 @@
 //! assert_eq!(v.len(), 2);
 //! ```
 //!
-//! What it is not: no caching (the query cache sits above this), no storage,
-//! no network (the OpenAI-compatible provider is separate).
+//! What it is not: no caching (the query cache sits above this), no storage.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,9 +38,11 @@ use crate::spaces::Metric;
 
 mod hashing;
 mod local;
+mod openai;
 
 pub use hashing::Hashing;
 pub use local::{LocalOnnx, LocalOnnxOptions, default_models_dir};
+pub use openai::{OpenAiConfig, OpenAiEmbedder};
 
 /// Which model produced a vector: vectors with different identities must
 /// never share a vector space.

@@ -1,0 +1,92 @@
+//! Embedding throughput of memdb's local embedder (`LocalOnnx`): embeds the
+//! sentences of a file (one per line) at a given thread count and batch
+//! size and prints one JSON line with sentences per second.
+//!
+//! Run by `benches/embed/run.sh`, side by side with `benches/embed/bench.py`
+//! (the same model and tokenizer through onnxruntime's Python API). With
+//! `--vectors FILE` it also writes the vectors (little-endian f32, row-major)
+//! so the Python side can check that both compute the same embeddings.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use memdb::{Embedder, LocalOnnx, LocalOnnxOptions};
+
+#[derive(Parser)]
+struct Args {
+    /// Sentences, one per line.
+    #[arg(long)]
+    sentences: PathBuf,
+    /// Models directory [default: $MEMDB_MODELS, else the platform default].
+    #[arg(long)]
+    models: Option<PathBuf>,
+    /// ONNX Runtime intra-op threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Sentences per inference call.
+    #[arg(long, default_value_t = 32)]
+    batch: usize,
+    /// Timed passes over all sentences (the best is reported).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Write the vectors here (f32 little-endian, one row per sentence).
+    #[arg(long)]
+    vectors: Option<PathBuf>,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let text = std::fs::read_to_string(&args.sentences)
+        .with_context(|| format!("reading {}", args.sentences.display()))?;
+    let sentences: Vec<&str> = text.lines().collect();
+    if sentences.is_empty() || args.repeat == 0 {
+        bail!("no sentences, or --repeat 0");
+    }
+    let dir = match args.models {
+        Some(d) => d,
+        None => memdb::default_models_dir()?,
+    };
+    let load = Instant::now();
+    let model = LocalOnnx::open_with(
+        &dir,
+        LocalOnnxOptions::default()
+            .intra_threads(args.threads)
+            .batch_size(args.batch),
+    )?;
+    let load_s = load.elapsed().as_secs_f64();
+    // Warm-up: one batch (first-run allocations, lazy kernel setup).
+    let warm = &sentences[..sentences.len().min(args.batch)];
+    model.embed(warm)?;
+
+    let mut best = f64::INFINITY;
+    let mut vectors = Vec::new();
+    for _ in 0..args.repeat {
+        let t = Instant::now();
+        vectors = model.embed(&sentences)?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    if let Some(path) = &args.vectors {
+        let mut bytes = Vec::with_capacity(vectors.len() * 384 * 4);
+        for v in &vectors {
+            for x in v {
+                bytes.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!(
+        "{}",
+        serde_json::json!({
+            "impl": "memdb",
+            "sentences": sentences.len(),
+            "threads": args.threads,
+            "batch": args.batch,
+            "seconds": best,
+            "sentences_per_s": sentences.len() as f64 / best,
+            "load_s": load_s,
+        })
+    );
+    Ok(())
+}
