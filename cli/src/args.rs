@@ -204,6 +204,12 @@ pub enum Command {
     /// Serve the data directory over Sekha's REST API and MCP tool routes
     /// (memdb-server). Needs an API key: `MEMDB_API_KEY`.
     Serve(Box<memdb_server::cli::ServeArgs>),
+
+    /// Serve the data directory as an MCP server over stdin/stdout (what MCP
+    /// clients such as Claude Desktop spawn), with `--embedder`/`--models`.
+    /// Logs go to stderr. When a memdb-server holds the directory, tool
+    /// calls are forwarded to it with `MEMDB_API_KEY`.
+    Mcp,
     /// Embed messages still waiting in the embedding queue (bulk imports
     /// with embeddings off, or a store the model was attached to late).
     Embed {

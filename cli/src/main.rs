@@ -10,12 +10,14 @@
 //! error (one `error: ...` line on stderr), 2 usage error (clap's message).
 //! `anyhow` is used here and in no library.
 //!
-//! What it is not: a server or an MCP endpoint (see `memdb-server`).
+//! What it is not: a server or an MCP endpoint: `serve` and `mcp` hand over
+//! to `memdb-server`.
 
 mod args;
 mod commands;
 mod embedder;
 mod input;
+mod mcp;
 mod model;
 mod options;
 mod output;
@@ -49,6 +51,13 @@ fn main() -> ExitCode {
             models,
             ..
         }) => return serve::run(data, embedder, models, *args),
+        Ok(Cli {
+            command: Command::Mcp,
+            data,
+            embedder,
+            models,
+            ..
+        }) => return mcp::run(data, embedder, models),
         Ok(cli) => {
             let json = cli.json;
             match commands::run(cli) {

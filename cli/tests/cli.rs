@@ -942,6 +942,87 @@ fn verify_compact_and_spaces() {
     assert!(run.stderr.contains("vector space"), "{}", run.stderr);
 }
 
+/// `memdb mcp`: MCP over stdio. stdout carries only JSON-RPC lines (logs go
+/// to stderr); a stored conversation is in the store after stdin closes.
+#[test]
+fn mcp_serves_tools_over_stdio_and_keeps_stdout_clean() {
+    use std::io::{BufRead as _, BufReader};
+    let db = Db::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memdb"))
+        .env_remove("MEMDB_DATA")
+        .env_remove("MEMDB_API_KEY")
+        .env("MEMDB_LOG", "debug")
+        .env("MEMDB_EMBEDDER", "none")
+        .arg("--data")
+        .arg(db.data())
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn memdb mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut answer = |stdin: &mut std::process::ChildStdin, msg: Value, id: u64| -> Value {
+        writeln!(stdin, "{msg}").expect("write");
+        loop {
+            let mut line = String::new();
+            assert!(
+                stdout.read_line(&mut line).expect("read") > 0,
+                "memdb mcp closed stdout"
+            );
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    };
+    let init = answer(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "cli-test", "version": "1"}}}),
+        1,
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "memdb", "{init}");
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .expect("write");
+    let list = answer(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        2,
+    );
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(7));
+    let stored = answer(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "memory_store", "arguments": {"label": "via mcp", "folder": "/cli",
+            "messages": [{"role": "user", "content": "hello over stdio"}]}}}),
+        3,
+    );
+    assert_eq!(stored["result"]["isError"], false, "{stored}");
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("read rest");
+    for line in rest.lines() {
+        serde_json::from_str::<Value>(line)
+            .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("memdb mcp"),
+        "logs belong on stderr: {stderr}"
+    );
+    assert_eq!(db.count(), 1);
+}
+
 // ----- semantic and hybrid search ------------------------------------------
 
 fn topic(label: &str, text: &str) -> Value {

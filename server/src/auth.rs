@@ -90,9 +90,15 @@ pub const WRITE_POSTS: &[&str] = &[
     "/mcp/tools/memory_update",
 ];
 
+/// The MCP endpoint: any valid key may use it (open, call, close a
+/// session); the MCP handler refuses write tools to read-only keys.
+pub const MCP_ROUTE: &str = "/mcp";
+
 /// The access a route needs.
 pub fn needed(method: &Method, route: &str) -> Access {
-    if method == Method::PUT
+    if route == MCP_ROUTE {
+        Access::Read
+    } else if method == Method::PUT
         || method == Method::DELETE
         || method == Method::PATCH
         || (method == Method::POST && WRITE_POSTS.contains(&route))
@@ -105,7 +111,7 @@ pub fn needed(method: &Method, route: &str) -> Access {
 
 /// Middleware on every route but `/health`: a valid key (401 otherwise)
 /// with the access the route needs (403 for a read-only key on a write).
-pub async fn require(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn require(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -115,7 +121,11 @@ pub async fn require(State(state): State<AppState>, req: Request, next: Next) ->
         Ok(Access::Read) if need == Access::Write => {
             ApiError::new(StatusCode::FORBIDDEN, "this API key is read-only").into_response()
         }
-        Ok(_) => next.run(req).await,
+        Ok(access) => {
+            // The MCP handler reads it to refuse write tools to read-only keys.
+            req.extensions_mut().insert(access);
+            next.run(req).await
+        }
         Err(why) => unauthorized(why),
     }
 }

@@ -21,8 +21,11 @@
 //! # }
 //! ```
 //!
-//! What it is not: a search engine (see `memdb`) or a native MCP server (the
-//! `/mcp/tools/*` routes are Sekha's JSON-over-HTTP shim).
+//! MCP: [`mcp`] is the native MCP server (streamable HTTP at `/mcp` here,
+//! stdio in `memdb mcp`); the `/mcp/tools/*` routes are Sekha's
+//! JSON-over-HTTP shim. Both call the functions of [`tools`].
+//!
+//! What it is not: a search engine (see `memdb`).
 
 #![cfg_attr(
     not(test),
@@ -34,6 +37,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 pub mod ratelimit;
@@ -93,15 +97,26 @@ pub async fn serve(
     } else {
         None
     };
-    let app = router(db.clone(), config);
-    if let Ok(addr) = listener.local_addr() {
+    let state = AppState::new(db.clone(), config);
+    let mcp_shutdown = state.mcp_shutdown.clone();
+    let app = routes::router(state);
+    // `memdb mcp` finds the server through this file when the store is held.
+    // Removed when this function returns, after the store is closed.
+    let _endpoint = listener.local_addr().ok().and_then(|addr| {
         tracing::info!(%addr, "memdb-server listening");
-    }
+        mcp::forward::write_endpoint(db.dir(), addr)
+            .map_err(|e| tracing::warn!(error = %e, "could not write the endpoint file"))
+            .ok()
+    });
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown)
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        // Open MCP streams would otherwise hold the graceful shutdown.
+        mcp_shutdown.cancel();
+    })
     .await
     .map_err(ServerError::Serve)?;
     tracing::info!("shutting down: closing the store");

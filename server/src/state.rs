@@ -24,6 +24,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The configuration in effect.
     pub config: Arc<ServerConfig>,
+    /// Cancelled at shutdown: ends the MCP sessions of `/mcp`.
+    pub mcp_shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for AppState {
@@ -46,6 +48,7 @@ impl AppState {
             )),
             metrics: Arc::new(Metrics::default()),
             config: Arc::new(config),
+            mcp_shutdown: tokio_util::sync::CancellationToken::new(),
             db,
         }
     }

@@ -9,6 +9,7 @@
 
 use chrono::{DateTime, Utc};
 use memdb::{ConversationUpdate, Filter, Memdb, NewConversation, NewMessage, Selection, Status};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -86,7 +87,7 @@ pub fn definitions() -> Vec<ToolDef> {
 // ----- memory_store -----------------------------------------------------------
 
 /// A message role accepted by the tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolRole {
     /// The user.
@@ -108,38 +109,45 @@ impl ToolRole {
 }
 
 /// One message of `memory_store`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
 pub struct ToolMessage {
     /// Message role.
     pub role: ToolRole,
     /// Message content.
     #[schema(min_length = 1)]
+    #[schemars(length(min = 1))]
     pub content: String,
     /// ISO 8601 timestamp; now when absent or null.
     #[serde(default)]
     #[schema(format = DateTime)]
+    #[schemars(extend("format" = "date-time"))]
     pub timestamp: Option<String>,
     /// Additional message metadata.
     #[serde(default)]
     #[schema(value_type = Option<Object>, default = json!({}))]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>", extend("default" = {}))]
     pub metadata: Option<Value>,
 }
 
 /// `memory_store` arguments.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
 pub struct MemoryStoreArgs {
     /// Conversation title/label.
     #[schema(min_length = 1, max_length = 500)]
+    #[schemars(length(min = 1, max = 500))]
     pub label: String,
     /// Folder path (e.g. /projects/ai).
     #[schema(pattern = r"^/[a-zA-Z0-9_\-/]*$")]
+    #[schemars(regex(pattern = r"^/[a-zA-Z0-9_\-/]*$"))]
     pub folder: String,
     /// The conversation's messages.
     #[schema(min_items = 1, inline)]
+    #[schemars(length(min = 1))]
     pub messages: Vec<ToolMessage>,
     /// Importance 0.0-10.0 (rounded to an integer), default 5.
     #[serde(default)]
     #[schema(minimum = 0.0, maximum = 10.0, default = 5.0)]
+    #[schemars(range(min = 0.0, max = 10.0), extend("default" = 5.0))]
     pub importance_score: Option<f64>,
 }
 
@@ -204,18 +212,21 @@ fn default_limit() -> usize {
 }
 
 /// `memory_search` arguments.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
 pub struct MemorySearchArgs {
     /// Natural language search query.
     #[schema(min_length = 1, max_length = 1000)]
+    #[schemars(length(min = 1, max = 1000))]
     pub query: String,
     /// Maximum results to return.
     #[serde(default = "default_limit")]
     #[schema(minimum = 1, maximum = 50, default = 10)]
+    #[schemars(range(min = 1, max = 50))]
     pub limit: usize,
     /// Only conversations with this label (at most one label).
     #[serde(default)]
     #[schema(default = json!([]))]
+    #[schemars(inner(length(min = 1)))]
     pub filter_labels: Vec<String>,
 }
 
@@ -331,25 +342,30 @@ pub fn memory_search(db: &Memdb, args: MemorySearchArgs) -> Result<SearchData, A
 // ----- memory_update ----------------------------------------------------------
 
 /// `memory_update` arguments.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
 pub struct MemoryUpdateArgs {
     /// UUID of the conversation to update.
     #[schema(value_type = String, pattern = r"^[a-f0-9\-]{36}$")]
+    #[schemars(with = "String", length(min = 1), regex(pattern = r"^[a-f0-9\-]{36}$"))]
     pub conversation_id: Uuid,
     /// New label.
     #[serde(default)]
     #[schema(min_length = 1, max_length = 500)]
+    #[schemars(length(min = 1, max = 500))]
     pub label: Option<String>,
     /// New folder path.
     #[serde(default)]
     #[schema(pattern = r"^/[a-zA-Z0-9_\-/]*$")]
+    #[schemars(regex(pattern = r"^/[a-zA-Z0-9_\-/]*$"))]
     pub folder: Option<String>,
     /// New importance 0.0-10.0 (rounded to an integer).
     #[serde(default)]
     #[schema(minimum = 0.0, maximum = 10.0)]
+    #[schemars(range(min = 0.0, max = 10.0))]
     pub importance_score: Option<f64>,
     /// New status, `active` or `archived` (Sekha's controller accepts it).
     #[serde(default)]
+    #[schemars(extend("enum" = ["active", "archived"]))]
     pub status: Option<String>,
 }
 
@@ -418,10 +434,11 @@ pub fn memory_update(db: &Memdb, args: MemoryUpdateArgs) -> Result<UpdateData, A
 // ----- memory_get_context -----------------------------------------------------
 
 /// `memory_get_context` arguments.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
 pub struct MemoryGetContextArgs {
     /// UUID of the conversation to retrieve.
     #[schema(value_type = String, pattern = r"^[a-f0-9\-]{36}$")]
+    #[schemars(with = "String", length(min = 1), regex(pattern = r"^[a-f0-9\-]{36}$"))]
     pub conversation_id: Uuid,
 }
 
@@ -509,15 +526,17 @@ fn default_threshold_days() -> u32 {
 }
 
 /// `memory_prune` arguments.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
 pub struct MemoryPruneArgs {
     /// Conversations inactive for longer than this are candidates.
     #[serde(default = "default_threshold_days")]
     #[schema(minimum = 1, maximum = 365, default = 30)]
+    #[schemars(range(min = 1, max = 365))]
     pub threshold_days: u32,
     /// Conversations at or above this importance are kept.
     #[serde(default)]
     #[schema(minimum = 0.0, maximum = 10.0)]
+    #[schemars(range(min = 0.0, max = 10.0))]
     pub importance_threshold: Option<f64>,
 }
 
@@ -550,7 +569,9 @@ pub fn memory_prune(db: &Memdb, args: MemoryPruneArgs) -> Result<Value, ApiError
 // ----- memory_export ----------------------------------------------------------
 
 /// Export format of `memory_export`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, ToSchema, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolExportFormat {
     /// memdb's JSON export document (importable).
@@ -565,10 +586,11 @@ fn yes() -> bool {
 }
 
 /// `memory_export` arguments.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
 pub struct MemoryExportArgs {
     /// UUID of conversation to export.
     #[schema(value_type = String, pattern = r"^[a-f0-9\-]{36}$")]
+    #[schemars(with = "String", length(min = 1), regex(pattern = r"^[a-f0-9\-]{36}$"))]
     pub conversation_id: Uuid,
     /// Export format.
     #[serde(default)]
@@ -623,11 +645,12 @@ pub fn memory_export(db: &Memdb, args: MemoryExportArgs) -> Result<ExportData, A
 // ----- memory_stats -----------------------------------------------------------
 
 /// `memory_stats` arguments.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, JsonSchema)]
 pub struct MemoryStatsArgs {
     /// Only this folder (and its subfolders).
     #[serde(default)]
     #[schema(pattern = r"^/[a-zA-Z0-9_\-/]*$")]
+    #[schemars(regex(pattern = r"^/[a-zA-Z0-9_\-/]*$"))]
     pub folder: Option<String>,
     /// Only this label.
     #[serde(default)]

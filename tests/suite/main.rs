@@ -8,6 +8,8 @@ mod api;
 mod bad_input;
 mod crash;
 mod embed;
+mod mcp_http;
+mod mcp_stdio;
 mod model;
 mod orchestration;
 mod recovery;

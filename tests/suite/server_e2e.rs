@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 const KEY: &str = "sk-sekha-e2e-0123456789abcdefghijklmnopqrstuvwxyz";
 
-fn python_dir() -> PathBuf {
+pub(crate) fn python_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("python")
 }
 
 /// The cached venv for `requirements.txt`, created on first use.
-fn venv() -> PathBuf {
+pub(crate) fn venv() -> PathBuf {
     let req = python_dir().join("requirements.txt");
     let text = std::fs::read(&req).expect("read requirements.txt");
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -59,7 +59,7 @@ fn venv() -> PathBuf {
     python
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()
@@ -67,7 +67,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn wait_healthy(port: u16, child: &mut std::process::Child) {
+pub(crate) fn wait_healthy(port: u16, child: &mut std::process::Child) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Ok(Some(status)) = child.try_wait() {

@@ -111,7 +111,10 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 
 /// The whole application over `state`.
 pub fn router(state: AppState) -> Router {
-    let authed = api_routes().route_layer(from_fn_with_state(state.clone(), crate::auth::require));
+    let mcp = crate::mcp::http_service(&state, state.mcp_shutdown.clone());
+    let authed = api_routes()
+        .route_service(crate::auth::MCP_ROUTE, mcp)
+        .route_layer(from_fn_with_state(state.clone(), crate::auth::require));
     let app = Router::new()
         .merge(authed)
         .route("/health", get(system::health))

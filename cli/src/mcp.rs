@@ -1,0 +1,38 @@
+//! `memdb mcp`: the MCP server over stdio on the `--data` directory. The
+//! server lives in the `memdb-server` crate (`memdb_server::mcp`); this only
+//! hands it the arguments. stdout carries the protocol, so every message of
+//! this command goes to stderr.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use memdb_server::config as server;
+use memdb_server::mcp::stdio::McpArgs;
+
+use crate::args::EmbedderChoice;
+
+/// Serves until stdin closes or SIGINT/SIGTERM; exit 1 with one `error:`
+/// line on stderr on failure. `--data`, `--embedder` and `--models` are
+/// `memdb`'s global flags.
+pub fn run(data: Option<PathBuf>, embedder: EmbedderChoice, models: Option<PathBuf>) -> ExitCode {
+    let embedder = match embedder {
+        EmbedderChoice::Auto => server::EmbedderChoice::Auto,
+        EmbedderChoice::Local => server::EmbedderChoice::Local,
+        EmbedderChoice::Hashing => server::EmbedderChoice::Hashing,
+        EmbedderChoice::None => server::EmbedderChoice::None,
+    };
+    let args = McpArgs {
+        embedder: Some(embedder),
+        models_dir: models,
+    };
+    let result = crate::options::data_dir(data)
+        .map_err(|e| e.to_string())
+        .and_then(|dir| memdb_server::mcp::stdio::run(dir, &args).map_err(|e| e.to_string()));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
