@@ -15,7 +15,8 @@
 # MEMDB_LOAD_DIR (default $TMPDIR/memdb-load) holds the run directory, the
 # server log and the JSON results; MEMDB_LOAD_SEED overrides where the seeded
 # template lives (e.g. on tmpfs when the disk is short: the run directory,
-# where fsyncs count, stays under MEMDB_LOAD_DIR).
+# where fsyncs count, stays under MEMDB_LOAD_DIR). LOAD_ARGS adds load.py
+# options (e.g. LOAD_ARGS="--query-pool 500").
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -56,7 +57,7 @@ curl -sf "http://127.0.0.1:$port/health" >/dev/null || { echo "server did not st
 status=0
 python3 "$here/load.py" --url "http://127.0.0.1:$port" --key "$key" \
   --connections "$conns" --seconds "$secs" --mix "$mix" \
-  --json "$work/result-$embedder-$(date +%H%M%S).json" || status=$?
+  ${LOAD_ARGS:-} --json "$work/result-$embedder-$(date +%H%M%S).json" || status=$?
 kill -TERM $server
 wait $server || true
 trap - EXIT
