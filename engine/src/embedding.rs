@@ -707,7 +707,7 @@ impl Memdb {
             let _g = self.lock_writes();
             // A failed cache insert costs the next identical query a model
             // run, nothing more.
-            let _ = self.store.write_untracked(|txn| {
+            let _ = self.store.write_volatile(|txn| {
                 let mut order = txn.open_table(QUERY_CACHE_ORDER)?;
                 let mut cache = txn.open_table(QUERY_CACHE)?;
                 let seq = order.last()?.map_or(1, |(k, _)| k.value() + 1);

@@ -212,14 +212,18 @@ impl Store {
         Ok((value, lsn, ops))
     }
 
-    /// Runs `f` in a durable write transaction that records nothing in the
-    /// oplog: for state no derived index depends on (the query cache). The
-    /// caller holds the engine's write lock.
-    pub(crate) fn write_untracked<T>(
+    /// Runs `f` in a write transaction that records nothing in the oplog
+    /// and is committed without fsync (`Durability::None`): for state that
+    /// may be lost in a crash (the query cache). The next durable commit
+    /// persists it; a crash before that loses only it, and the store stays
+    /// consistent. The caller holds the engine's write lock.
+    pub(crate) fn write_volatile<T>(
         &self,
         f: impl FnOnce(&WriteTransaction) -> Result<T>,
     ) -> Result<T> {
-        let txn = self.db.begin_write()?;
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| Error::Store(format!("non-durable transaction: {e}")))?;
         let value = f(&txn)?;
         txn.commit()?;
         Ok(value)
