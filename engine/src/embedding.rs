@@ -738,19 +738,21 @@ impl Memdb {
         Ok((v, truncated))
     }
 
-    /// Messages queued for space `space` (counted up to 100,000).
-    pub(crate) fn pending_for(&self, space: u32) -> Result<u64> {
+    /// Messages queued for space `space`, counted up to `cap` (every
+    /// semantic search asks, so a large backlog is not walked in full):
+    /// `(count, true)` means "at least `count`".
+    pub(crate) fn pending_for(&self, space: u32, cap: u64) -> Result<(u64, bool)> {
         let txn = self.store.read()?;
         let q = txn.open_table(EMBED_QUEUE)?;
         let mut n = 0;
         for row in q.range((space, 0u128)..=(space, u128::MAX))? {
             row?;
             n += 1;
-            if n == 100_000 {
-                break;
+            if n == cap {
+                return Ok((n, true));
             }
         }
-        Ok(n)
+        Ok((n, false))
     }
 
     /// Entries in the query-embedding cache.

@@ -538,10 +538,11 @@ impl Memdb {
                 embedder.max_tokens().unwrap_or(0)
             ));
         }
-        let pending = self.pending_for(space.id)?;
+        let (pending, capped) = self.pending_for(space.id, 1000)?;
         if pending > 0 {
+            let more = if capped { "+" } else { "" };
             notes.push(format!(
-                "{pending} message(s) are not embedded yet: semantic ranking misses them until they are (keyword search finds them)"
+                "{pending}{more} message(s) are not embedded yet: semantic ranking misses them until they are (keyword search finds them)"
             ));
         }
         let vf = VectorFilter {
