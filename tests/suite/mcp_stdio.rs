@@ -366,22 +366,7 @@ fn directory_held_by_memdb_server_forwards_or_refuses() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["data"]["total_conversations"], 1, "{}", r.text());
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = server.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = server.kill();
-            panic!("memdb-server did not stop");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = crate::server_e2e::sigterm_and_wait(&mut server);
     assert!(status.success(), "{status}");
     assert!(
         !data.path().join("server.json").exists(),

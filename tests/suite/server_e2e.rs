@@ -59,6 +59,26 @@ pub(crate) fn venv() -> PathBuf {
     python
 }
 
+/// Sends SIGTERM to `server` and waits (at most 30 s) for it to exit.
+pub(crate) fn sigterm_and_wait(server: &mut std::process::Child) -> std::process::ExitStatus {
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(s) = server.try_wait().expect("wait") {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = server.kill();
+            panic!("memdb-server did not stop within 30 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -124,22 +144,7 @@ fn sekha_sdk_and_mcp_clients_work_unchanged() {
     eprintln!("{stderr}");
 
     // Graceful stop: SIGTERM, in-flight requests finish, the store closes.
-    let killed = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = server.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = server.kill();
-            panic!("memdb-server did not stop within 30 s of SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = sigterm_and_wait(&mut server);
 
     assert!(
         out.status.success(),
