@@ -1,8 +1,17 @@
-"""Closed-loop load client for memdb-server (issue #5 "Done means").
+"""Load client for memdb-server (issue #5 "Done means").
 
 C connections (default 64) on loopback, each sending one request at a time
 for S seconds (default 60), mixed routes with bodies drawn from the chitchat
-corpus (benches/data/dataset.json):
+corpus (benches/data/dataset.json).
+
+Closed loop by default: each connection sends its next request as soon as
+the previous answer arrives, which measures the most the server can serve;
+by Little's law the latency is then C x (service time) / cores, whatever
+the server does. With --rate R (open loop), the C connections together send
+R requests per second on a fixed schedule (connection i every C/R s, offset
+by i/R), and each latency is measured from the request's *scheduled* time,
+so a request delayed behind a slow one counts its wait (no coordinated
+omission). That measures latency at a given load.
 
   store     POST /api/v1/conversations   a chitchat conversation (2..8 messages), folder /load
   hybrid    POST /api/v1/query           a chitchat message as the query, mode hybrid, limit 10
@@ -20,7 +29,7 @@ figures.
 
 Usage: python3 benches/load/load.py --url http://127.0.0.1:PORT --key KEY
            [--connections 64] [--seconds 60] [--mix store=20,hybrid=30,keyword=20,context=30]
-           [--query-pool N]
+           [--query-pool N] [--rate R]
 Start the server with MEMDB_RATE_LIMIT=0 (one client IP would be throttled).
 """
 
@@ -155,11 +164,22 @@ class Conn:
             self.writer = None
 
 
-async def worker(conn, bodies, kinds, weights, deadline, lat, errors):
+async def worker(conn, bodies, kinds, weights, deadline, lat, errors, schedule=None):
+    """schedule: (first send time, interval) for open-loop runs, else None."""
+    next_at = schedule[0] if schedule else None
     while time.monotonic() < deadline:
         kind = bodies.rng.choices(kinds, weights)[0]
         path, body = bodies.make(kind)
-        t = time.monotonic()
+        if schedule:
+            now = time.monotonic()
+            if next_at > now:
+                await asyncio.sleep(next_at - now)
+            if next_at >= deadline:
+                break
+            t = next_at
+            next_at += schedule[1]
+        else:
+            t = time.monotonic()
         try:
             status, resp = await conn.request("POST", path, body)
             ok = status in (200, 201)
@@ -213,6 +233,8 @@ async def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--query-pool", type=int, default=0,
                     help="draw queries from the first N corpus texts only (0: all 218K)")
+    ap.add_argument("--rate", type=float, default=0,
+                    help="open loop: R requests/s in total on a fixed schedule (0: closed loop)")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
     if not a.key:
@@ -235,8 +257,11 @@ async def main():
     sampler = asyncio.create_task(sample_load(loads, stop))
     cpu0, t0 = time.process_time(), time.monotonic()
     deadline = t0 + a.seconds
+    interval = a.connections / a.rate if a.rate > 0 else None
     await asyncio.gather(*(worker(c, Bodies(convs, a.seed * 1000 + i, a.query_pool), kinds, weights,
-                                  deadline, lat, errors) for i, c in enumerate(conns)))
+                                  deadline, lat, errors,
+                                  (t0 + i / a.rate, interval) if interval else None)
+                           for i, c in enumerate(conns)))
     wall, client_cpu = time.monotonic() - t0, time.process_time() - cpu0
     stop.set()
     await sampler
@@ -245,7 +270,8 @@ async def main():
         c.close()
 
     total = sum(len(v) for v in lat.values())
-    print(f"{a.connections} connections, {wall:.1f} s, mix {a.mix}: {total} requests "
+    loop = f"open loop at {a.rate:g} req/s" if a.rate > 0 else "closed loop"
+    print(f"{a.connections} connections, {loop}, {wall:.1f} s, mix {a.mix}: {total} requests "
           f"({total / wall:.0f}/s), {len(errors)} errors; client CPU {client_cpu:.1f} s "
           f"({100 * client_cpu / wall:.0f}% of one core)")
     print(f"load average (1 min) during the run: min {min(loads):.2f}, max {max(loads):.2f}, "
@@ -258,7 +284,7 @@ async def main():
         s = after.get((route, "sum"), 0) - before.get((route, "sum"), 0)
         server[route] = (n, 1000 * s / n if n else float("nan"))
     print(f"  {'route':8s} {'count':>7s} {'err':>4s} {'p50':>8s} {'p90':>8s} {'p99':>8s} {'max':>8s}  (ms)")
-    report = {"connections": a.connections, "seconds": wall, "mix": a.mix, "requests": total,
+    report = {"connections": a.connections, "rate": a.rate, "seconds": wall, "mix": a.mix, "requests": total,
               "errors": len(errors), "client_cpu_s": client_cpu, "loadavg": loads, "routes": {},
               "server_mean_ms": {r: v[1] for r, v in server.items()}}
     for kind in kinds:

@@ -19,6 +19,11 @@ pub struct Config {
     /// Commit the text index after this many unapplied oplog entries even if
     /// nobody searched, bounding replay after a crash (default 20,000).
     pub text_commit_every: u64,
+    /// How often a background thread makes soft text-index commits durable
+    /// (fsync; default 5 s). Zero: only `flush` and `close` do. A write is
+    /// durable in the store when it returns either way; this bounds what a
+    /// power loss can cost the derived index (SPEC.md §5).
+    pub text_checkpoint_interval: std::time::Duration,
     /// The embedding model for messages and queries (default: none, so
     /// semantic search is off and hybrid search is keyword-only). See
     /// SPEC.md §"Embedding pipeline".
@@ -61,6 +66,7 @@ impl std::fmt::Debug for Config {
             .field("text_writer_memory", &self.text_writer_memory)
             .field("text_writer_threads", &self.text_writer_threads)
             .field("text_commit_every", &self.text_commit_every)
+            .field("text_checkpoint_interval", &self.text_checkpoint_interval)
             .field("embedder", &self.embedder.as_ref().map(|e| e.identity()))
             .field("embed_on_write", &self.embed_on_write)
             .field("embed_inline_max", &self.embed_inline_max)
@@ -80,6 +86,7 @@ impl Default for Config {
             text_writer_memory: 64 << 20,
             text_writer_threads: cores.clamp(1, 2),
             text_commit_every: 20_000,
+            text_checkpoint_interval: std::time::Duration::from_secs(5),
             embedder: None,
             embed_on_write: true,
             embed_inline_max: 256,

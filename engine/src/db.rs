@@ -13,6 +13,7 @@ use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
 use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
 use uuid::Uuid;
 
+use crate::checkpoint::Checkpointer;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::lock::DirLock;
@@ -32,7 +33,8 @@ pub struct Memdb {
     dir: PathBuf,
     config: Config,
     pub(crate) store: Store,
-    text: RwLock<Arc<TextIndex>>,
+    text: Arc<RwLock<Arc<TextIndex>>>,
+    checkpointer: Mutex<Checkpointer>,
     write_lock: Mutex<()>,
     last_lsn: AtomicU64,
     pub(crate) vectors: VectorIndexes,
@@ -88,11 +90,18 @@ impl Memdb {
         let last = store.last_lsn()?;
         let vectors = VectorIndexes::open(&dir, &store)?;
         recovery.extend(vectors.events());
+        let text = Arc::new(RwLock::new(Arc::new(text)));
+        let checkpointer = if config.text_checkpoint_interval.is_zero() {
+            Checkpointer::disabled()
+        } else {
+            Checkpointer::start(Arc::clone(&text), config.text_checkpoint_interval)?
+        };
         let db = Memdb {
             dir,
             config,
             store,
-            text: RwLock::new(Arc::new(text)),
+            text,
+            checkpointer: Mutex::new(checkpointer),
             write_lock: Mutex::new(()),
             last_lsn: AtomicU64::new(last),
             vectors,
@@ -196,7 +205,7 @@ impl Memdb {
         let text = self.text();
         // The oplog keeps what any derived index may still need to replay.
         let trim = text
-            .committed_lsn()
+            .durable_lsn()
             .min(self.vectors.oplog_floor().unwrap_or(u64::MAX));
         let (value, lsn, recorded) = self.store.write(trim, |txn, ops| {
             let value = f(txn, ops)?;
@@ -763,17 +772,31 @@ impl Memdb {
     /// text index: applies any oplog entries the index has not seen and
     /// commits it. Writes are durable in the store when they return; this
     /// spares a bulk importer the catch-up on the next search or open.
+    /// Also merges a text index left in many segments (after a bulk
+    /// import) into one.
     pub fn flush(&self) -> Result<()> {
-        self.fresh_text().map(|_| ())
+        let text = self.fresh_text()?;
+        text.compact()?;
+        text.checkpoint()
     }
 
-    /// Commits the text index and waits for its merges. Dropping a `Memdb`
-    /// also commits; `close` reports errors instead of ignoring them.
+    /// Commits the text index, makes it durable and waits for its merges.
+    /// Dropping a `Memdb` does the same; `close` reports errors instead of
+    /// ignoring them.
     pub fn close(self) -> Result<()> {
+        self.shut_down()
+    }
+
+    fn shut_down(&self) -> Result<()> {
+        self.checkpointer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stop();
         let text = self.text();
         if text.has_uncommitted() {
             text.commit()?;
         }
+        text.checkpoint()?;
         text.close()
     }
 
@@ -878,11 +901,7 @@ impl PreparedImport {
 
 impl Drop for Memdb {
     fn drop(&mut self) {
-        let text = self.text();
-        if text.has_uncommitted() {
-            let _ = text.commit();
-        }
-        let _ = text.close();
+        let _ = self.shut_down();
     }
 }
 

@@ -36,6 +36,7 @@
 )]
 
 mod chat;
+mod checkpoint;
 mod config;
 mod context;
 mod db;
@@ -49,6 +50,7 @@ mod llm;
 mod lock;
 mod prune;
 mod search;
+mod softdir;
 mod spaces;
 mod store;
 mod suggest;

@@ -21,6 +21,7 @@ use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
 use redb::ReadableTable;
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
+use tantivy::index::SegmentId;
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, RangeQuery, TermQuery,
 };
@@ -29,13 +30,14 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer};
 use tantivy::{
-    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, TantivyDocument,
-    Term,
+    DocId, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Searcher, SegmentReader,
+    TantivyDocument, Term,
 };
 use uuid::Uuid;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::softdir::{self, SoftDirectory};
 use crate::store::{self, Store};
 use crate::types::{Filter, Status};
 
@@ -48,8 +50,13 @@ const TEXT_SCHEMA_VERSION: u32 = 3;
 const LOWER_TOKENIZER: &str = "memdb_lower";
 const ID_HI: &str = "id_hi";
 const ID_LO: &str = "id_lo";
-/// Segments allowed before a commit merges them all into one.
+/// Segments allowed before [`TextIndex::compact`] merges them all into one.
 const MAX_SEGMENTS: usize = 8;
+/// Tiered merging: segments of the same size class (a power of
+/// `MERGE_FACTOR` in live documents) are merged once `MERGE_FACTOR` of them
+/// exist, so each document is rewritten O(log n) times and a commit never
+/// rewrites the whole index.
+const MERGE_FACTOR: usize = 8;
 
 #[derive(Clone, Copy)]
 struct Fields {
@@ -191,6 +198,9 @@ pub(crate) struct TextIndex {
     parser: QueryParser,
     state: Mutex<State>,
     committed: AtomicU64,
+    /// LSN of the last checkpoint: what survives a power loss.
+    durable: AtomicU64,
+    directory: SoftDirectory,
     ids: Mutex<IdColumnCache>,
 }
 
@@ -207,10 +217,21 @@ impl TextIndex {
         if !dir.join("meta.json").exists() {
             return Ok(Opened::NeedsRebuild("text index is missing".into()));
         }
-        let index = match Index::open_in_dir(dir) {
+        let directory = match SoftDirectory::open(dir) {
+            Ok(d) => d,
+            Err(e) => return Ok(Opened::NeedsRebuild(format!("text index unreadable: {e}"))),
+        };
+        let index = match Index::open(directory.clone()) {
             Ok(i) => i,
             Err(e) => return Ok(Opened::NeedsRebuild(format!("text index unreadable: {e}"))),
         };
+        if directory.is_dirty()
+            && let Err(why) = softdir::verify_after_unclean_stop(&index)
+        {
+            return Ok(Opened::NeedsRebuild(format!(
+                "text index damaged after an unclean stop ({why})"
+            )));
+        }
         let payload = match index.load_metas() {
             Ok(m) => m
                 .payload
@@ -235,8 +256,14 @@ impl TextIndex {
             return Ok(Opened::NeedsRebuild("text index schema differs".into()));
         }
         let read_lsn = payload.read_lsn.max(payload.lsn);
-        match Self::from_index(dir, index, payload.lsn, read_lsn, config) {
-            Ok(t) => Ok(Opened::Ready(Box::new(t))),
+        match Self::from_index(dir, index, directory, payload.lsn, read_lsn, config) {
+            // Verified (or clean): make it durable before trusting its LSN.
+            Ok(t) => match t.checkpoint() {
+                Ok(()) => Ok(Opened::Ready(Box::new(t))),
+                Err(e) => Ok(Opened::NeedsRebuild(format!(
+                    "text index could not be synced: {e}"
+                ))),
+            },
             Err(e) => Ok(Opened::NeedsRebuild(format!(
                 "text index failed to open: {e}"
             ))),
@@ -246,6 +273,7 @@ impl TextIndex {
     fn from_index(
         dir: &Path,
         index: Index,
+        directory: SoftDirectory,
         lsn: u64,
         read_lsn: u64,
         config: &Config,
@@ -283,6 +311,8 @@ impl TextIndex {
                 read_lsn,
             }),
             committed: AtomicU64::new(lsn),
+            durable: AtomicU64::new(lsn),
+            directory,
             ids: Mutex::new(IdColumnCache::default()),
         })
     }
@@ -297,8 +327,10 @@ impl TextIndex {
         std::fs::create_dir_all(&tmp).map_err(Error::io(&tmp))?;
         let (schema, _) = schema();
         {
-            let index = Index::create_in_dir(&tmp, schema)?;
-            let t = Self::from_index(&tmp, index, 0, 0, config)?;
+            let directory = SoftDirectory::open(&tmp)
+                .map_err(|e| Error::TextIndex(format!("{}: {e}", tmp.display())))?;
+            let index = Index::create(directory.clone(), schema, IndexSettings::default())?;
+            let t = Self::from_index(&tmp, index, directory, 0, 0, config)?;
             let txn = store.read()?;
             let lsn = store::last_lsn_in(&txn)?;
             let convs = txn.open_table(store::CONVERSATIONS)?;
@@ -322,6 +354,8 @@ impl TextIndex {
                 state.read_lsn = lsn;
             }
             t.commit()?;
+            t.compact()?;
+            t.checkpoint()?;
             t.close()?;
         }
         if dir.exists() {
@@ -502,7 +536,9 @@ impl TextIndex {
     }
 
     /// Commits applied changes with the applied LSN as the watermark and
-    /// makes them visible to the next search.
+    /// makes them visible to the next search: a soft commit (no fsync, see
+    /// [`SoftDirectory`]); [`TextIndex::checkpoint`] makes it durable.
+    /// Merges size classes that filled up (tiered, see `MERGE_FACTOR`).
     pub(crate) fn commit(&self) -> Result<()> {
         let mut guard = self.lock_writer();
         let writer = open_writer(&mut guard)?;
@@ -524,9 +560,10 @@ impl TextIndex {
         // background merge racing our delete-then-add upserts resurrected
         // deleted documents after crash replays (duplicates caught by
         // tests/suite/crash.rs). With the lock held, no delete is in flight.
-        let segments = writer.index().searchable_segment_ids()?;
-        if segments.len() > MAX_SEGMENTS {
-            let _ = writer.merge(&segments).wait()?;
+        let metas = writer.index().searchable_segment_metas()?;
+        let sizes: Vec<(SegmentId, u32)> = metas.iter().map(|m| (m.id(), m.num_docs())).collect();
+        if let Some(group) = tiered_merge(&sizes) {
+            let _ = writer.merge(&group).wait()?;
         }
         drop(guard);
         self.reader.reload()?;
@@ -535,6 +572,41 @@ impl TextIndex {
         state.committed_lsn = state.committed_lsn.max(lsn);
         self.committed.fetch_max(lsn, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Merges every segment into one when there are more than
+    /// `MAX_SEGMENTS` (after a bulk import: fewer segments, faster queries).
+    pub(crate) fn compact(&self) -> Result<()> {
+        let mut guard = self.lock_writer();
+        let writer = open_writer(&mut guard)?;
+        let segments = writer.index().searchable_segment_ids()?;
+        if segments.len() > MAX_SEGMENTS {
+            let _ = writer.merge(&segments).wait()?;
+        }
+        drop(guard);
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Makes every commit so far durable (fsyncs what soft commits wrote).
+    pub(crate) fn checkpoint(&self) -> Result<()> {
+        let lsn = self.committed_lsn();
+        self.directory
+            .checkpoint()
+            .map_err(|e| Error::TextIndex(format!("syncing {}: {e}", self.dir.display())))?;
+        self.durable.fetch_max(lsn, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Whether a commit may not be durable yet.
+    pub(crate) fn needs_checkpoint(&self) -> bool {
+        self.directory.is_dirty()
+    }
+
+    /// LSN of the last checkpoint: the index holds at least this much after
+    /// a power loss, so the oplog must reach back to it.
+    pub(crate) fn durable_lsn(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
     }
 
     /// Runs a query and returns (message id, score), best first.
@@ -764,6 +836,28 @@ fn rewrite_prefixes(query: &str) -> String {
         i += 1;
     }
     out
+}
+
+/// The segments to merge after a commit, if any: those of the smallest size
+/// class (`floor(log_MERGE_FACTOR(live docs))`) holding `MERGE_FACTOR` or
+/// more segments.
+fn tiered_merge(segments: &[(SegmentId, u32)]) -> Option<Vec<SegmentId>> {
+    let class = |docs: u32| {
+        let mut c = 0;
+        let mut n = docs.max(1) as usize;
+        while n >= MERGE_FACTOR {
+            n /= MERGE_FACTOR;
+            c += 1;
+        }
+        c
+    };
+    let mut by_class: std::collections::BTreeMap<usize, Vec<SegmentId>> = Default::default();
+    for &(id, docs) in segments {
+        by_class.entry(class(docs)).or_default().push(id);
+    }
+    by_class
+        .into_values()
+        .find(|group| group.len() >= MERGE_FACTOR)
 }
 
 fn open_writer(guard: &mut Option<IndexWriter>) -> Result<&mut IndexWriter> {
@@ -1074,6 +1168,28 @@ mod tests {
         assert!(report.is_consistent(), "{report:?}");
         assert_eq!(report.indexed, 3);
         assert_eq!(hits(&db, "zqhotel").len(), 1);
+    }
+
+    #[test]
+    fn tiered_merge_picks_the_smallest_full_size_class() {
+        let ids: Vec<SegmentId> = (0..20).map(|_| SegmentId::generate_random()).collect();
+        // Seven tiny segments and one big one: nothing to merge.
+        let mut segs: Vec<(SegmentId, u32)> = (0..7).map(|i| (ids[i], 3)).collect();
+        segs.push((ids[7], 100_000));
+        assert_eq!(tiered_merge(&segs), None);
+        // An eighth tiny one fills class 0: merge exactly the eight tiny ones.
+        segs.push((ids[8], 1));
+        let group = tiered_merge(&segs).unwrap();
+        assert_eq!(group.len(), 8);
+        assert!(!group.contains(&ids[7]));
+        // Eight of class 1 (8..63 docs) and eight of class 0: class 0 first.
+        let mut segs: Vec<(SegmentId, u32)> = (0..8).map(|i| (ids[i], 10 + i as u32)).collect();
+        segs.extend((8..16).map(|i| (ids[i], 2)));
+        let group = tiered_merge(&segs).unwrap();
+        assert_eq!(group, ids[8..16].to_vec());
+        // Empty segments count as class 0.
+        let segs: Vec<(SegmentId, u32)> = (0..8).map(|i| (ids[i], 0)).collect();
+        assert_eq!(tiered_merge(&segs).map(|g| g.len()), Some(8));
     }
 
     #[test]

@@ -132,19 +132,101 @@ fn stale_index_catches_up_from_the_oplog() {
 }
 
 #[test]
-fn oplog_is_trimmed_once_the_index_committed() {
+fn oplog_is_trimmed_once_the_index_checkpointed() {
     let d = tmp();
-    let db = Memdb::open(d.path()).unwrap();
+    let mut config = Config::default();
+    // No background checkpoints: this test decides when they happen.
+    config.text_checkpoint_interval = std::time::Duration::ZERO;
+    let db = Memdb::open_with(d.path(), config).unwrap();
     for i in 0..10 {
         conv(&db, "t", "/", &[&format!("m{i}")]);
     }
-    db.search_text(&TextQuery::new("m1")).unwrap(); // forces a commit
-    conv(&db, "t", "/", &["one more"]); // trims entries the index has committed
+    // A search soft-commits the index (visible, not yet durable): a power
+    // loss could still need those entries, so a write keeps them.
+    db.search_text(&TextQuery::new("m1")).unwrap();
+    conv(&db, "t", "/", &["one more"]);
+    assert!(
+        db.oplog_len().unwrap() >= 10,
+        "oplog holds {}",
+        db.oplog_len().unwrap()
+    );
+    // A checkpoint makes the commit durable; the next write trims.
+    db.flush().unwrap();
+    conv(&db, "t", "/", &["and another"]);
     assert!(
         db.oplog_len().unwrap() <= 2,
         "oplog holds {}",
         db.oplog_len().unwrap()
     );
+}
+
+#[test]
+fn a_background_checkpoint_makes_soft_commits_durable() {
+    let d = tmp();
+    let mut config = Config::default();
+    config.text_checkpoint_interval = std::time::Duration::from_millis(50);
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    conv(&db, "t", "/", &["soft then durable"]);
+    db.search_text(&TextQuery::new("soft")).unwrap();
+    let marker = d.path().join("text").join("memdb-unsynced");
+    assert!(marker.exists(), "a soft commit leaves the unsynced marker");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while marker.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !marker.exists(),
+        "the checkpoint thread never synced the index"
+    );
+    conv(&db, "t", "/", &["next write trims"]);
+    assert!(
+        db.oplog_len().unwrap() <= 2,
+        "oplog holds {}",
+        db.oplog_len().unwrap()
+    );
+}
+
+#[test]
+fn an_unsynced_index_is_verified_and_a_damaged_one_rebuilt() {
+    let d = tmp();
+    let mut config = Config::default();
+    config.text_checkpoint_interval = std::time::Duration::ZERO;
+    {
+        let db = Memdb::open_with(d.path(), config.clone()).unwrap();
+        for i in 0..20 {
+            conv(&db, "t", "/", &[&format!("power loss {i}")]);
+            db.search_text(&TextQuery::new("power")).unwrap();
+        }
+        // Simulate what a power loss can leave: the marker (the last process
+        // never checkpointed) and a segment file whose data never reached
+        // the disk. Copy the directory as the crash left it.
+        let saved = d.path().join("saved");
+        copy_dir(&d.path().join("text"), &saved);
+        drop(db);
+        std::fs::remove_dir_all(d.path().join("text")).unwrap();
+        std::fs::rename(&saved, d.path().join("text")).unwrap();
+    }
+    let text = d.path().join("text");
+    assert!(text.join("memdb-unsynced").exists());
+    let victims: Vec<_> = std::fs::read_dir(&text)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "idx"))
+        .collect();
+    assert!(!victims.is_empty(), "no postings file");
+    for victim in victims {
+        let len = std::fs::metadata(&victim).unwrap().len() as usize;
+        std::fs::write(&victim, vec![0u8; len]).unwrap();
+    }
+
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    let report = db.recovery_report().join("; ");
+    assert!(report.contains("unclean stop"), "{report}");
+    assert!(db.check().unwrap().is_consistent());
+    let mut query = TextQuery::new("power");
+    query.limit = 50;
+    assert_eq!(db.search_text(&query).unwrap().len(), 20);
+    assert!(!text.join("memdb-unsynced").exists());
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
