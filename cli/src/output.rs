@@ -596,6 +596,11 @@ fn check(o: &mut String, r: &CheckReport) {
     );
     line(o, format_args!("store lsn           {}", r.store_lsn));
     line(o, format_args!("text index lsn      {}", r.text_index_lsn));
+    line(
+        o,
+        format_args!("text durable lsn    {}", r.text_durable_lsn),
+    );
+    line(o, format_args!("text segments       {}", r.text_segments));
     for id in &r.missing_from_index {
         line(o, format_args!("  missing {id}"));
     }

@@ -87,13 +87,16 @@ impl Memdb {
                 TextIndex::rebuild(&text_dir, &store, &config)?
             }
         };
+        let text = Arc::new(RwLock::new(Arc::new(text)));
         let last = store.last_lsn()?;
         let vectors = VectorIndexes::open(&dir, &store)?;
         recovery.extend(vectors.events());
-        let text = Arc::new(RwLock::new(Arc::new(text)));
         let checkpointer = if config.text_checkpoint_interval.is_zero() {
             Checkpointer::disabled()
         } else {
+            text.read()
+                .unwrap_or_else(|e| e.into_inner())
+                .set_background_merges();
             Checkpointer::start(Arc::clone(&text), config.text_checkpoint_interval)?
         };
         let db = Memdb {
@@ -179,6 +182,14 @@ impl Memdb {
         // Readers holding the old Arc finish on the old files; tantivy keeps
         // them valid while mmapped.
         let fresh = TextIndex::rebuild(&dir, &self.store, &self.config)?;
+        if self
+            .checkpointer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_running()
+        {
+            fresh.set_background_merges();
+        }
         *slot = Arc::new(fresh);
         Ok(())
     }
@@ -760,6 +771,8 @@ impl Memdb {
             extra_in_index: extra,
             store_lsn: self.store.last_lsn()?,
             text_index_lsn: text.committed_lsn(),
+            text_durable_lsn: text.durable_lsn(),
+            text_segments: text.segment_count(),
         })
     }
 

@@ -14,7 +14,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
@@ -200,6 +200,10 @@ pub(crate) struct TextIndex {
     committed: AtomicU64,
     /// LSN of the last checkpoint: what survives a power loss.
     durable: AtomicU64,
+    /// Merge at the end of each commit (no maintenance thread).
+    inline_merges: AtomicBool,
+    /// A commit left a tiered merge for the maintenance thread.
+    merge_wanted: AtomicBool,
     directory: SoftDirectory,
     ids: Mutex<IdColumnCache>,
 }
@@ -312,6 +316,8 @@ impl TextIndex {
             }),
             committed: AtomicU64::new(lsn),
             durable: AtomicU64::new(lsn),
+            inline_merges: AtomicBool::new(true),
+            merge_wanted: AtomicBool::new(false),
             directory,
             ids: Mutex::new(IdColumnCache::default()),
         })
@@ -353,7 +359,7 @@ impl TextIndex {
                 state.applied_lsn = lsn;
                 state.read_lsn = lsn;
             }
-            t.commit()?;
+            t.commit_inner(true)?;
             t.compact()?;
             t.checkpoint()?;
             t.close()?;
@@ -540,10 +546,21 @@ impl TextIndex {
     /// [`SoftDirectory`]); [`TextIndex::checkpoint`] makes it durable.
     /// Merges size classes that filled up (tiered, see `MERGE_FACTOR`).
     pub(crate) fn commit(&self) -> Result<()> {
+        self.commit_inner(false)
+    }
+
+    /// `force`: commit even with nothing new (a fresh index needs its
+    /// first payload).
+    fn commit_inner(&self, force: bool) -> Result<()> {
         let mut guard = self.lock_writer();
         let writer = open_writer(&mut guard)?;
         let (lsn, read_lsn) = {
             let state = self.state_lock();
+            if !force && state.applied_lsn == state.committed_lsn {
+                // Concurrent searches all saw uncommitted changes; the first
+                // to get the lock committed them for everyone.
+                return Ok(());
+            }
             (state.applied_lsn, state.read_lsn)
         };
         let payload = serde_json::to_string(&Payload {
@@ -555,23 +572,58 @@ impl TextIndex {
         let mut prepared = writer.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
-        // Merges run here, synchronously and under the writer lock, instead
-        // of in tantivy's background merge threads (NoMergePolicy above): a
-        // background merge racing our delete-then-add upserts resurrected
-        // deleted documents after crash replays (duplicates caught by
-        // tests/suite/crash.rs). With the lock held, no delete is in flight.
-        let metas = writer.index().searchable_segment_metas()?;
-        let sizes: Vec<(SegmentId, u32)> = metas.iter().map(|m| (m.id(), m.num_docs())).collect();
-        if let Some(group) = tiered_merge(&sizes) {
-            let _ = writer.merge(&group).wait()?;
-        }
-        drop(guard);
         self.reader.reload()?;
+        // Visible before the lock is released, so a search that waited for
+        // the lock sees these documents when it finds nothing to commit.
         // Two commits may finish out of order: the watermark never goes back.
-        let mut state = self.state_lock();
-        state.committed_lsn = state.committed_lsn.max(lsn);
-        self.committed.fetch_max(lsn, Ordering::AcqRel);
+        {
+            let mut state = self.state_lock();
+            state.committed_lsn = state.committed_lsn.max(lsn);
+            self.committed.fetch_max(lsn, Ordering::AcqRel);
+        }
+        if self.inline_merges.load(Ordering::Acquire) {
+            self.merge_tiered_locked(writer)?;
+        } else if tiered_merge(&segment_sizes(writer)?).is_some() {
+            self.merge_wanted.store(true, Ordering::Release);
+        }
         Ok(())
+    }
+
+    /// Merges run synchronously under the writer lock, never in tantivy's
+    /// background merge threads (NoMergePolicy above): a background merge
+    /// racing our delete-then-add upserts resurrected deleted documents
+    /// after crash replays (duplicates caught by tests/suite/crash.rs). With
+    /// the lock held, no delete is in flight. Without a maintenance thread
+    /// they run at the end of `commit`; with one, `commit` only flags them
+    /// ([`TextIndex::merge_wanted`]) and the thread runs [`TextIndex::merge`].
+    fn merge_tiered_locked(&self, writer: &mut IndexWriter) -> Result<()> {
+        self.merge_wanted.store(false, Ordering::Release);
+        let mut merged = false;
+        while let Some(group) = tiered_merge(&segment_sizes(writer)?) {
+            let _ = writer.merge(&group).wait()?;
+            merged = true;
+        }
+        if merged {
+            self.reader.reload()?;
+        }
+        Ok(())
+    }
+
+    /// Runs the tiered merges a commit flagged.
+    pub(crate) fn merge(&self) -> Result<()> {
+        let mut guard = self.lock_writer();
+        let writer = open_writer(&mut guard)?;
+        self.merge_tiered_locked(writer)
+    }
+
+    /// Whether a commit left a size class with a merge to do.
+    pub(crate) fn merge_wanted(&self) -> bool {
+        self.merge_wanted.load(Ordering::Acquire)
+    }
+
+    /// Leaves merging to a maintenance thread (see [`TextIndex::merge`]).
+    pub(crate) fn set_background_merges(&self) {
+        self.inline_merges.store(false, Ordering::Release);
     }
 
     /// Merges every segment into one when there are more than
@@ -736,6 +788,11 @@ impl TextIndex {
     }
 
     /// Every message id in the committed index (for consistency checks).
+    /// Segments the current searcher sees.
+    pub(crate) fn segment_count(&self) -> u64 {
+        self.reader.searcher().segment_readers().len() as u64
+    }
+
     pub(crate) fn all_ids(&self) -> Result<Vec<u128>> {
         let searcher = self.reader.searcher();
         let mut out = Vec::new();
@@ -836,6 +893,15 @@ fn rewrite_prefixes(query: &str) -> String {
         i += 1;
     }
     out
+}
+
+fn segment_sizes(writer: &IndexWriter) -> Result<Vec<(SegmentId, u32)>> {
+    Ok(writer
+        .index()
+        .searchable_segment_metas()?
+        .iter()
+        .map(|m| (m.id(), m.num_docs()))
+        .collect())
 }
 
 /// The segments to merge after a commit, if any: those of the smallest size

@@ -400,6 +400,14 @@ pub struct CheckReport {
     pub store_lsn: u64,
     /// LSN the text index has applied.
     pub text_index_lsn: u64,
+    /// LSN of the text index's last checkpoint (durable through a power
+    /// loss; SPEC.md §5).
+    #[serde(default)]
+    pub text_durable_lsn: u64,
+    /// Searchable segments in the text index (tiered merges keep this near
+    /// `8 x log8(documents)` at most).
+    #[serde(default)]
+    pub text_segments: u64,
 }
 
 impl CheckReport {

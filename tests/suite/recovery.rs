@@ -161,6 +161,34 @@ fn oplog_is_trimmed_once_the_index_checkpointed() {
 }
 
 #[test]
+fn commits_after_every_write_keep_few_segments() {
+    // Each write followed by a search is one soft commit, so one new
+    // segment; tiered merges (here by the maintenance thread) must keep the
+    // count bounded.
+    let d = tmp();
+    let db = Memdb::open(d.path()).unwrap();
+    for i in 0..120 {
+        conv(&db, "t", "/", &[&format!("segment churn {i}")]);
+        db.search_text(&TextQuery::new("churn")).unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut report = db.check().unwrap();
+    while report.text_segments > 16 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        report = db.check().unwrap();
+    }
+    assert!(report.is_consistent(), "{report:?}");
+    assert!(
+        report.text_segments <= 16,
+        "{} segments",
+        report.text_segments
+    );
+    let mut query = TextQuery::new("churn");
+    query.limit = 200;
+    assert_eq!(db.search_text(&query).unwrap().len(), 120);
+}
+
+#[test]
 fn a_background_checkpoint_makes_soft_commits_durable() {
     let d = tmp();
     let mut config = Config::default();

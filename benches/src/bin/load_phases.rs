@@ -48,6 +48,10 @@ struct Args {
     /// whose query is not in the query cache.
     #[arg(long)]
     local_query_cost: bool,
+    /// Open without the text maintenance thread (merges inline in commits,
+    /// checkpoints only on close), for A/B runs.
+    #[arg(long)]
+    no_maintenance_thread: bool,
 }
 
 fn words(text: &str) -> Vec<&str> {
@@ -91,6 +95,9 @@ fn main() -> Result<()> {
     };
     let mut config = Config::default();
     config.embedder = Some(embedder);
+    if args.no_maintenance_thread {
+        config.text_checkpoint_interval = std::time::Duration::ZERO;
+    }
     let t = Instant::now();
     let db = Memdb::open_with(&args.dir, config)?;
     println!("open: {:.2} s", t.elapsed().as_secs_f64());
