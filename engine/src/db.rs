@@ -141,6 +141,15 @@ impl Memdb {
         self.write_lock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The write lock if nobody holds it.
+    pub(crate) fn try_lock_writes(&self) -> std::result::Result<std::sync::MutexGuard<'_, ()>, ()> {
+        match self.write_lock.try_lock() {
+            Ok(g) => Ok(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Ok(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => Err(()),
+        }
+    }
+
     fn text(&self) -> Arc<TextIndex> {
         self.text.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -221,6 +230,9 @@ impl Memdb {
         let (value, lsn, recorded) = self.store.write(trim, |txn, ops| {
             let value = f(txn, ops)?;
             crate::embedding::enqueue_new(txn, ops.ops())?;
+            // Query embeddings computed while writers held the lock ride
+            // along (a failure here must not fail the write).
+            let _ = self.store_pending_cache(txn);
             Ok(value)
         })?;
         let previous = self.last_lsn.swap(lsn, Ordering::AcqRel);
@@ -801,6 +813,12 @@ impl Memdb {
     }
 
     fn shut_down(&self) -> Result<()> {
+        if self.has_pending_cache() {
+            let _g = self.lock_writes();
+            let _ = self
+                .store
+                .write_volatile(|txn| self.store_pending_cache(txn));
+        }
         self.checkpointer
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -118,7 +118,15 @@ pub(crate) struct Pipeline {
     pub(crate) pass: Mutex<()>,
     pub(crate) signal: Arc<Signal>,
     pub(crate) last_error: Mutex<Option<String>>,
+    /// Query embeddings computed but not yet in the redb cache: a query
+    /// never waits for the write lock to cache its vector. The next writer
+    /// stores them in its own transaction, or the query itself when the
+    /// lock is free (SPEC.md §16.4).
+    pub(crate) cache_pending: Mutex<Vec<(String, Vec<u8>)>>,
 }
+
+/// Most query embeddings held in memory waiting to be cached.
+const MAX_CACHE_PENDING: usize = 1024;
 
 fn meta_space(txn: &impl MetaRead, key: &str) -> Result<Option<u32>> {
     txn.meta_get(key)
@@ -683,14 +691,27 @@ impl Memdb {
         let cap = self.config().query_cache_entries;
         let cacheable = cap > 0 && query.len() <= MAX_CACHED_QUERY_BYTES;
         if cacheable {
+            let pending = self.pipeline_cache_pending();
+            let hit = pending
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.clone());
+            drop(pending);
             let txn = self.store.read()?;
-            if let Some(v) = txn.open_table(QUERY_CACHE)?.get(key.as_str())? {
-                let bytes = v.value();
-                if bytes.len() > 9 {
-                    let truncated = bytes[8] == 1;
-                    if let Ok(vec) = decode_vector(&bytes[9..], space.dimension) {
-                        return Ok((vec, truncated));
-                    }
+            let table = txn.open_table(QUERY_CACHE)?;
+            let stored = table.get(key.as_str())?;
+            let bytes = match (&hit, &stored) {
+                (Some(v), _) => Some(v.as_slice()),
+                (None, Some(v)) => Some(v.value()),
+                (None, None) => None,
+            };
+            if let Some(bytes) = bytes
+                && bytes.len() > 9
+            {
+                let truncated = bytes[8] == 1;
+                if let Ok(vec) = decode_vector(&bytes[9..], space.dimension) {
+                    return Ok((vec, truncated));
                 }
             }
         }
@@ -704,38 +725,73 @@ impl Memdb {
         check_vector("query", space, &v)
             .map_err(|err| Error::Embedding(format!("unusable query embedding: {err}")))?;
         if cacheable {
-            let _g = self.lock_writes();
-            // A failed cache insert costs the next identical query a model
-            // run, nothing more.
-            let _ = self.store.write_volatile(|txn| {
-                let mut order = txn.open_table(QUERY_CACHE_ORDER)?;
-                let mut cache = txn.open_table(QUERY_CACHE)?;
-                let seq = order.last()?.map_or(1, |(k, _)| k.value() + 1);
-                let mut value = seq.to_le_bytes().to_vec();
-                value.push(u8::from(truncated));
-                value.extend_from_slice(&encode_vector(&v));
-                if let Some(old) = cache.insert(key.as_str(), value.as_slice())? {
-                    let old_seq = old.value().get(..8).map(|b| {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(b);
-                        u64::from_le_bytes(a)
-                    });
-                    drop(old);
-                    if let Some(s) = old_seq {
-                        order.remove(s)?;
-                    }
-                }
-                order.insert(seq, key.as_str())?;
-                while order.len()? > cap as u64 {
-                    let Some((_, k)) = order.pop_first()? else {
-                        break;
-                    };
-                    cache.remove(k.value())?;
-                }
-                Ok(())
-            });
+            // Value layout: 8 bytes of sequence (filled in when stored),
+            // the truncation flag, the vector.
+            let mut value = vec![0u8; 8];
+            value.push(u8::from(truncated));
+            value.extend_from_slice(&encode_vector(&v));
+            let mut pending = self.pipeline_cache_pending();
+            if pending.len() < MAX_CACHE_PENDING {
+                pending.push((key, value));
+            }
+            drop(pending);
+            // Store now only if nobody is writing; otherwise the writer
+            // stores it. A failed insert costs a later identical query one
+            // model run, nothing more.
+            if let Ok(_g) = self.try_lock_writes() {
+                let _ = self
+                    .store
+                    .write_volatile(|txn| self.store_pending_cache(txn));
+            }
         }
         Ok((v, truncated))
+    }
+
+    fn pipeline_cache_pending(&self) -> std::sync::MutexGuard<'_, Vec<(String, Vec<u8>)>> {
+        self.pipeline
+            .cache_pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn has_pending_cache(&self) -> bool {
+        !self.pipeline_cache_pending().is_empty()
+    }
+
+    /// Moves the pending query embeddings into the redb cache, inside
+    /// `txn` (a writer's transaction or a volatile one), evicting the oldest
+    /// entries beyond the configured size. Caller holds the write lock.
+    pub(crate) fn store_pending_cache(&self, txn: &redb::WriteTransaction) -> Result<()> {
+        let batch = std::mem::take(&mut *self.pipeline_cache_pending());
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let cap = self.config().query_cache_entries as u64;
+        let mut order = txn.open_table(QUERY_CACHE_ORDER)?;
+        let mut cache = txn.open_table(QUERY_CACHE)?;
+        let first = order.last()?.map_or(1, |(k, _)| k.value() + 1);
+        for (seq, (key, mut value)) in (first..).zip(batch) {
+            value[..8].copy_from_slice(&seq.to_le_bytes());
+            if let Some(old) = cache.insert(key.as_str(), value.as_slice())? {
+                let old_seq = old.value().get(..8).map(|b| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(b);
+                    u64::from_le_bytes(a)
+                });
+                drop(old);
+                if let Some(s) = old_seq {
+                    order.remove(s)?;
+                }
+            }
+            order.insert(seq, key.as_str())?;
+        }
+        while order.len()? > cap {
+            let Some((_, k)) = order.pop_first()? else {
+                break;
+            };
+            cache.remove(k.value())?;
+        }
+        Ok(())
     }
 
     /// Messages queued for space `space`, counted up to `cap` (every
