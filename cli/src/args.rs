@@ -295,6 +295,10 @@ pub struct QueryArgs {
     /// (reciprocal rank, k = 60).
     #[arg(long, value_enum, default_value_t = Fusion::Relative)]
     pub fusion: Fusion,
+    /// Semantic and hybrid: drop semantic candidates whose cosine
+    /// similarity to the query is below this (-1..=1); keyword matches stay.
+    #[arg(long, value_name = "COSINE", allow_negative_numbers = true)]
+    pub min_similarity: Option<f32>,
     /// Most hits to show (1..=1000).
     #[arg(long, default_value_t = 10)]
     pub limit: usize,

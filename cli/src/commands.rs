@@ -335,6 +335,7 @@ fn search_request(args: QueryArgs) -> Result<SearchRequest> {
         query: args.text,
         mode,
         explain: args.explain,
+        min_similarity: args.min_similarity,
         weights: FusionWeights {
             keyword: args.keyword_weight,
             semantic: args.semantic_weight,

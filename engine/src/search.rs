@@ -309,6 +309,12 @@ pub struct SearchRequest {
     /// Hybrid fusion weights.
     #[serde(default)]
     pub weights: FusionWeights,
+    /// Similarity floor in -1..=1 (semantic and hybrid): semantic
+    /// candidates whose cosine similarity to the query is below it are
+    /// dropped. In hybrid, a keyword match stays a candidate whatever its
+    /// similarity. Default none: every neighbour found counts.
+    #[serde(default)]
+    pub min_similarity: Option<f32>,
 }
 
 impl SearchRequest {
@@ -324,7 +330,15 @@ impl SearchRequest {
             offset: 0,
             explain: false,
             weights: FusionWeights::default(),
+            min_similarity: None,
         }
+    }
+
+    /// The same request with a similarity floor (see
+    /// [`SearchRequest::min_similarity`]).
+    pub fn min_similarity(mut self, floor: f32) -> Self {
+        self.min_similarity = Some(floor);
+        self
     }
 
     /// The same request in `mode`.
@@ -504,11 +518,22 @@ impl Memdb {
                 format!("{} is outside 0..=10000", w.rrf_k),
             ));
         }
+        if let Some(f) = req.min_similarity
+            && !(f.is_finite() && (-1.0..=1.0).contains(&f))
+        {
+            return Err(Error::invalid(
+                "min_similarity",
+                format!("{f} is outside -1..=1"),
+            ));
+        }
         let filter = normalize_filter(&req.filter)?;
         let mut notes = Vec::new();
         let window = req.offset + req.limit;
         match req.mode {
             SearchMode::Keyword => {
+                if req.min_similarity.is_some() {
+                    notes.push("min_similarity applies to semantic rankings: ignored".into());
+                }
                 let ids = self.text_hits(&self.text_query(req, &filter, req.limit, req.offset))?;
                 let mut hits = self.resolve_hits(&ids)?;
                 if req.explain {
@@ -613,9 +638,11 @@ impl Memdb {
             ef: k.max(VectorSearch::default().ef),
         };
         let hits = self.search_vectors(&space.name, &query, params, &vf)?;
+        let floor = req.min_similarity.unwrap_or(f32::NEG_INFINITY);
         Ok(SemanticSide {
             ranking: hits
                 .into_iter()
+                .filter(|h| h.similarity >= floor)
                 .map(|h| (h.record.as_u128(), h.similarity))
                 .collect(),
             query,
