@@ -331,7 +331,7 @@ pub enum Mode {
     Keyword,
     /// Similarity of embeddings.
     Semantic,
-    /// Both, fused by reciprocal rank.
+    /// Both, fused (relative score by default, or reciprocal rank).
     Hybrid,
 }
 
