@@ -29,8 +29,9 @@ pub struct Cli {
     /// Embedding model for commands that embed (store, append, import,
     /// query, embed, rebuild-embeddings): `auto` uses the local model when
     /// it is installed (else keyword only, and says so), `local` requires
-    /// it, `hashing` is the model-free lexical embedder, `none` disables
-    /// embeddings.
+    /// it, `openai` calls an OpenAI-compatible server (settings below and
+    /// MEMDB_OPENAI_API_KEY), `hashing` is the model-free lexical embedder,
+    /// `none` disables embeddings.
     #[arg(long, global = true, value_enum, env = "MEMDB_EMBEDDER", default_value_t = EmbedderChoice::Auto)]
     pub embedder: EmbedderChoice,
 
@@ -38,6 +39,10 @@ pub struct Cli {
     /// platform data dir + /memdb/models].
     #[arg(long, global = true, env = "MEMDB_MODELS", value_name = "DIR")]
     pub models: Option<PathBuf>,
+
+    /// Settings of `--embedder openai`.
+    #[command(flatten)]
+    pub openai: memdb_server::OpenAiSettings,
 
     /// The operation to run.
     #[command(subcommand)]
@@ -239,6 +244,10 @@ pub enum EmbedderChoice {
     Local,
     /// The lexical hashing embedder (no model).
     Hashing,
+    /// An OpenAI-compatible embeddings server (OpenAI, Ollama, vLLM,
+    /// LiteLLM): MEMDB_OPENAI_BASE_URL, MEMDB_OPENAI_MODEL and
+    /// MEMDB_OPENAI_DIMENSION (or the --openai-* flags) must be set.
+    Openai,
     /// No embeddings: keyword search only.
     None,
 }
@@ -270,7 +279,7 @@ pub struct QueryArgs {
     /// AND/OR/-, prefix*, field:value).
     pub text: String,
     /// Ranking: keyword (BM25), semantic (embeddings) or hybrid (both,
-    /// fused by reciprocal rank).
+    /// fused).
     #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
     pub mode: Mode,
     /// Show each hit's score components (ranks, BM25, similarity, fused).
@@ -286,6 +295,10 @@ pub struct QueryArgs {
     /// (reciprocal rank, k = 60).
     #[arg(long, value_enum, default_value_t = Fusion::Relative)]
     pub fusion: Fusion,
+    /// Semantic and hybrid: drop semantic candidates whose cosine
+    /// similarity to the query is below this (-1..=1); keyword matches stay.
+    #[arg(long, value_name = "COSINE", allow_negative_numbers = true)]
+    pub min_similarity: Option<f32>,
     /// Most hits to show (1..=1000).
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
@@ -318,7 +331,7 @@ pub enum Mode {
     Keyword,
     /// Similarity of embeddings.
     Semantic,
-    /// Both, fused by reciprocal rank.
+    /// Both, fused (relative score by default, or reciprocal rank).
     Hybrid,
 }
 

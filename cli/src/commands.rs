@@ -26,8 +26,8 @@ pub fn run(cli: Cli) -> Result<Output> {
     // a directory that holds no store (a mistyped --data must not pass silently).
     let open = || Memdb::open_existing(&dir);
     // Commands that embed load the model (a few hundred ms) only when needed.
-    let (choice, models) = (cli.embedder, cli.models);
-    let embedding = || embedder::load(choice, models.clone());
+    let (choice, models, openai) = (cli.embedder, cli.models, cli.openai);
+    let embedding = || embedder::load(choice, models.clone(), &openai);
     let create_embedding = || -> Result<Memdb> {
         let (e, note) = embedding()?;
         if let Some(note) = note {
@@ -258,7 +258,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                     anyhow::bail!(
                         "{}",
                         note.unwrap_or_else(|| {
-                            "no embedding model: pass --embedder local or hashing".into()
+                            "no embedding model: pass --embedder local, openai or hashing".into()
                         })
                     );
                 }
@@ -276,7 +276,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                     anyhow::bail!(
                         "{}",
                         note.unwrap_or_else(|| {
-                            "no embedding model: pass --embedder local or hashing".into()
+                            "no embedding model: pass --embedder local, openai or hashing".into()
                         })
                     );
                 }
@@ -335,6 +335,7 @@ fn search_request(args: QueryArgs) -> Result<SearchRequest> {
         query: args.text,
         mode,
         explain: args.explain,
+        min_similarity: args.min_similarity,
         weights: FusionWeights {
             keyword: args.keyword_weight,
             semantic: args.semantic_weight,

@@ -18,7 +18,11 @@ pub type Loaded = (Option<Arc<dyn Embedder>>, Option<String>);
 
 /// The embedder for `choice`, or `None` with the reason when `auto` finds
 /// no installed model.
-pub fn load(choice: EmbedderChoice, models: Option<PathBuf>) -> Result<Loaded> {
+pub fn load(
+    choice: EmbedderChoice,
+    models: Option<PathBuf>,
+    openai: &memdb_server::OpenAiSettings,
+) -> Result<Loaded> {
     let dir = || -> Result<PathBuf> {
         match &models {
             Some(d) => Ok(d.clone()),
@@ -28,6 +32,10 @@ pub fn load(choice: EmbedderChoice, models: Option<PathBuf>) -> Result<Loaded> {
     Ok(match choice {
         EmbedderChoice::None => (None, None),
         EmbedderChoice::Hashing => (Some(Arc::new(Hashing::default())), None),
+        EmbedderChoice::Openai => (
+            Some(Arc::new(openai.embedder().map_err(anyhow::Error::msg)?)),
+            None,
+        ),
         EmbedderChoice::Local => {
             let dir = dir()?;
             let model = LocalOnnx::open(&dir)

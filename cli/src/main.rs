@@ -49,15 +49,17 @@ fn main() -> ExitCode {
             data,
             embedder,
             models,
+            openai,
             ..
-        }) => return serve::run(data, embedder, models, *args),
+        }) => return serve::run(data, embedder, models, openai, *args),
         Ok(Cli {
             command: Command::Mcp,
             data,
             embedder,
             models,
+            openai,
             ..
-        }) => return mcp::run(data, embedder, models),
+        }) => return mcp::run(data, embedder, models, openai),
         Ok(cli) => {
             let json = cli.json;
             match commands::run(cli) {

@@ -14,16 +14,23 @@ use crate::args::EmbedderChoice;
 /// Serves until stdin closes or SIGINT/SIGTERM; exit 1 with one `error:`
 /// line on stderr on failure. `--data`, `--embedder` and `--models` are
 /// `memdb`'s global flags.
-pub fn run(data: Option<PathBuf>, embedder: EmbedderChoice, models: Option<PathBuf>) -> ExitCode {
+pub fn run(
+    data: Option<PathBuf>,
+    embedder: EmbedderChoice,
+    models: Option<PathBuf>,
+    openai: server::OpenAiSettings,
+) -> ExitCode {
     let embedder = match embedder {
         EmbedderChoice::Auto => server::EmbedderChoice::Auto,
         EmbedderChoice::Local => server::EmbedderChoice::Local,
         EmbedderChoice::Hashing => server::EmbedderChoice::Hashing,
+        EmbedderChoice::Openai => server::EmbedderChoice::Openai,
         EmbedderChoice::None => server::EmbedderChoice::None,
     };
     let args = McpArgs {
         embedder: Some(embedder),
         models_dir: models,
+        openai,
     };
     let result = crate::options::data_dir(data)
         .map_err(|e| e.to_string())

@@ -622,11 +622,17 @@ fn check(o: &mut String, r: &CheckReport) {
 
 fn explain_line(e: &memdb::ScoreExplain) -> String {
     let mut parts = Vec::new();
-    if let (Some(r), Some(s)) = (e.keyword_rank, e.keyword_score) {
-        parts.push(format!("keyword #{r} bm25 {s:.3}"));
+    // Hybrid scores each candidate on both signals: a score without a rank
+    // was filled in for a candidate the other ranking found.
+    match (e.keyword_rank, e.keyword_score) {
+        (Some(r), Some(s)) => parts.push(format!("keyword #{r} bm25 {s:.3}")),
+        (None, Some(s)) => parts.push(format!("keyword unranked bm25 {s:.3}")),
+        _ => {}
     }
-    if let (Some(r), Some(s)) = (e.semantic_rank, e.similarity) {
-        parts.push(format!("semantic #{r} cosine {s:.3}"));
+    match (e.semantic_rank, e.similarity) {
+        (Some(r), Some(s)) => parts.push(format!("semantic #{r} cosine {s:.3}")),
+        (None, Some(s)) => parts.push(format!("semantic unranked cosine {s:.3}")),
+        _ => {}
     }
     if let Some(f) = e.fused {
         parts.push(format!("fused {f:.5}"));

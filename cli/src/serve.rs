@@ -10,23 +10,26 @@ use memdb_server::config as server;
 use crate::args::EmbedderChoice;
 
 /// Serves until SIGINT/SIGTERM; exit 1 with one `error:` line on failure.
-/// `--data`, `--embedder` and `--models` are `memdb`'s global flags.
+/// `--data`, `--embedder`, `--models` and `--openai-*` are `memdb`'s
+/// global flags.
 pub fn run(
     data: Option<PathBuf>,
     embedder: EmbedderChoice,
     models: Option<PathBuf>,
+    openai: server::OpenAiSettings,
     args: ServeArgs,
 ) -> ExitCode {
     let embedder = match embedder {
         EmbedderChoice::Auto => server::EmbedderChoice::Auto,
         EmbedderChoice::Local => server::EmbedderChoice::Local,
         EmbedderChoice::Hashing => server::EmbedderChoice::Hashing,
+        EmbedderChoice::Openai => server::EmbedderChoice::Openai,
         EmbedderChoice::None => server::EmbedderChoice::None,
     };
     let result = crate::options::data_dir(data)
         .map_err(|e| e.to_string())
         .and_then(|dir| {
-            args.config(Some(dir), Some(embedder), models)
+            args.config(Some(dir), Some(embedder), models, &openai)
                 .map_err(|e| e.to_string())
         })
         .and_then(|config| memdb_server::cli::run(config).map_err(|e| e.to_string()));

@@ -1215,3 +1215,54 @@ fn serve_needs_a_key_then_serves_and_stops_on_sigterm() {
     // The store was closed: the directory opens again.
     assert_eq!(db.count(), 0);
 }
+
+#[test]
+fn min_similarity_floors_semantic_results() {
+    let db = Db::new();
+    for (label, text) in [
+        ("close", "rust borrow checker lifetimes"),
+        ("far", "sunny weather in paris today"),
+    ] {
+        db.run_stdin(
+            &["--embedder", "hashing", "--json", "store"],
+            Some(topic(label, text).to_string().as_bytes()),
+        )
+        .ok();
+    }
+    let query = |extra: &[&str]| {
+        let mut args = vec![
+            "--embedder",
+            "hashing",
+            "--json",
+            "query",
+            "rust borrow checker",
+            "--mode",
+            "semantic",
+        ];
+        args.extend_from_slice(extra);
+        db.run(&args).ok().json()
+    };
+    let all = query(&[]);
+    assert_eq!(all["results"].as_array().map(Vec::len), Some(2), "{all}");
+    let floored = query(&["--min-similarity", "0.5"]);
+    let hits = floored["results"].as_array().expect("results");
+    assert_eq!(hits.len(), 1, "{floored}");
+    assert_eq!(hits[0]["label"], "close");
+    assert!(hits[0]["score"].as_f64().is_some_and(|s| s >= 0.5));
+    // Negative floors parse; out-of-range ones are the engine's clear error.
+    assert_eq!(
+        query(&["--min-similarity", "-1"])["results"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    db.run(&[
+        "--embedder",
+        "hashing",
+        "query",
+        "x",
+        "--min-similarity",
+        "1.5",
+    ])
+    .fails_with(&["min_similarity", "-1..=1"]);
+}

@@ -356,6 +356,14 @@ impl Memdb {
         }
     }
 
+    /// The stored embedding of message `id` in the active message space
+    /// (the space semantic search reads), or `None` when it has none yet.
+    /// Fails like semantic search when there is no usable embedder.
+    pub fn message_vector(&self, id: uuid::Uuid) -> Result<Option<Vec<f32>>> {
+        let (_, space) = self.semantic_target()?;
+        self.get_vector(&space.name, id)
+    }
+
     /// Embeds queued messages for the configured model, in batches of
     /// `Config::embed_batch`, until the queue is empty or `limit` messages
     /// were handled. When a rebuild's space has no messages left to embed,

@@ -9,7 +9,7 @@
 //! 408, any 5xx, a connection error or a timeout. The wait before retry `n`
 //! (from 0) is `backoff * 2^n`, capped at `max_backoff`, times a random factor
 //! in `[0.5, 1)` (jitter, so clients that failed together do not retry
-//! together). A `Retry-After` header in seconds replaces that wait; one
+//! together). A `Retry-After` header (seconds or an HTTP date) replaces that wait; one
 //! longer than `max_backoff` ends the retries at once (the error says how long
 //! the server asked to wait). Other 4xx answers are final.
 //!
@@ -301,7 +301,7 @@ fn read_response(
         .headers()
         .get("retry-after")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+        .and_then(|v| retry_after_secs(v, SystemTime::now()));
     let body = resp.body_mut().with_config().limit(limit).read_to_vec();
     if (200..300).contains(&status) {
         return body.map_err(transport);
@@ -327,6 +327,23 @@ fn read_response(
             format!("HTTP {status} ({said})")
         },
         retry_after,
+    })
+}
+
+/// The wait a `Retry-After` value asks for, in whole seconds: either
+/// delay-seconds, or an HTTP date (IMF-fixdate such as `Wed, 21 Oct 2015
+/// 07:28:00 GMT`, or the obsolete RFC 850 and asctime forms recipients must
+/// accept) counted from `now` and rounded up; a date already past is 0.
+/// `None` when the value is neither.
+fn retry_after_secs(value: &str, now: SystemTime) -> Option<u64> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(secs);
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(match at.duration_since(now) {
+        Ok(d) => d.as_secs() + u64::from(d.subsec_nanos() > 0),
+        Err(_) => 0,
     })
 }
 
@@ -471,6 +488,43 @@ mod tests {
         assert_eq!(server_message("plain\n text", None), "plain text");
         let long = "x".repeat(1000);
         assert_eq!(server_message(&long, None).len(), QUOTE_LIMIT + 3);
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        // 2015-10-21 07:28:00 UTC.
+        let date = UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        assert_eq!(retry_after_secs("120", date), Some(120));
+        assert_eq!(retry_after_secs(" 0 ", date), Some(0));
+        // IMF-fixdate, 90 s after `now`.
+        let now = date - Duration::from_secs(90);
+        assert_eq!(
+            retry_after_secs("Wed, 21 Oct 2015 07:28:00 GMT", now),
+            Some(90)
+        );
+        // A fraction of a second left rounds up, never down to "now".
+        let now = date - Duration::from_millis(1500);
+        assert_eq!(
+            retry_after_secs("Wed, 21 Oct 2015 07:28:00 GMT", now),
+            Some(2)
+        );
+        // The obsolete forms HTTP recipients must accept.
+        let now = date - Duration::from_secs(5);
+        assert_eq!(
+            retry_after_secs("Wednesday, 21-Oct-15 07:28:00 GMT", now),
+            Some(5)
+        );
+        assert_eq!(retry_after_secs("Wed Oct 21 07:28:00 2015", now), Some(5));
+        // A date in the past: retry at once.
+        let later = date + Duration::from_secs(3600);
+        assert_eq!(
+            retry_after_secs("Wed, 21 Oct 2015 07:28:00 GMT", later),
+            Some(0)
+        );
+        // Neither: no header value to honour.
+        for bad in ["", "soon", "-5", "1.5", "Wed, 32 Oct 2015 07:28:00 GMT"] {
+            assert_eq!(retry_after_secs(bad, date), None, "{bad:?}");
+        }
     }
 
     #[test]

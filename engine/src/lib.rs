@@ -112,6 +112,7 @@ mod readme {}
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub mod bench_internals {
+    pub use crate::search::hybrid_keyword_query;
     pub use crate::vector::bench::{BenchError, Generation, Graph, clustered, run};
     pub use memdb_format::Metric;
 }

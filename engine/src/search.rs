@@ -1,10 +1,11 @@
 //! One search entry point over messages, [`Memdb::search`], in three modes
 //! (SPEC.md §"Search modes"): keyword (BM25 on the text index), semantic
 //! (the query's embedding against the message vector space) and hybrid
-//! (both rankings fused by weighted reciprocal rank fusion). Every surface
+//! (both rankings fused, by default by relative score with every
+//! candidate's similarity; SPEC.md §17). Every surface
 //! (CLI, REST, MCP) calls this; none ranks anything itself.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -20,149 +21,6 @@ pub const MAX_OFFSET: usize = 10_000;
 /// Fewest candidates each ranking contributes to a hybrid fusion.
 const MIN_FUSION_DEPTH: usize = 50;
 
-/// English function words dropped from the keyword side of a hybrid search
-/// over a plain natural-language query (NLTK's list): in a rank fusion a
-/// match on "in" or "how" counts as much as a real keyword match, so it
-/// would promote unrelated messages over the semantic ranking's answer.
-const STOPWORDS: &[&str] = &[
-    "i",
-    "me",
-    "my",
-    "myself",
-    "we",
-    "our",
-    "ours",
-    "ourselves",
-    "you",
-    "your",
-    "yours",
-    "yourself",
-    "yourselves",
-    "he",
-    "him",
-    "his",
-    "himself",
-    "she",
-    "her",
-    "hers",
-    "herself",
-    "it",
-    "its",
-    "itself",
-    "they",
-    "them",
-    "their",
-    "theirs",
-    "themselves",
-    "what",
-    "which",
-    "who",
-    "whom",
-    "this",
-    "that",
-    "these",
-    "those",
-    "am",
-    "is",
-    "are",
-    "was",
-    "were",
-    "be",
-    "been",
-    "being",
-    "have",
-    "has",
-    "had",
-    "having",
-    "do",
-    "does",
-    "did",
-    "doing",
-    "a",
-    "an",
-    "the",
-    "and",
-    "but",
-    "if",
-    "or",
-    "because",
-    "as",
-    "until",
-    "while",
-    "of",
-    "at",
-    "by",
-    "for",
-    "with",
-    "about",
-    "against",
-    "between",
-    "into",
-    "through",
-    "during",
-    "before",
-    "after",
-    "above",
-    "below",
-    "to",
-    "from",
-    "up",
-    "down",
-    "in",
-    "out",
-    "on",
-    "off",
-    "over",
-    "under",
-    "again",
-    "further",
-    "then",
-    "once",
-    "here",
-    "there",
-    "when",
-    "where",
-    "why",
-    "how",
-    "all",
-    "any",
-    "both",
-    "each",
-    "few",
-    "more",
-    "most",
-    "other",
-    "some",
-    "such",
-    "no",
-    "nor",
-    "not",
-    "only",
-    "own",
-    "same",
-    "so",
-    "than",
-    "too",
-    "very",
-    "s",
-    "t",
-    "can",
-    "will",
-    "just",
-    "don",
-    "should",
-    "now",
-    "d",
-    "ll",
-    "m",
-    "o",
-    "re",
-    "ve",
-    "y",
-    "could",
-    "would",
-];
-
 /// The keyword side of a hybrid search. A plain query (no quotes,
 /// operators, field filters or wildcards) keeps every word for scoring but
 /// requires a match on at least one content (non-stop) word:
@@ -170,7 +28,9 @@ const STOPWORDS: &[&str] = &[
 /// "how" is no keyword candidate (in a fusion it would rank as high as a
 /// real match), while stop words still help rank the real matches. A query
 /// using the syntax is kept verbatim. `None` when it has no content word.
-pub(crate) fn hybrid_keyword_query(query: &str) -> Option<String> {
+/// Stop words are the engine's one list of English function words
+/// (NLTK's, in `keywords.rs`).
+pub fn hybrid_keyword_query(query: &str) -> Option<String> {
     let syntax = query.contains(['"', ':', '*', '(', ')', '+', '-', '^', '~', '[', ']'])
         || query
             .split_whitespace()
@@ -184,7 +44,7 @@ pub(crate) fn hybrid_keyword_query(query: &str) -> Option<String> {
             let bare: String = w
                 .trim_matches(|c: char| !c.is_alphanumeric())
                 .to_lowercase();
-            !bare.is_empty() && !STOPWORDS.contains(&bare.as_str())
+            !bare.is_empty() && !crate::keywords::is_function_word(&bare)
         })
         .collect();
     if kept.is_empty() {
@@ -206,7 +66,7 @@ pub enum SearchMode {
     Keyword,
     /// Cosine similarity of the query's embedding to message embeddings.
     Semantic,
-    /// Keyword and semantic rankings fused by reciprocal rank.
+    /// Keyword and semantic rankings fused (see [`FusionMethod`]).
     #[default]
     Hybrid,
 }
@@ -241,9 +101,11 @@ impl std::str::FromStr for SearchMode {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FusionMethod {
-    /// Relative score fusion (the default): each ranking's scores min-max
-    /// normalised to [0, 1] over its own candidates (a single candidate
-    /// scores 1), then `keyword · kw_norm + semantic · sem_norm`.
+    /// Relative score fusion (the default): BM25 min-max normalised to
+    /// [0, 1] over the keyword ranking (0 outside it), cosine similarity of
+    /// every candidate (keyword-only ones from their stored vectors) min-max
+    /// normalised over all candidates, then
+    /// `keyword · kw_norm + semantic · sem_norm`.
     #[default]
     RelativeScore,
     /// Reciprocal rank fusion: `keyword / (rrf_k + keyword_rank) +
@@ -251,8 +113,8 @@ pub enum FusionMethod {
     Rrf,
 }
 
-/// Weights of hybrid fusion; a ranking that misses a hit contributes 0.
-/// SPEC.md §17 has the measurements behind the default.
+/// Weights of hybrid fusion. SPEC.md §17 has the measurements behind the
+/// default.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FusionWeights {
     /// Weight of the keyword ranking (default 1).
@@ -306,6 +168,12 @@ pub struct SearchRequest {
     /// Hybrid fusion weights.
     #[serde(default)]
     pub weights: FusionWeights,
+    /// Similarity floor in -1..=1 (semantic and hybrid): semantic
+    /// candidates whose cosine similarity to the query is below it are
+    /// dropped. In hybrid, a keyword match stays a candidate whatever its
+    /// similarity. Default none: every neighbour found counts.
+    #[serde(default)]
+    pub min_similarity: Option<f32>,
 }
 
 impl SearchRequest {
@@ -321,7 +189,15 @@ impl SearchRequest {
             offset: 0,
             explain: false,
             weights: FusionWeights::default(),
+            min_similarity: None,
         }
+    }
+
+    /// The same request with a similarity floor (see
+    /// [`SearchRequest::min_similarity`]).
+    pub fn min_similarity(mut self, floor: f32) -> Self {
+        self.min_similarity = Some(floor);
+        self
     }
 
     /// The same request in `mode`.
@@ -337,16 +213,20 @@ impl SearchRequest {
     }
 }
 
-/// How one hit's score was made.
+/// How one hit's score was made. In hybrid mode every candidate gets its
+/// similarity, so `similarity` can be present without `semantic_rank`: a
+/// keyword-only candidate's cosine, read from its stored vector.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScoreExplain {
     /// Rank in the keyword ranking (1 = best), if it was there.
     pub keyword_rank: Option<usize>,
-    /// Its BM25 score.
+    /// Its BM25 score; `None` when it is not in the keyword ranking.
     pub keyword_score: Option<f32>,
     /// Rank in the semantic ranking (1 = best), if it was there.
     pub semantic_rank: Option<usize>,
-    /// Its cosine similarity to the query.
+    /// Its cosine similarity to the query; in hybrid mode also for a
+    /// keyword-only candidate (from its stored vector). `None` when the
+    /// message has no vector yet (or there was no semantic ranking).
     pub similarity: Option<f32>,
     /// The fused score (hybrid only).
     pub fused: Option<f32>,
@@ -368,12 +248,47 @@ pub struct SearchResults {
 /// A ranked list of (message id, score), best first.
 type Ranking = Vec<(u128, f32)>;
 
+/// The semantic side of a search: the ranking, the query's vector and the
+/// message space it was searched in.
+struct SemanticSide {
+    ranking: Ranking,
+    query: Vec<f32>,
+    space: crate::spaces::VectorSpace,
+}
+
+/// Min-max bounds of the values present, `None` when there are none.
+fn bounds(values: impl Iterator<Item = f32>) -> Option<(f32, f32)> {
+    values.fold(None, |b, v| match b {
+        None => Some((v, v)),
+        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+    })
+}
+
+/// `v` min-max normalised into [0, 1] by `bounds`; every value scores 1
+/// when they are all equal.
+fn normalise(v: f32, (min, max): (f32, f32)) -> f32 {
+    if max > min {
+        ((v - min) / (max - min)).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
+}
+
 /// Fuses two rankings (see [`FusionMethod`]); returns (id, fused score,
 /// explanation), best first, ties broken by the better single rank and then
 /// by id so the order is deterministic.
+///
+/// Relative score fusion: the keyword signal is BM25 min-max normalised
+/// over the keyword ranking's own candidates; a candidate outside it scores
+/// 0 (it does not match, or scores at most the ranking's lowest BM25). The
+/// semantic signal is every candidate's cosine similarity, the keyword-only
+/// ones' taken from `semantic_fill`, min-max normalised over all candidates
+/// that have one; a candidate without a vector scores 0. RRF uses the ranks
+/// only (the fills still show in the explanation).
 pub(crate) fn fuse(
     keyword: &Ranking,
     semantic: &Ranking,
+    semantic_fill: &HashMap<u128, f32>,
     w: FusionWeights,
 ) -> Vec<(u128, f32, ScoreExplain)> {
     let mut by_id: HashMap<u128, ScoreExplain> = HashMap::new();
@@ -387,18 +302,13 @@ pub(crate) fn fuse(
         e.semantic_rank = Some(i + 1);
         e.similarity = Some(s);
     }
-    let bounds = |list: &Ranking| {
-        let max = list.iter().map(|x| x.1).fold(f32::NEG_INFINITY, f32::max);
-        let min = list.iter().map(|x| x.1).fold(f32::INFINITY, f32::min);
-        (min, max)
-    };
-    let (kmin, kmax) = bounds(keyword);
-    let (smin, smax) = bounds(semantic);
-    let norm = |v: Option<f32>, min: f32, max: f32| match v {
-        None => 0.0,
-        Some(_) if max <= min => 1.0,
-        Some(v) => (v - min) / (max - min),
-    };
+    for (id, e) in by_id.iter_mut() {
+        if e.similarity.is_none() {
+            e.similarity = semantic_fill.get(id).copied();
+        }
+    }
+    let kb = bounds(keyword.iter().map(|x| x.1));
+    let sb = bounds(by_id.values().filter_map(|e| e.similarity));
     let rrf =
         |weight: f32, rank: Option<usize>| rank.map_or(0.0, |r| weight / (w.rrf_k + r as f32));
     let mut out: Vec<(u128, f32, ScoreExplain)> = by_id
@@ -406,8 +316,15 @@ pub(crate) fn fuse(
         .map(|(id, mut e)| {
             let f = match w.method {
                 FusionMethod::RelativeScore => {
-                    w.keyword * norm(e.keyword_score, kmin, kmax)
-                        + w.semantic * norm(e.similarity, smin, smax)
+                    let k = match (kb, e.keyword_rank, e.keyword_score) {
+                        (Some(b), Some(_), Some(v)) => normalise(v, b),
+                        _ => 0.0,
+                    };
+                    let s = match (sb, e.similarity) {
+                        (Some(b), Some(v)) => normalise(v, b),
+                        _ => 0.0,
+                    };
+                    w.keyword * k + w.semantic * s
                 }
                 FusionMethod::Rrf => {
                     rrf(w.keyword, e.keyword_rank) + rrf(w.semantic, e.semantic_rank)
@@ -460,11 +377,22 @@ impl Memdb {
                 format!("{} is outside 0..=10000", w.rrf_k),
             ));
         }
+        if let Some(f) = req.min_similarity
+            && !(f.is_finite() && (-1.0..=1.0).contains(&f))
+        {
+            return Err(Error::invalid(
+                "min_similarity",
+                format!("{f} is outside -1..=1"),
+            ));
+        }
         let filter = normalize_filter(&req.filter)?;
         let mut notes = Vec::new();
         let window = req.offset + req.limit;
         match req.mode {
             SearchMode::Keyword => {
+                if req.min_similarity.is_some() {
+                    notes.push("min_similarity applies to semantic rankings: ignored".into());
+                }
                 let ids = self.text_hits(&self.text_query(req, &filter, req.limit, req.offset))?;
                 let mut hits = self.resolve_hits(&ids)?;
                 if req.explain {
@@ -530,6 +458,18 @@ impl Memdb {
         k: usize,
         notes: &mut Vec<String>,
     ) -> Result<Ranking> {
+        Ok(self.semantic_side(req, filter, k, notes)?.ranking)
+    }
+
+    /// The semantic ranking, with the query vector and the space it was
+    /// searched in (hybrid scores keyword-only candidates with them).
+    fn semantic_side(
+        &self,
+        req: &SearchRequest,
+        filter: &Filter,
+        k: usize,
+        notes: &mut Vec<String>,
+    ) -> Result<SemanticSide> {
         let (embedder, space) = self.semantic_target()?;
         let (query, truncated) = self.query_vector(embedder.as_ref(), &space, &req.query)?;
         if truncated {
@@ -557,10 +497,16 @@ impl Memdb {
             ef: k.max(VectorSearch::default().ef),
         };
         let hits = self.search_vectors(&space.name, &query, params, &vf)?;
-        Ok(hits
-            .into_iter()
-            .map(|h| (h.record.as_u128(), h.similarity))
-            .collect())
+        let floor = req.min_similarity.unwrap_or(f32::NEG_INFINITY);
+        Ok(SemanticSide {
+            ranking: hits
+                .into_iter()
+                .filter(|h| h.similarity >= floor)
+                .map(|h| (h.record.as_u128(), h.similarity))
+                .collect(),
+            query,
+            space,
+        })
     }
 
     fn hybrid(
@@ -572,7 +518,7 @@ impl Memdb {
         // Fusion reads at most MAX_LIMIT candidates per ranking, so hybrid
         // pages end 1000 hits deep.
         let depth = (req.offset + req.limit).clamp(MIN_FUSION_DEPTH, MAX_LIMIT);
-        let semantic = match self.semantic_ranking(req, filter, depth, &mut notes) {
+        let semantic = match self.semantic_side(req, filter, depth, &mut notes) {
             Ok(r) => Some(r),
             Err(e @ (Error::ModelMismatch { .. } | Error::Embedding(_))) => {
                 notes.push(format!("semantic ranking unavailable, keyword only: {e}"));
@@ -637,8 +583,22 @@ impl Memdb {
                 notes,
             });
         };
+        // Score every candidate on the semantic signal: the exact cosine of
+        // each keyword-only candidate, from its stored vector.
+        let SemanticSide {
+            ranking: semantic,
+            query,
+            space,
+        } = semantic;
         let keyword = keyword.unwrap_or_default();
-        let fused = fuse(&keyword, &semantic, req.weights);
+        let in_semantic: HashSet<u128> = semantic.iter().map(|x| x.0).collect();
+        let keyword_only: Vec<u128> = keyword
+            .iter()
+            .map(|x| x.0)
+            .filter(|id| !in_semantic.contains(id))
+            .collect();
+        let semantic_fill = self.similarities(&space, &query, &keyword_only)?;
+        let fused = fuse(&keyword, &semantic, &semantic_fill, req.weights);
         let page: Vec<(u128, f32, ScoreExplain)> =
             fused.into_iter().skip(req.offset).take(req.limit).collect();
         let ids: Ranking = page.iter().map(|(id, s, _)| (*id, *s)).collect();
@@ -669,38 +629,115 @@ mod tests {
         }
     }
 
-    #[test]
-    fn relative_score_sums_min_max_normalised_scores() {
-        let kw = vec![(1, 9.0), (2, 5.0), (4, 1.0)];
-        let sem = vec![(2, 0.9), (3, 0.8), (1, 0.5)];
-        let out = fuse(&kw, &sem, FusionWeights::default());
-        let got: Vec<(u128, f32)> = out.iter().map(|x| (x.0, x.1)).collect();
-        // 1: 1 + 0; 2: 0.5 + 1; 3: 0 + 0.75; 4: 0 + 0 (min of each list).
-        let want = [(2, 1.5), (1, 1.0), (3, 0.75), (4, 0.0)];
-        assert_eq!(got.len(), want.len());
+    fn none() -> HashMap<u128, f32> {
+        HashMap::new()
+    }
+
+    fn scores(out: &[(u128, f32, ScoreExplain)]) -> Vec<(u128, f32)> {
+        out.iter().map(|x| (x.0, x.1)).collect()
+    }
+
+    fn assert_scores(got: &[(u128, f32, ScoreExplain)], want: &[(u128, f32)]) {
+        let got = scores(got);
+        assert_eq!(got.len(), want.len(), "{got:?}");
         for ((id, f), (wid, wf)) in got.iter().zip(want) {
-            assert_eq!(*id, wid);
+            assert_eq!(id, wid, "{got:?}");
             assert!((f - wf).abs() < 1e-5, "{got:?}");
         }
-        // A list of one normalises to 1.
-        let out = fuse(&vec![(7, 0.3)], &vec![], FusionWeights::default());
-        assert_eq!(out[0].1, 1.0);
+    }
+
+    #[test]
+    fn relative_score_normalises_similarity_over_all_candidates() {
+        let kw = vec![(1, 9.0), (2, 5.0), (4, 1.0)];
+        let sem = vec![(2, 0.9), (3, 0.8), (1, 0.5)];
+        // Without fills (4 has no vector): keyword over its list [1, 9]:
+        // 1 -> 1, 2 -> 0.5, 4 -> 0, 3 (not in it) -> 0; semantic over
+        // [0.5, 0.9]: 2 -> 1, 3 -> 0.75, 1 -> 0, 4 -> 0.
+        let out = fuse(&kw, &sem, &none(), FusionWeights::default());
+        assert_scores(&out, &[(2, 1.5), (1, 1.0), (3, 0.75), (4, 0.0)]);
+        // 4's real cosine, 0.3, widens the semantic range to [0.3, 0.9]:
+        // 2 -> 1, 3 -> 5/6, 1 -> 1/3, 4 -> 0.
+        let fill = HashMap::from([(4, 0.3)]);
+        let out = fuse(&kw, &sem, &fill, FusionWeights::default());
+        assert_scores(&out, &[(2, 1.5), (1, 4.0 / 3.0), (3, 5.0 / 6.0), (4, 0.0)]);
+        // The explanation shows the filled-in similarity, with no rank.
+        let four = out.iter().find(|x| x.0 == 4).map(|x| x.2);
+        let four = four.unwrap_or_default();
+        assert_eq!(
+            (four.keyword_rank, four.keyword_score),
+            (Some(3), Some(1.0))
+        );
+        assert_eq!((four.semantic_rank, four.similarity), (None, Some(0.3)));
+        let three = out.iter().find(|x| x.0 == 3).map(|x| x.2);
+        let three = three.unwrap_or_default();
+        assert_eq!((three.keyword_rank, three.keyword_score), (None, None));
         // Weights scale each side.
         let w = FusionWeights {
             keyword: 0.5,
             semantic: 2.0,
             ..FusionWeights::default()
         };
-        let out = fuse(&kw, &sem, w);
+        let out = fuse(&kw, &sem, &fill, w);
         assert_eq!(out[0].0, 2);
         assert!((out[0].1 - (0.25 + 2.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_keyword_hit_the_semantic_list_missed_keeps_its_similarity() {
+        // What filling in fixes: keyword #1 (message 1) is just below the
+        // semantic list's cut-off (0.55). Scored as the least similar
+        // candidate it loses to 2, a weaker keyword match near the semantic
+        // list's bottom; with its real cosine (0.54, next to 2's 0.6 and
+        // far above 3's 0.1) it wins.
+        let kw = vec![(1, 10.0), (2, 9.0), (3, 1.0)];
+        let sem = vec![(4, 0.8), (2, 0.6), (5, 0.55)];
+        let unfilled = fuse(&kw, &sem, &none(), FusionWeights::default());
+        assert_eq!(unfilled[0].0, 2, "{:?}", scores(&unfilled));
+        let fill = HashMap::from([(1, 0.54), (3, 0.1)]);
+        let out = fuse(&kw, &sem, &fill, FusionWeights::default());
+        assert_eq!(out[0].0, 1, "{:?}", scores(&out));
+        // Semantic over [0.1, 0.8]: 1 scores 1 + 0.44 / 0.7.
+        assert!((out[0].1 - (1.0 + 0.44 / 0.7)).abs() < 1e-5);
+    }
+
+    #[test]
+    fn degenerate_signals() {
+        // A list of one normalises to 1.
+        let out = fuse(&vec![(7, 0.3)], &vec![], &none(), FusionWeights::default());
+        assert_eq!(out[0].1, 1.0);
+        // No keyword ranking (skipped): the keyword side adds nothing.
+        let out = fuse(
+            &vec![],
+            &vec![(1, 0.9), (2, 0.5)],
+            &none(),
+            FusionWeights::default(),
+        );
+        assert_scores(&out, &[(1, 1.0), (2, 0.0)]);
+        // Equal scores: all 1.
+        let out = fuse(
+            &vec![(1, 2.0), (2, 2.0)],
+            &vec![(2, 0.5), (1, 0.5)],
+            &none(),
+            FusionWeights::default(),
+        );
+        assert_scores(&out, &[(1, 2.0), (2, 2.0)]);
+        // No candidate has a vector: the semantic side adds nothing.
+        let out = fuse(
+            &vec![(1, 4.0), (2, 2.0)],
+            &vec![],
+            &none(),
+            FusionWeights::default(),
+        );
+        assert_scores(&out, &[(1, 1.0), (2, 0.0)]);
     }
 
     #[test]
     fn rrf_sums_reciprocal_ranks() {
         let kw = vec![(1, 9.0), (2, 5.0)];
         let sem = vec![(2, 0.9), (3, 0.8)];
-        let out = fuse(&kw, &sem, rrf());
+        // Fills show in the explanation but RRF reads ranks only.
+        let fill = HashMap::from([(1, 0.99)]);
+        let out = fuse(&kw, &sem, &fill, rrf());
         let ids: Vec<u128> = out.iter().map(|x| x.0).collect();
         // 2 is in both lists: 1/62 + 1/61 beats 1/61 (id 1) and 1/62 (id 3).
         assert_eq!(ids, vec![2, 1, 3]);
@@ -708,6 +745,7 @@ mod tests {
         assert_eq!((two.keyword_rank, two.semantic_rank), (Some(2), Some(1)));
         assert!((out[0].1 - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-6);
         assert!((out[1].1 - 1.0 / 61.0).abs() < 1e-6);
+        assert_eq!(out[1].2.similarity, Some(0.99));
     }
 
     #[test]
@@ -719,14 +757,14 @@ mod tests {
             semantic: 2.0,
             ..rrf()
         };
-        let out = fuse(&kw, &sem, w);
+        let out = fuse(&kw, &sem, &none(), w);
         assert_eq!(out[0].0, 2);
         // Zero weight removes a ranking's influence but keeps its hits.
         let w0 = FusionWeights {
             keyword: 0.0,
             ..rrf()
         };
-        let out = fuse(&kw, &sem, w0);
+        let out = fuse(&kw, &sem, &none(), w0);
         assert_eq!(out[0].0, 2);
         assert_eq!(out[1].1, 0.0);
     }
@@ -753,7 +791,7 @@ mod tests {
     #[test]
     fn ties_break_by_best_rank_then_id() {
         // Same fused score (rank 1 in one list each): lower id first.
-        let out = fuse(&vec![(7, 1.0)], &vec![(3, 0.5)], rrf());
+        let out = fuse(&vec![(7, 1.0)], &vec![(3, 0.5)], &none(), rrf());
         assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec![3, 7]);
     }
 }

@@ -7,7 +7,7 @@
 //! `PutVector` op to the oplog. The HNSW generations and the in-memory delta
 //! are derived from these rows.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use memdb_format::{MessageRecord, Op, SpaceRecord};
 use redb::{ReadTransaction, ReadableTable, WriteTransaction};
@@ -582,6 +582,28 @@ impl Memdb {
             Some(v) => Ok(Some(decode_vector(v.value(), sp.dimension)?)),
             None => Ok(None),
         }
+    }
+
+    /// The similarity of `query` to the stored vector of each of `records`
+    /// in `space` (exact, as [`Memdb::search_vectors_exact`] computes it);
+    /// records without a vector are left out.
+    pub(crate) fn similarities(
+        &self,
+        space: &VectorSpace,
+        query: &[f32],
+        records: &[u128],
+    ) -> Result<HashMap<u128, f32>> {
+        check_vector("query", space, query)?;
+        let txn = self.store.read()?;
+        let t = txn.open_table(VECTORS)?;
+        let mut out = HashMap::with_capacity(records.len());
+        for &id in records {
+            if let Some(v) = t.get((space.id, id))? {
+                let v = decode_vector(v.value(), space.dimension)?;
+                out.insert(id, similarity(space.metric, query, &v));
+            }
+        }
+        Ok(out)
     }
 
     /// Exact (brute-force) k-nearest search over the stored vectors, reading

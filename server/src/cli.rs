@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser};
 
 use crate::ServerError;
-use crate::config::{EmbedderChoice, ServerConfig};
+use crate::config::{EmbedderChoice, OpenAiSettings, ServerConfig};
 
 /// Server settings given on the command line or in the environment.
 #[derive(Debug, Clone, Default, Args)]
@@ -71,6 +71,9 @@ pub struct ServerCli {
     /// Directory of the local embedding model.
     #[arg(long, env = "MEMDB_MODELS", value_name = "DIR")]
     pub models_dir: Option<PathBuf>,
+    /// Settings of `--embedder openai`.
+    #[command(flatten)]
+    pub openai: OpenAiSettings,
     /// Server settings.
     #[command(flatten)]
     pub serve: ServeArgs,
@@ -78,13 +81,14 @@ pub struct ServerCli {
 
 impl ServeArgs {
     /// Defaults, then the file, then these arguments (and the data
-    /// directory and embedder, which `memdb` passes as global flags);
-    /// validated.
+    /// directory and embedder settings, which `memdb` passes as global
+    /// flags); validated.
     pub fn config(
         &self,
         data: Option<PathBuf>,
         embedder: Option<EmbedderChoice>,
         models_dir: Option<PathBuf>,
+        openai: &OpenAiSettings,
     ) -> Result<ServerConfig, ServerError> {
         let mut c = match &self.config {
             Some(path) => ServerConfig::from_file(path)?,
@@ -132,6 +136,7 @@ impl ServeArgs {
         if let Some(m) = models_dir {
             c.models_dir = Some(m);
         }
+        c.openai = openai.or(&c.openai);
         c.validate()?;
         Ok(c)
     }
@@ -154,6 +159,9 @@ pub fn engine_config(c: &ServerConfig) -> Result<memdb::Config, ServerError> {
         EmbedderChoice::Hashing => std::sync::Arc::new(
             memdb::Hashing::new(memdb::Hashing::DEFAULT_DIMENSION).map_err(ServerError::Open)?,
         ),
+        EmbedderChoice::Openai => {
+            std::sync::Arc::new(c.openai.embedder().map_err(ServerError::Config)?)
+        }
         EmbedderChoice::Local | EmbedderChoice::Auto => {
             let dir = match &c.models_dir {
                 Some(d) => d.clone(),
@@ -207,7 +215,7 @@ pub fn main_entry() -> std::process::ExitCode {
     let cli = ServerCli::parse();
     let result = cli
         .serve
-        .config(cli.data, cli.embedder, cli.models_dir)
+        .config(cli.data, cli.embedder, cli.models_dir, &cli.openai)
         .and_then(run);
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -26,6 +26,88 @@ pub enum EmbedderChoice {
     Local,
     /// The local model when it is installed, else none (logged).
     Auto,
+    /// An OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama, vLLM,
+    /// LiteLLM), configured by [`OpenAiSettings`].
+    Openai,
+}
+
+/// Settings of the `openai` embedder: flags, `MEMDB_OPENAI_*` environment
+/// variables, or the `[openai]` table of the server's TOML file. The API
+/// key is read from `MEMDB_OPENAI_API_KEY` only (optional: local servers
+/// such as Ollama need none), so it never appears on a command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, clap::Args)]
+#[serde(default, deny_unknown_fields)]
+pub struct OpenAiSettings {
+    /// `--embedder openai`: the API root, `/v1` included (e.g.
+    /// http://localhost:11434/v1 for Ollama).
+    #[arg(
+        long = "openai-base-url",
+        env = "MEMDB_OPENAI_BASE_URL",
+        value_name = "URL",
+        global = true
+    )]
+    pub base_url: Option<String>,
+    /// `--embedder openai`: the embedding model's name on that server.
+    #[arg(
+        long = "openai-model",
+        env = "MEMDB_OPENAI_MODEL",
+        value_name = "NAME",
+        global = true
+    )]
+    pub model: Option<String>,
+    /// `--embedder openai`: the model's vector dimension (required; it is
+    /// part of the model's identity in the store).
+    #[arg(
+        long = "openai-dimension",
+        env = "MEMDB_OPENAI_DIMENSION",
+        value_name = "N",
+        global = true
+    )]
+    pub dimension: Option<u32>,
+}
+
+impl OpenAiSettings {
+    /// The environment variable the API key is read from.
+    pub const KEY_ENV: &'static str = "MEMDB_OPENAI_API_KEY";
+
+    /// These settings, each unset one taken from `base`.
+    pub fn or(&self, base: &OpenAiSettings) -> OpenAiSettings {
+        OpenAiSettings {
+            base_url: self.base_url.clone().or_else(|| base.base_url.clone()),
+            model: self.model.clone().or_else(|| base.model.clone()),
+            dimension: self.dimension.or(base.dimension),
+        }
+    }
+
+    /// The embedder these settings describe, or one line saying which
+    /// settings are missing or wrong. Sends no request.
+    pub fn embedder(&self) -> Result<memdb::OpenAiEmbedder, String> {
+        fn set(v: &Option<String>) -> Option<&str> {
+            v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+        }
+        let mut missing = Vec::new();
+        if set(&self.base_url).is_none() {
+            missing.push("MEMDB_OPENAI_BASE_URL (--openai-base-url)");
+        }
+        if set(&self.model).is_none() {
+            missing.push("MEMDB_OPENAI_MODEL (--openai-model)");
+        }
+        if self.dimension.is_none() {
+            missing.push("MEMDB_OPENAI_DIMENSION (--openai-dimension)");
+        }
+        match (set(&self.base_url), set(&self.model), self.dimension) {
+            (Some(url), Some(model), Some(dimension)) => {
+                let config = memdb::OpenAiConfig::new(url, model, dimension)
+                    .api_key_env(Some(Self::KEY_ENV));
+                memdb::OpenAiEmbedder::new(config)
+                    .map_err(|e| format!("the openai embedder's settings: {e}"))
+            }
+            _ => Err(format!(
+                "--embedder openai needs its server, model and dimension: set {}",
+                missing.join(", ")
+            )),
+        }
+    }
 }
 
 /// Everything the server needs besides the engine.
@@ -54,6 +136,8 @@ pub struct ServerConfig {
     pub embedder: EmbedderChoice,
     /// Where the local model lives (default: `$MEMDB_MODELS` or the platform dir).
     pub models_dir: Option<PathBuf>,
+    /// The `openai` embedder's server, model and dimension.
+    pub openai: OpenAiSettings,
 }
 
 impl Default for ServerConfig {
@@ -70,6 +154,7 @@ impl Default for ServerConfig {
             body_limit: 16 << 20,
             embedder: EmbedderChoice::None,
             models_dir: None,
+            openai: OpenAiSettings::default(),
         }
     }
 }
@@ -168,5 +253,58 @@ mod tests {
         assert_eq!(c.rate_limit_per_second, 2.5);
         assert_eq!(c.embedder, EmbedderChoice::Hashing);
         assert!(toml::from_str::<ServerConfig>("nope = 1").is_err());
+    }
+
+    #[test]
+    fn openai_settings_come_from_the_file_then_flags() {
+        let c: ServerConfig = toml::from_str(
+            "embedder = \"openai\"\n[openai]\nbase_url = \"http://localhost:11434/v1\"\nmodel = \"nomic-embed-text\"\ndimension = 768",
+        )
+        .unwrap();
+        assert_eq!(c.embedder, EmbedderChoice::Openai);
+        assert_eq!(c.openai.dimension, Some(768));
+        assert!(toml::from_str::<ServerConfig>("[openai]\nkey = \"x\"").is_err());
+        // Flags and environment win, field by field.
+        let flags = OpenAiSettings {
+            model: Some("other".into()),
+            ..OpenAiSettings::default()
+        };
+        let merged = flags.or(&c.openai);
+        assert_eq!(merged.model.as_deref(), Some("other"));
+        assert_eq!(
+            merged.base_url.as_deref(),
+            Some("http://localhost:11434/v1")
+        );
+        let e = merged.embedder().unwrap();
+        let id = memdb::Embedder::identity(&e);
+        assert_eq!(
+            (id.provider.as_str(), id.name.as_str(), id.dimension),
+            ("openai", "other", 768)
+        );
+    }
+
+    #[test]
+    fn missing_openai_settings_are_named_in_one_line() {
+        let err = OpenAiSettings {
+            base_url: Some("http://x/v1".into()),
+            model: Some("  ".into()),
+            dimension: None,
+        }
+        .embedder()
+        .unwrap_err();
+        assert!(!err.contains('\n'), "{err}");
+        assert!(err.contains("MEMDB_OPENAI_MODEL (--openai-model)"), "{err}");
+        assert!(err.contains("MEMDB_OPENAI_DIMENSION"), "{err}");
+        assert!(!err.contains("BASE_URL"), "{err}");
+        // A bad value is the provider's own error, still one line.
+        let err = OpenAiSettings {
+            base_url: Some("http://x/v1".into()),
+            model: Some("m".into()),
+            dimension: Some(0),
+        }
+        .embedder()
+        .unwrap_err();
+        assert!(err.contains("dimension"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
     }
 }

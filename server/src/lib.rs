@@ -52,7 +52,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use config::{EmbedderChoice, ServerConfig};
+pub use config::{EmbedderChoice, OpenAiSettings, ServerConfig};
 pub use routes::router as build_router;
 pub use state::AppState;
 

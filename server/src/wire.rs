@@ -180,7 +180,7 @@ pub enum Mode {
     Keyword,
     /// Cosine similarity of embeddings (needs an embedder).
     Semantic,
-    /// Both, fused by reciprocal rank.
+    /// Both, fused (relative score by default, or reciprocal rank).
     Hybrid,
 }
 

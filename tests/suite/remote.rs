@@ -325,6 +325,41 @@ fn rate_limits_past_the_longest_wait_fail_at_once() {
 }
 
 #[test]
+fn retry_after_as_an_http_date_is_honoured() {
+    // A date in the past: retry at once, and succeed.
+    let server = Server::start(|n, req| {
+        if n == 0 {
+            Reply::Raw(
+                503,
+                "retry-after: Wed, 21 Oct 2015 07:28:00 GMT\r\n",
+                "{}".into(),
+            )
+        } else {
+            embeddings(req, 4)
+        }
+    });
+    let e = OpenAiEmbedder::new(config(&server, 4)).unwrap();
+    assert_eq!(e.embed(&["t0"]).unwrap().len(), 1);
+    assert_eq!(server.seen().len(), 2);
+    // A date decades ahead is past the longest wait: no retry, and the
+    // error says how long the server asked for (seconds, not the date).
+    let server = Server::start(|_, _| {
+        Reply::Raw(
+            429,
+            "retry-after: Thu, 01 Jan 2099 00:00:00 GMT\r\n",
+            "{}".into(),
+        )
+    });
+    let e = OpenAiEmbedder::new(config(&server, 4)).unwrap();
+    let start = Instant::now();
+    let (kind, status, message) = remote(e.embed(&["t0"]).unwrap_err());
+    assert_eq!((kind, status), (RemoteFailure::RateLimited, Some(429)));
+    assert!(message.contains("wait "), "{message}");
+    assert_eq!(server.seen().len(), 1);
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
 fn rate_limits_on_every_attempt_say_so() {
     let server = Server::start(|_, _| Reply::Json(429, json!({"error": {"message": "slow down"}})));
     let e = OpenAiEmbedder::new(config(&server, 4)).unwrap();

@@ -231,6 +231,138 @@ fn bad_search_requests_are_clear_errors() {
 }
 
 #[test]
+fn min_similarity_drops_semantic_candidates_under_the_floor() {
+    let d = tmp();
+    let db = open(d.path(), hashing(256));
+    conv(&db, "a", "/", &["rust borrow checker lifetimes"]);
+    conv(&db, "b", "/", &["rust borrow checker"]);
+    let stew = conv(
+        &db,
+        "c",
+        "/",
+        &["rust coloured stew with tomato basil garlic onion pepper and cream"],
+    );
+    conv(&db, "d", "/", &["sunny weather in paris today"]);
+    let q = "rust borrow checker lifetimes";
+    let all = db
+        .search(&SearchRequest::new(q).mode(SearchMode::Semantic).limit(50))
+        .unwrap();
+    assert_eq!(all.hits.len(), 4, "without a floor every neighbour counts");
+    // A floor between the second and third similarity keeps exactly the
+    // first two.
+    let floor = (all.hits[1].score + all.hits[2].score) / 2.0;
+    assert!(all.hits[1].score > all.hits[2].score);
+    let req = SearchRequest::new(q)
+        .mode(SearchMode::Semantic)
+        .limit(50)
+        .min_similarity(floor);
+    let kept = db.search(&req).unwrap();
+    let ids = |r: &SearchResults| r.hits.iter().map(|h| h.message.id).collect::<Vec<_>>();
+    assert_eq!(ids(&kept), ids(&all)[..2].to_vec());
+    assert!(kept.hits.iter().all(|h| h.score >= floor));
+
+    // Hybrid: the weather message (no keyword match, under the floor) is
+    // gone; the stew (a keyword match on "rust", under the floor) stays,
+    // with its real similarity and no semantic rank.
+    let mut req = SearchRequest::new(q).limit(50).min_similarity(floor);
+    req.explain = true;
+    let hybrid = db.search(&req).unwrap();
+    assert_eq!(hybrid.mode, SearchMode::Hybrid);
+    assert!(
+        hybrid.hits.iter().all(|h| h.label != "d"),
+        "{:?}",
+        ids(&hybrid)
+    );
+    let stew_hit = hybrid
+        .hits
+        .iter()
+        .find(|h| h.message.conversation_id == stew.conversation.id)
+        .expect("the keyword match stays");
+    let e = stew_hit.explain.expect("explained");
+    assert!(e.keyword_rank.is_some());
+    assert_eq!(e.semantic_rank, None);
+    let sim = e.similarity.expect("filled-in similarity");
+    assert!(sim < floor, "{sim} vs floor {floor}");
+    let without = db.search(&SearchRequest::new(q).limit(50)).unwrap();
+    assert!(without.hits.iter().any(|h| h.label == "d"));
+
+    // Out of range: a clear error; keyword mode ignores it with a note.
+    for bad in [1.5, -1.01, f32::NAN] {
+        let err = db
+            .search(&SearchRequest::new(q).min_similarity(bad))
+            .unwrap_err();
+        assert!(err.to_string().contains("min_similarity"), "{err}");
+    }
+    let kw = db
+        .search(
+            &SearchRequest::new(q)
+                .mode(SearchMode::Keyword)
+                .min_similarity(0.9),
+        )
+        .unwrap();
+    assert_eq!(kw.hits.len(), 3);
+    assert!(kw.notes.iter().any(|n| n.contains("min_similarity")));
+}
+
+#[test]
+fn hybrid_scores_keyword_only_candidates_by_their_real_similarity() {
+    let d = tmp();
+    let db = open(d.path(), hashing(256));
+    // Sixty messages close to the query through its stop words (the lexical
+    // embedder counts them; the keyword side needs a content word): they
+    // fill the semantic top 50. One keyword match ("zucchini") stays
+    // outside it.
+    for i in 0..60 {
+        conv(
+            &db,
+            &format!("n{i}"),
+            "/",
+            &[&format!("what is the note{i}")],
+        );
+    }
+    let far = conv(
+        &db,
+        "far",
+        "/",
+        &["zucchini bread with cheese, grandma's favourite recipe"],
+    );
+    let q = "what is the zucchini";
+    let mut req = SearchRequest::new(q);
+    req.explain = true;
+    // Keyword weight only: the keyword match ranks first whatever its
+    // similarity, which the explanation must still report.
+    req.weights.semantic = 0.0;
+    let r = db.search(&req).unwrap();
+    let hit = &r.hits[0];
+    assert_eq!(hit.message.conversation_id, far.conversation.id);
+    let e = hit.explain.expect("explained");
+    assert_eq!(e.keyword_rank, Some(1));
+    assert_eq!(e.semantic_rank, None, "{e:?}");
+    let sim = e.similarity.expect("its similarity is filled in");
+    // The same number semantic search gives that message.
+    let v = db
+        .message_vector(hit.message.id)
+        .unwrap()
+        .expect("embedded");
+    assert_eq!(v.len(), 256);
+    let mut exact = SearchRequest::new(q).mode(SearchMode::Semantic);
+    exact.conversation_id = Some(far.conversation.id);
+    let s = db.search(&exact).unwrap();
+    assert_eq!(s.hits[0].message.id, hit.message.id);
+    assert!(
+        (s.hits[0].score - sim).abs() < 1e-5,
+        "{} vs {sim}",
+        s.hits[0].score
+    );
+    // And it is below every semantic candidate (it was left out of them).
+    let top = db
+        .search(&SearchRequest::new(q).mode(SearchMode::Semantic).limit(50))
+        .unwrap();
+    assert!(top.hits.iter().all(|h| h.score > sim));
+    assert!(top.hits.iter().all(|h| h.message.id != hit.message.id));
+}
+
+#[test]
 fn without_an_embedder_hybrid_is_keyword_and_semantic_is_an_error() {
     let d = tmp();
     let db = Memdb::open(d.path()).unwrap();

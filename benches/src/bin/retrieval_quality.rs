@@ -75,6 +75,14 @@ struct Args {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write every query's hybrid candidates with both signals (JSON lines:
+    /// keyword and semantic rankings 50 deep, each candidate's BM25 and
+    /// cosine) to this file, to study fusions offline.
+    #[arg(long)]
+    dump: Option<PathBuf>,
+    /// Depth of the rankings in `--dump` (the engine's is 50 for a top 10).
+    #[arg(long, default_value_t = DEPTH)]
+    dump_depth: usize,
 }
 
 /// What `ids.json` records about a stored subset.
@@ -212,7 +220,8 @@ fn main() -> anyhow::Result<()> {
         LocalOnnxOptions::default().intra_threads(args.intra_threads),
     )
     .with_context(|| format!("loading the model from {}", models.display()))?;
-    let mut config = Config::with_embedder(Arc::new(model));
+    let model: Arc<LocalOnnx> = Arc::new(model);
+    let mut config = Config::with_embedder(model.clone());
     config.embed_on_write = false;
 
     let dir = args.dir.clone().unwrap_or_else(|| {
@@ -250,6 +259,19 @@ fn main() -> anyhow::Result<()> {
             quality::synonyms(&subset, &wn, args.queries, args.seed + 2),
         )),
         Err(e) => eprintln!("synonyms set skipped: {e:#}"),
+    }
+
+    if let Some(path) = &args.dump {
+        let mut out = String::new();
+        for (name, queries) in &sets {
+            for q in queries {
+                let line = dump_query(&db, model.as_ref(), name, q, &id_of, args.dump_depth)?;
+                out.push_str(&line.to_string());
+                out.push('\n');
+            }
+            eprintln!("{name}: dumped {} queries", queries.len());
+        }
+        std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))?;
     }
 
     for (name, queries) in &sets {
@@ -559,6 +581,84 @@ fn replay(
             }
         })
         .collect())
+}
+
+/// One query's hybrid candidates, as the engine gathers them at `depth`
+/// (`DEPTH` for a top 10), each scored on both signals: `kw` and `sem` are the rankings
+/// (id, score), `bm25` and `cos` every candidate's (and the target's)
+/// scores, absent when it does not match the keyword query or has no
+/// vector. Ids are decimal strings.
+fn dump_query(
+    db: &Memdb,
+    model: &dyn memdb::Embedder,
+    set: &str,
+    q: &Query,
+    id_of: &dyn Fn(Pos) -> Uuid,
+    depth: usize,
+) -> anyhow::Result<serde_json::Value> {
+    let target = id_of(q.target).as_u128();
+    let exclude = q.exclude.map(|p| id_of(p).as_u128());
+    let kw_query = memdb::bench_internals::hybrid_keyword_query(&q.text);
+    let ranking = |query: &str, mode: SearchMode| -> anyhow::Result<Vec<(u128, f32)>> {
+        let req = SearchRequest::new(query).mode(mode).limit(depth);
+        Ok(db
+            .search(&req)?
+            .hits
+            .into_iter()
+            .map(|h| (h.message.id.as_u128(), h.score))
+            .collect())
+    };
+    let kw = match &kw_query {
+        Some(k) => ranking(k, SearchMode::Keyword)?,
+        None => Vec::new(),
+    };
+    let sem = ranking(&q.text, SearchMode::Semantic)?;
+    let mut ids: Vec<u128> = kw.iter().chain(&sem).map(|x| x.0).collect();
+    ids.push(target);
+    ids.sort_unstable();
+    ids.dedup();
+    let qv = model.embed(&[q.text.as_str()])?.pop().unwrap_or_default();
+    let mut cos = serde_json::Map::new();
+    for &id in &ids {
+        if let Some(v) = db.message_vector(Uuid::from_u128(id))? {
+            let dot: f32 = v.iter().zip(&qv).map(|(a, b)| a * b).sum();
+            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt()
+                * qv.iter().map(|x| x * x).sum::<f32>().sqrt();
+            cos.insert(id.to_string(), serde_json::json!(dot / n.max(1e-12)));
+        }
+    }
+    let mut bm25 = serde_json::Map::new();
+    if let Some(k) = &kw_query {
+        let terms: Vec<String> = ids
+            .iter()
+            .map(|&id| format!("id:\"{}\"", Uuid::from_u128(id)))
+            .collect();
+        let fill = format!("+({k}) +({})^0", terms.join(" "));
+        let req = SearchRequest::new(fill)
+            .mode(SearchMode::Keyword)
+            .limit(ids.len());
+        for h in db.search(&req)?.hits {
+            bm25.insert(
+                h.message.id.as_u128().to_string(),
+                serde_json::json!(h.score),
+            );
+        }
+    }
+    let list = |r: &[(u128, f32)]| -> Vec<serde_json::Value> {
+        r.iter()
+            .map(|(id, s)| serde_json::json!([id.to_string(), s]))
+            .collect()
+    };
+    Ok(serde_json::json!({
+        "set": set,
+        "query": q.text,
+        "target": target.to_string(),
+        "exclude": exclude.map(|e| e.to_string()),
+        "kw": list(&kw),
+        "sem": list(&sem),
+        "bm25": bm25,
+        "cos": cos,
+    }))
 }
 
 fn plain_target(corpus: &Corpus, (ci, mi): Pos) -> String {

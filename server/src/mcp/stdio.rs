@@ -21,7 +21,7 @@ use rmcp::transport::{IntoTransport, Transport};
 use super::forward::{self, Forwarder};
 use super::{Backend, MemdbMcp};
 use crate::ServerError;
-use crate::config::{EmbedderChoice, ServerConfig};
+use crate::config::{EmbedderChoice, OpenAiSettings, ServerConfig};
 
 /// `memdb mcp` settings (the CLI's global `--embedder` and `--models`).
 #[derive(Debug, Clone, Default)]
@@ -30,6 +30,8 @@ pub struct McpArgs {
     pub embedder: Option<EmbedderChoice>,
     /// Directory of the local embedding model.
     pub models_dir: Option<PathBuf>,
+    /// Settings of the `openai` embedder.
+    pub openai: OpenAiSettings,
 }
 
 /// Drops notifications and responses that arrive before the client's
@@ -129,6 +131,7 @@ pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
         settings.embedder = e;
     }
     settings.models_dir = args.models_dir.clone();
+    settings.openai = args.openai.clone();
     let engine = crate::cli::engine_config(&settings)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
