@@ -22,6 +22,7 @@ use redb::ReadableTable;
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::index::SegmentId;
+use tantivy::indexer::UserOperation;
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, RangeQuery, TermQuery,
 };
@@ -57,6 +58,8 @@ const MAX_SEGMENTS: usize = 8;
 /// exist, so each document is rewritten O(log n) times and a commit never
 /// rewrites the whole index.
 const MERGE_FACTOR: usize = 8;
+/// Operations per batch handed to tantivy's indexing threads by `apply`.
+const APPLY_BATCH: usize = 1024;
 
 #[derive(Clone, Copy)]
 struct Fields {
@@ -479,6 +482,16 @@ impl TextIndex {
         let mut scopes: HashMap<u128, Option<Scope>> = HashMap::new();
         // Messages this call added a document for.
         let mut added: HashSet<u128> = HashSet::new();
+        // Sent to tantivy in batches: one batch goes to one indexing thread,
+        // so a small write makes one segment, not one per thread (each
+        // costs a commit several MB of buffers); big applies still spread.
+        let mut batch: Vec<UserOperation> = Vec::new();
+        let flush = |batch: &mut Vec<UserOperation>| -> Result<()> {
+            if !batch.is_empty() {
+                writer.run(std::mem::take(batch))?;
+            }
+            Ok(())
+        };
         for (lsn, ops) in entries {
             for op in ops {
                 match op {
@@ -488,7 +501,7 @@ impl TextIndex {
                             && *lsn > read_before
                             && !added.contains(&id);
                         if !fresh {
-                            writer.delete_term(self.id_term(id));
+                            batch.push(UserOperation::Delete(self.id_term(id)));
                         }
                         if let Some(msg) = store::get_message(&msgs, id)?
                             && let Some(scope) = scope_of(
@@ -497,29 +510,33 @@ impl TextIndex {
                                 u128::from_le_bytes(msg.conversation_id),
                             )?
                         {
-                            writer.add_document(self.document(id, &msg, scope))?;
+                            batch.push(UserOperation::Add(self.document(id, &msg, scope)));
                             added.insert(id);
                         }
                     }
                     Op::PutVector(..) | Op::DeleteVector(..) | Op::PutSummary(..) => {}
                     Op::PutConversation(cid) | Op::DeleteConversation(cid) => {
                         let cid = u128::from_le_bytes(*cid);
-                        writer.delete_term(Term::from_field_text(
+                        batch.push(UserOperation::Delete(Term::from_field_text(
                             f.conv,
                             Uuid::from_u128(cid).hyphenated().encode_lower(&mut [0; 36]),
-                        ));
+                        )));
                         if let Some(scope) = scope_of(&mut scopes, &convs, cid)? {
                             for mid in store::conversation_message_ids(&txn, cid)? {
                                 if let Some(msg) = store::get_message(&msgs, mid)? {
-                                    writer.add_document(self.document(mid, &msg, scope))?;
+                                    batch.push(UserOperation::Add(self.document(mid, &msg, scope)));
                                     added.insert(mid);
                                 }
                             }
                         }
                     }
                 }
+                if batch.len() >= APPLY_BATCH {
+                    flush(&mut batch)?;
+                }
             }
         }
+        flush(&mut batch)?;
         // Raised before the writer lock is released, so a concurrent commit
         // (searches commit without the write lock) never holds these
         // documents under an older watermark.
