@@ -411,9 +411,13 @@ fn damaged_generation_is_detected_and_rebuilt() {
             db.verify_vectors().unwrap()[0].error.is_none(),
             "clean after the rebuild"
         );
-        // ef = n: the beam can hold every node, so the rebuilt graph must
-        // give the exact answers (ef 64 was approximate: a parallel build is
-        // not deterministic, and rank 5 occasionally differed).
+        // ef = n: the beam can hold every node, so the search visits every
+        // node reachable on layer 0 and must give the exact answers (ef 64
+        // was approximate: a parallel build is not deterministic, and rank 5
+        // occasionally differed). It used to fail here too, about one run in
+        // four: a parallel build could leave a node with no incoming link
+        // (see `insert_node` in engine/src/vector/hnsw.rs), and even the top
+        // hit was then missing.
         for (q, b) in queries.iter().zip(&before) {
             let got = db
                 .search_vectors(

@@ -9,6 +9,9 @@
 //! mid-update: every word is always a valid node id, so the worst case is a
 //! slightly different walk, as in hnswlib). Writers take the per-node mutex
 //! of the list they change, one at a time (no lock ordering, no deadlock).
+//! A node being inserted writes its own lists on all its levels before any
+//! other node links to it, so nothing can reach it (and add itself to one of
+//! its lists) while its insertion would still overwrite that list.
 //!
 //! Construction follows hnswlib: levels drawn as `⌊−ln(U)·mL⌋` with
 //! `mL = 1/ln(M)` (seeded, per node, so a build is reproducible on one
@@ -313,6 +316,17 @@ impl Hnsw {
         let mut entries = std::mem::take(&mut s.tmp_b);
         entries.clear();
         entries.push(cur);
+        // `q`'s own lists are written on every level before any other node
+        // links to it. Linking level by level (as the paper's sequential
+        // algorithm does) let a concurrent insert reach `q` on an upper
+        // level, descend into its still-empty lower list, pick `q` as its
+        // only neighbor there and append itself to that list, which `q` then
+        // overwrote with its own selection: the other node was left with no
+        // incoming link on layer 0, unreachable by any search. On one
+        // thread the order makes no difference (a level's links change only
+        // that level's lists), so a one-thread build is the same graph.
+        let mut pending = std::mem::take(&mut s.pending);
+        pending.clear();
         for l in (0..=level.min(top)).rev() {
             search_layer(
                 self,
@@ -331,15 +345,17 @@ impl Hnsw {
                 let _g = self.lock(q);
                 write_list(self.list(q, l), &selected);
             }
-            let mmax = if l == 0 { self.m0 } else { self.params.m };
-            for c in &selected {
-                self.link(c.id, q, c.d, l, mmax, s);
-            }
+            pending.extend(selected.iter().map(|&c| (l, c)));
             s.tmp_a = selected;
             entries.clear();
             entries.extend_from_slice(&s.sorted);
         }
         s.tmp_b = entries;
+        for &(l, c) in &pending {
+            let mmax = if l == 0 { self.m0 } else { self.params.m };
+            self.link(c.id, q, c.d, l, mmax, s);
+        }
+        s.pending = pending;
         if level > top {
             self.entry.store(pack_entry(q, level), Relaxed);
         }

@@ -109,6 +109,9 @@ pub(crate) struct Scratch {
     /// Free buffers for the builder (neighbor selection, pruning).
     pub(crate) tmp_a: Vec<Cand>,
     pub(crate) tmp_b: Vec<Cand>,
+    /// The links (level, neighbor) an insertion adds once its own lists
+    /// are written.
+    pub(crate) pending: Vec<(usize, Cand)>,
 }
 
 /// A pool of [`Scratch`]es, so concurrent searches each get one without
