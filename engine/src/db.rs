@@ -788,6 +788,18 @@ impl Memdb {
         })
     }
 
+    /// The text index's watermarks and segment count, without a scan.
+    pub fn text_index_status(&self) -> TextIndexStatus {
+        let text = self.text();
+        TextIndexStatus {
+            store_lsn: self.last_lsn.load(Ordering::Acquire),
+            applied_lsn: text.applied_lsn(),
+            committed_lsn: text.committed_lsn(),
+            durable_lsn: text.durable_lsn(),
+            segments: text.segment_count(),
+        }
+    }
+
     /// Entries in the oplog not yet trimmed (diagnostics).
     pub fn oplog_len(&self) -> Result<u64> {
         self.store.oplog_len()

@@ -410,6 +410,23 @@ pub struct CheckReport {
     pub text_segments: u64,
 }
 
+/// Where the text index stands against the store, cheap to read (no scan;
+/// for metrics). LSNs as in SPEC.md §5.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TextIndexStatus {
+    /// LSN of the last write in the store.
+    pub store_lsn: u64,
+    /// LSN the index has applied (documents handed to tantivy).
+    pub applied_lsn: u64,
+    /// LSN of the last (soft) commit: what searches see.
+    pub committed_lsn: u64,
+    /// LSN of the last checkpoint: what survives a power loss.
+    pub durable_lsn: u64,
+    /// Searchable segments.
+    pub segments: u64,
+}
+
 impl CheckReport {
     /// Whether the index matches the store exactly.
     pub fn is_consistent(&self) -> bool {

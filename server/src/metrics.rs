@@ -59,6 +59,13 @@ pub struct Gauges {
     pub oplog_entries: u64,
     /// Conversations in the store.
     pub conversations: u64,
+    /// Store writes not yet visible to text search (store LSN minus the
+    /// text index's committed LSN).
+    pub text_index_uncommitted: u64,
+    /// Text-index commits not yet checkpointed (committed minus durable LSN).
+    pub text_index_unsynced: u64,
+    /// Searchable segments in the text index.
+    pub text_index_segments: u64,
 }
 
 impl Metrics {
@@ -150,6 +157,21 @@ impl Metrics {
                 "memdb_conversations",
                 "Conversations in the store.",
                 gauges.conversations as f64,
+            ),
+            (
+                "memdb_text_index_uncommitted_lsns",
+                "Store LSNs not yet visible to text search.",
+                gauges.text_index_uncommitted as f64,
+            ),
+            (
+                "memdb_text_index_unsynced_lsns",
+                "Text index LSNs committed but not yet checkpointed (fsynced).",
+                gauges.text_index_unsynced as f64,
+            ),
+            (
+                "memdb_text_index_segments",
+                "Searchable segments in the text index.",
+                gauges.text_index_segments as f64,
             ),
             (
                 "memdb_uptime_seconds",

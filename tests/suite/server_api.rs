@@ -285,6 +285,33 @@ fn health_metrics_and_openapi() {
         .find(|l| l.starts_with("memdb_store_bytes "))
         .unwrap();
     assert!(store_line[18..].trim().parse::<f64>().unwrap() > 0.0);
+    let gauge = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    // No search yet: the write is applied but not committed to text search.
+    assert!(
+        gauge(&text, "memdb_text_index_uncommitted_lsns") >= 1.0,
+        "{text}"
+    );
+    let r = s.send(
+        "POST",
+        "/api/v1/search/fts",
+        &json!({"query": "metrics", "limit": 10}),
+    );
+    assert_eq!(r.json()["total"], 1);
+    let text = s.get("/metrics").text();
+    assert_eq!(
+        gauge(&text, "memdb_text_index_uncommitted_lsns"),
+        0.0,
+        "{text}"
+    );
+    assert!(gauge(&text, "memdb_text_index_segments") >= 1.0, "{text}");
+    assert!(gauge(&text, "memdb_text_index_unsynced_lsns") >= 0.0);
 
     let doc = s.get("/openapi.json").json();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
