@@ -706,15 +706,16 @@ impl Memdb {
                 .find(|(k, _)| *k == key)
                 .map(|(_, v)| v.clone());
             drop(pending);
-            let txn = self.store.read()?;
-            let table = txn.open_table(QUERY_CACHE)?;
-            let stored = table.get(key.as_str())?;
-            let bytes = match (&hit, &stored) {
-                (Some(v), _) => Some(v.as_slice()),
-                (None, Some(v)) => Some(v.value()),
-                (None, None) => None,
+            let stored = match hit {
+                Some(v) => Some(v),
+                None => self
+                    .store
+                    .read()?
+                    .open_table(QUERY_CACHE)?
+                    .get(key.as_str())?
+                    .map(|v| v.value().to_vec()),
             };
-            if let Some(bytes) = bytes
+            if let Some(bytes) = stored
                 && bytes.len() > 9
             {
                 let truncated = bytes[8] == 1;
