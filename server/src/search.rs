@@ -25,6 +25,9 @@ pub struct Spec {
     pub limit: usize,
     /// Hits to skip.
     pub offset: usize,
+    /// Semantic candidates under this cosine are dropped (semantic and
+    /// hybrid; see `memdb::SearchRequest::min_similarity`).
+    pub min_similarity: Option<f32>,
 }
 
 /// Hits, the mode used and the engine's notes.
@@ -99,6 +102,7 @@ pub fn run(db: &Memdb, spec: Spec) -> Result<Outcome, ApiError> {
     req.conversation_id = spec.conversation_id;
     req.role = spec.role;
     req.offset = spec.offset;
+    req.min_similarity = spec.min_similarity;
     let out = db.search(&req)?;
     Ok(Outcome {
         hits: out.hits,

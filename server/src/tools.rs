@@ -312,6 +312,7 @@ pub fn memory_search(db: &Memdb, args: MemorySearchArgs) -> Result<SearchData, A
             role: None,
             limit: args.limit,
             offset: 0,
+            min_similarity: None,
         },
     )?;
     let results: Vec<ToolSearchResult> = out

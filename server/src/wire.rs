@@ -233,6 +233,11 @@ pub struct QueryBody {
     /// Search mode (default hybrid).
     #[serde(default)]
     pub mode: Option<Mode>,
+    /// memdb extension: semantic candidates whose cosine similarity is under
+    /// this floor are dropped (semantic and hybrid mode; -1..=1; a keyword
+    /// match stays in hybrid mode; ignored with a note in keyword mode).
+    #[serde(default)]
+    pub min_similarity: Option<f32>,
 }
 
 /// `POST /api/v1/search/fts` body.

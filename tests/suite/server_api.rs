@@ -269,6 +269,29 @@ fn mcp_tools_use_sekha_envelopes() {
 }
 
 #[test]
+fn query_min_similarity_drops_distant_semantic_hits() {
+    let hashing = std::sync::Arc::new(memdb::Hashing::new(256).unwrap());
+    let s = TestServer::start_with(config(), memdb::Config::with_embedder(hashing));
+    create(&s, "Bread", "/", "sourdough bread baking with a starter");
+    create(&s, "Rust", "/", "borrow checker lifetimes and references");
+    let run = |floor: Option<f64>| {
+        let mut body = json!({"query": "sourdough bread baking", "mode": "semantic", "limit": 10});
+        if let Some(f) = floor {
+            body["min_similarity"] = json!(f);
+        }
+        s.send("POST", "/api/v1/query", &body)
+    };
+    // `create` adds a reply to each conversation: four messages in all.
+    let all = run(None).json();
+    assert_eq!(all["total"], 4, "{all}");
+    let near = run(Some(0.5)).json();
+    assert_eq!(near["total"], 1, "{near}");
+    assert_eq!(near["results"][0]["label"], "Bread");
+    assert!(near["results"][0]["score"].as_f64().unwrap() >= 0.5);
+    assert_error(&run(Some(2.0)), 400);
+}
+
+#[test]
 fn health_metrics_and_openapi() {
     let s = TestServer::start(config());
     create(&s, "M", "/", "metrics please");

@@ -36,8 +36,13 @@ pub fn config() -> ServerConfig {
 impl TestServer {
     /// Starts a server with `config` over a new temporary directory.
     pub fn start(config: ServerConfig) -> TestServer {
+        Self::start_with(config, memdb::Config::default())
+    }
+
+    /// Starts a server whose engine is opened with `engine` (an embedder).
+    pub fn start_with(config: ServerConfig, engine: memdb::Config) -> TestServer {
         let dir = crate::tmp();
-        let db = Memdb::open(dir.path()).expect("open");
+        let db = Memdb::open_with(dir.path(), engine).expect("open");
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {

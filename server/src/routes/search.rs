@@ -59,6 +59,7 @@ async fn run_query(
         role,
         limit,
         offset,
+        min_similarity: body.min_similarity,
     };
     let out = s.run(move |db| search::run(db, spec)).await?;
     let results: Vec<SearchResultOut> = out
@@ -105,6 +106,7 @@ pub async fn memory_search(
         offset: None,
         filters: None,
         mode: body.mode,
+        min_similarity: None,
     };
     run_query(s, query, filter, None, None).await
 }
@@ -129,6 +131,7 @@ pub async fn fts(
         role: None,
         limit,
         offset: 0,
+        min_similarity: None,
     };
     let out = s.run(move |db| search::run(db, spec)).await?;
     let results: Vec<FtsHitOut> = out
