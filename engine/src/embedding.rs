@@ -880,3 +880,52 @@ impl Drop for EmbedWorker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::{Config, Hashing, Memdb, NewConversation, NewMessage, SearchMode, SearchRequest};
+
+    fn conversation(text: &str) -> NewConversation {
+        NewConversation::new("t", vec![NewMessage::new("user", text)])
+    }
+
+    #[test]
+    fn a_query_never_waits_for_the_write_lock_to_cache_its_vector() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::with_embedder(Arc::new(Hashing::new(64).unwrap()));
+        let db = Memdb::open_with(dir.path(), config).unwrap();
+        db.create_conversation(conversation("hello world")).unwrap();
+        let held = db.lock_writes();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut req = SearchRequest::new("cached while a writer works");
+                req.mode = SearchMode::Semantic;
+                let _ = done_tx.send(db.search(&req).map(|r| r.hits.len()));
+            });
+            // The search must finish while a writer holds the lock.
+            let finished = done_rx.recv_timeout(Duration::from_secs(20));
+            // Drop the lock even if it did not, so the thread can end.
+            let pending = db.has_pending_cache();
+            let stored = db.query_cache_len().unwrap();
+            drop(held);
+            assert_eq!(finished.unwrap().unwrap(), 1);
+            assert!(pending, "the vector waits in memory");
+            assert_eq!(stored, 0);
+        });
+        // The next write stores it inside its own transaction.
+        db.create_conversation(conversation("a writer comes by"))
+            .unwrap();
+        assert!(!db.has_pending_cache());
+        assert_eq!(db.query_cache_len().unwrap(), 1);
+        // Without a writer around, a query stores its vector itself.
+        let mut req = SearchRequest::new("nobody is writing now");
+        req.mode = SearchMode::Semantic;
+        db.search(&req).unwrap();
+        assert!(!db.has_pending_cache());
+        assert_eq!(db.query_cache_len().unwrap(), 2);
+    }
+}
