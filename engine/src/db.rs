@@ -3,7 +3,8 @@
 //! Write path (SPEC.md §"Write path"): validate → one redb transaction (rows,
 //! secondary indexes, one oplog entry) → commit (durable) → apply the entry to
 //! the text index. Searches first bring the text index up to the store's LSN
-//! and commit it, so a write that returned is visible to the next search.
+//! and (soft-)commit it, so a write that returned is visible to the next
+//! search; a maintenance thread merges and checkpoints the index (§5).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -10,6 +10,10 @@
 //!
 //! Message ids are read per hit from two u64 fast fields (`id_hi`, `id_lo`)
 //! rather than from the doc store, which would decompress a block per hit.
+//!
+//! Commits are soft (no fsync; the directory is a [`SoftDirectory`]) and
+//! made durable by [`TextIndex::checkpoint`]; merges are tiered and run
+//! under the writer lock (SPEC.md §5, §6).
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
