@@ -3,32 +3,18 @@
 //! `TcpListener` thread). The server's vectors come from a tiny concept
 //! table, so a semantic query can only find its answer through them.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+#[path = "../../tests/suite/http_stub.rs"]
+mod http_stub;
+use http_stub::{Reply, Server};
+
 /// Dimension of the test server's vectors.
 const DIM: usize = 4;
-
-/// One request the server received.
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    authorization: Option<String>,
-    body: Value,
-}
-
-/// A local server answering `POST /v1/embeddings`: a text's vector counts
-/// its words per concept (pets, money, weather), plus a constant last
-/// component so no vector is zero.
-struct Server {
-    addr: SocketAddr,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
 
 fn concept_vector(text: &str) -> Vec<f32> {
     let mut v = vec![0.0f32; DIM];
@@ -50,75 +36,20 @@ fn concept_vector(text: &str) -> Vec<f32> {
     v
 }
 
-impl Server {
-    fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let Some(req) = read_request(&mut stream) else {
-                    continue;
-                };
-                log.lock().expect("log").push(req.clone());
-                let inputs = req.body["input"].as_array().cloned().unwrap_or_default();
-                let data: Vec<Value> = inputs
-                    .iter()
-                    .enumerate()
-                    .map(|(index, t)| {
-                        json!({"index": index, "embedding": concept_vector(t.as_str().unwrap_or(""))})
-                    })
-                    .collect();
-                let body = json!({"object": "list", "data": data}).to_string();
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(body.as_bytes());
-            }
-        });
-        Server { addr, seen }
-    }
-
-    fn base(&self) -> String {
-        format!("http://{}/v1", self.addr)
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().expect("log").clone()
-    }
-}
-
-fn read_request(stream: &mut std::net::TcpStream) -> Option<Seen> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let path = line.split_whitespace().nth(1)?.to_string();
-    let mut length = 0usize;
-    let mut authorization = None;
-    loop {
-        let mut h = String::new();
-        reader.read_line(&mut h).ok()?;
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        let (name, value) = h.split_once(':')?;
-        match name.to_ascii_lowercase().as_str() {
-            "content-length" => length = value.trim().parse().ok()?,
-            "authorization" => authorization = Some(value.trim().to_string()),
-            _ => {}
-        }
-    }
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(Seen {
-        path,
-        authorization,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+/// A local server answering `POST /v1/embeddings`: a text's vector counts
+/// its words per concept (pets, money, weather), plus a constant last
+/// component so no vector is zero.
+fn embeddings_server() -> Server {
+    Server::start(|_, req| {
+        let inputs = req.body["input"].as_array().cloned().unwrap_or_default();
+        let data: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(index, t)| {
+                json!({"index": index, "embedding": concept_vector(t.as_str().unwrap_or(""))})
+            })
+            .collect();
+        Reply::Json(200, json!({"object": "list", "data": data}))
     })
 }
 
@@ -170,7 +101,7 @@ fn memdb(data: &PathBuf, env: &[(&str, &str)], args: &[&str], stdin: Option<&str
 
 #[test]
 fn store_then_semantic_query_uses_the_remote_embeddings() {
-    let server = Server::start();
+    let server = embeddings_server();
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let base = server.base();
@@ -250,7 +181,7 @@ fn store_then_semantic_query_uses_the_remote_embeddings() {
 
 #[test]
 fn no_key_is_sent_without_memdb_openai_api_key() {
-    let server = Server::start();
+    let server = embeddings_server();
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let base = server.base();
