@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::server_e2e::{free_port, python_dir, venv, wait_healthy};
+use crate::server_e2e::{free_port, python_dir, start_server, venv};
 
 const KEY: &str = "sk-mcp-stdio-0123456789abcdefghijklmnopqrstuvwxyz";
 
@@ -300,18 +300,7 @@ fn malformed_json_rpc_on_stdio_keeps_the_server_answering() {
 fn directory_held_by_memdb_server_forwards_or_refuses() {
     let data = crate::tmp();
     let port = free_port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_memdb-test-server"))
-        .arg("--data")
-        .arg(data.path())
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env("MEMDB_API_KEY", KEY)
-        .env_remove("MEMDB_API_KEYS")
-        .env_remove("MEMDB_CONFIG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start memdb-server");
-    wait_healthy(port, &mut server);
+    let mut server = start_server(data.path(), port, KEY, Stdio::null());
     let endpoint: Value = serde_json::from_slice(
         &std::fs::read(data.path().join("server.json")).expect("endpoint file"),
     )

@@ -87,6 +87,29 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
+/// The memdb-server binary on `data`, listening on loopback `port` with
+/// `key` as its only API key, once `/health` answers.
+pub(crate) fn start_server(
+    data: &Path,
+    port: u16,
+    key: &str,
+    stderr: Stdio,
+) -> std::process::Child {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_memdb-test-server"))
+        .arg("--data")
+        .arg(data)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("MEMDB_API_KEY", key)
+        .env_remove("MEMDB_API_KEYS")
+        .env_remove("MEMDB_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start memdb-server");
+    wait_healthy(port, &mut server);
+    server
+}
+
 pub(crate) fn wait_healthy(port: u16, child: &mut std::process::Child) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -116,18 +139,7 @@ fn sekha_sdk_and_mcp_clients_work_unchanged() {
     let data = crate::tmp();
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_memdb-test-server"))
-        .arg("--data")
-        .arg(data.path())
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env("MEMDB_API_KEY", KEY)
-        .env_remove("MEMDB_API_KEYS")
-        .env_remove("MEMDB_CONFIG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start memdb-server");
-    wait_healthy(port, &mut server);
+    let mut server = start_server(data.path(), port, KEY, Stdio::inherit());
 
     let out = Command::new(&python)
         .arg(python_dir().join("sdk_e2e.py"))
