@@ -138,6 +138,39 @@ fn local_model_batches_match_single_calls() {
     }
 }
 
+/// Several sessions embedding at once (threads racing for them) give the
+/// vectors one session gives alone.
+#[test]
+fn concurrent_sessions_agree_with_one() {
+    let texts: Vec<String> = (0..24)
+        .map(|i| format!("message number {i} about topic {}", i % 5))
+        .collect();
+    let one = LocalOnnx::open_with(&models_dir(), LocalOnnxOptions::default().sessions(1)).unwrap();
+    let expected: Vec<Vec<f32>> = texts
+        .iter()
+        .map(|t| one.embed(&[t]).unwrap().remove(0))
+        .collect();
+    let pool =
+        LocalOnnx::open_with(&models_dir(), LocalOnnxOptions::default().sessions(3)).unwrap();
+    assert_eq!(pool.options().sessions, 3);
+    std::thread::scope(|s| {
+        for worker in 0..4 {
+            let (pool, texts, expected) = (&pool, &texts, &expected);
+            s.spawn(move || {
+                for (i, t) in texts.iter().enumerate().skip(worker) {
+                    let v = pool.embed(&[t]).unwrap().remove(0);
+                    let worst = v
+                        .iter()
+                        .zip(&expected[i])
+                        .map(|(x, y)| (x - y).abs())
+                        .fold(0.0f32, f32::max);
+                    assert!(worst < 1e-5, "text {i}: differs by {worst}");
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn local_model_reports_truncation() {
     let m = model();
@@ -204,6 +237,7 @@ fn bad_options_are_refused() {
     for opts in [
         LocalOnnxOptions::default().intra_threads(0),
         LocalOnnxOptions::default().batch_size(0),
+        LocalOnnxOptions::default().sessions(0),
         LocalOnnxOptions::default().max_tokens(257),
     ] {
         assert!(matches!(

@@ -23,6 +23,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ndarray::Array2;
 use ort::environment::Environment;
@@ -80,8 +81,13 @@ pub fn default_models_dir() -> Result<PathBuf> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LocalOnnxOptions {
-    /// ONNX Runtime intra-op threads (default 1).
+    /// ONNX Runtime intra-op threads per session (default 1).
     pub intra_threads: usize,
+    /// Inference sessions (default: the machine's cores, at most 4). Each
+    /// holds its own copy of the model (about 25 MB for the int8 export); a
+    /// call takes a free one, so a short query never waits behind a batch
+    /// that another thread is embedding.
+    pub sessions: usize,
     /// Texts per inference call (default 32).
     pub batch_size: usize,
     /// Token limit per text, special tokens included (default and maximum
@@ -95,6 +101,7 @@ impl Default for LocalOnnxOptions {
     fn default() -> Self {
         LocalOnnxOptions {
             intra_threads: 1,
+            sessions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             batch_size: 32,
             max_tokens: LocalOnnx::MAX_TOKENS,
             runtime_library: None,
@@ -106,6 +113,11 @@ impl LocalOnnxOptions {
     /// Sets the intra-op thread count (at least 1).
     pub fn intra_threads(mut self, n: usize) -> Self {
         self.intra_threads = n;
+        self
+    }
+    /// Sets the number of inference sessions (at least 1).
+    pub fn sessions(mut self, n: usize) -> Self {
+        self.sessions = n;
         self
     }
     /// Sets the batch size (at least 1).
@@ -128,10 +140,12 @@ impl LocalOnnxOptions {
 /// all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, cosine) run in-process by
 /// ONNX Runtime. Identity: provider `local-onnx`, name `all-MiniLM-L6-v2`.
 ///
-/// Thread-safe; calls on one instance are serialised (run one instance per
-/// thread for parallel embedding, each with its own `intra_threads`).
+/// Thread-safe: it holds [`LocalOnnxOptions::sessions`] inference sessions
+/// and each call runs on a free one (or waits for one when all are busy).
 pub struct LocalOnnx {
-    session: Mutex<Session>,
+    sessions: Vec<Mutex<Session>>,
+    /// Where the next call starts looking for a free session.
+    next: AtomicUsize,
     tokenizer: Tokenizer,
     inputs: Vec<InputKind>,
     output: String,
@@ -180,10 +194,10 @@ impl LocalOnnx {
     /// verifies the model's and tokenizer's SHA-256 ([`Error::Corrupted`]),
     /// loads ONNX Runtime and builds the session.
     pub fn open_with(models_dir: &Path, options: LocalOnnxOptions) -> Result<Self> {
-        if options.intra_threads == 0 || options.batch_size == 0 {
+        if options.intra_threads == 0 || options.batch_size == 0 || options.sessions == 0 {
             return Err(Error::invalid(
                 "embedder options",
-                "intra_threads and batch_size must be at least 1",
+                "intra_threads, sessions and batch_size must be at least 1",
             ));
         }
         if !(2..=Self::MAX_TOKENS).contains(&options.max_tokens) {
@@ -231,25 +245,28 @@ impl LocalOnnx {
                 Error::Embedding(format!("ONNX Runtime {what}: {e}"))
             }
         };
-        let session = Session::builder(&env)
-            .map_err(|e| Error::Embedding(format!("ONNX Runtime session: {e}")))?
-            .with_optimization_level(GraphOptimizationLevel::All)
-            .map_err(onnx("optimization level"))?
-            .with_intra_threads(options.intra_threads)
-            .map_err(onnx("intra threads"))?
-            .with_inter_threads(1)
-            .map_err(onnx("inter threads"))?
-            .with_intra_op_spinning(false)
-            .map_err(onnx("intra-op spinning"))?
-            .with_inter_op_spinning(false)
-            .map_err(onnx("inter-op spinning"))?
-            .commit_from_memory(&model)
-            .map_err(|e| {
-                Error::Embedding(format!(
-                    "ONNX Runtime cannot load {}: {e}",
-                    model_path.display()
-                ))
-            })?;
+        let build = || {
+            Session::builder(&env)
+                .map_err(|e| Error::Embedding(format!("ONNX Runtime session: {e}")))?
+                .with_optimization_level(GraphOptimizationLevel::All)
+                .map_err(onnx("optimization level"))?
+                .with_intra_threads(options.intra_threads)
+                .map_err(onnx("intra threads"))?
+                .with_inter_threads(1)
+                .map_err(onnx("inter threads"))?
+                .with_intra_op_spinning(false)
+                .map_err(onnx("intra-op spinning"))?
+                .with_inter_op_spinning(false)
+                .map_err(onnx("inter-op spinning"))?
+                .commit_from_memory(&model)
+                .map_err(|e| {
+                    Error::Embedding(format!(
+                        "ONNX Runtime cannot load {}: {e}",
+                        model_path.display()
+                    ))
+                })
+        };
+        let session = build()?;
 
         let mut inputs = Vec::new();
         for input in session.inputs() {
@@ -273,9 +290,15 @@ impl LocalOnnx {
             .or_else(|| session.outputs().first().map(|o| o.name()))
             .map(str::to_string)
             .ok_or_else(|| Error::Embedding(format!("{} has no outputs", model_path.display())))?;
+        let mut sessions = Vec::with_capacity(options.sessions);
+        sessions.push(Mutex::new(session));
+        for _ in 1..options.sessions {
+            sessions.push(Mutex::new(build()?));
+        }
 
         Ok(LocalOnnx {
-            session: Mutex::new(session),
+            sessions,
+            next: AtomicUsize::new(0),
             tokenizer,
             inputs,
             output,
@@ -286,6 +309,25 @@ impl LocalOnnx {
     /// The options this embedder was opened with.
     pub fn options(&self) -> &LocalOnnxOptions {
         &self.options
+    }
+
+    /// A free session, or the next one in turn (waiting for it) when all
+    /// are busy.
+    fn session(&self) -> Result<std::sync::MutexGuard<'_, Session>> {
+        let n = self.sessions.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        for i in 0..n {
+            match self.sessions[(start + i) % n].try_lock() {
+                Ok(guard) => return Ok(guard),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+                Err(std::sync::TryLockError::Poisoned(_)) => {
+                    return Err(Error::Embedding("an earlier inference panicked".into()));
+                }
+            }
+        }
+        self.sessions[start % n]
+            .lock()
+            .map_err(|_| Error::Embedding("an earlier inference panicked".into()))
     }
 
     /// Embeds one batch (at most `batch_size` texts) into `out`.
@@ -323,10 +365,7 @@ impl LocalOnnx {
             });
         }
 
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| Error::Embedding("an earlier inference panicked".into()))?;
+        let mut session = self.session()?;
         let outputs = session
             .run(inputs)
             .map_err(|e| Error::Embedding(format!("inference: {e}")))?;
