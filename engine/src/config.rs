@@ -46,6 +46,10 @@ pub struct Config {
     /// Most query embeddings kept in the redb query cache (default 10,000;
     /// 0 disables the cache). Oldest entries are evicted first.
     pub query_cache_entries: usize,
+    /// Memory for decoded messages and conversation rows that searches and
+    /// context assembly resolve (default 64 MiB; 0 disables the cache).
+    /// See SPEC.md §"Row cache".
+    pub row_cache_bytes: usize,
 }
 
 impl Config {
@@ -73,6 +77,7 @@ impl std::fmt::Debug for Config {
             .field("embed_batch", &self.embed_batch)
             .field("vector_compact_backlog", &self.vector_compact_backlog)
             .field("query_cache_entries", &self.query_cache_entries)
+            .field("row_cache_bytes", &self.row_cache_bytes)
             .finish()
     }
 }
@@ -93,6 +98,7 @@ impl Default for Config {
             embed_batch: 64,
             vector_compact_backlog: 20_000,
             query_cache_entries: 10_000,
+            row_cache_bytes: 64 << 20,
         }
     }
 }

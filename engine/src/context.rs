@@ -18,13 +18,14 @@
 //! deterministic given the request's `now`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use memdb_format::ConversationRecord;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::db::{Memdb, folder_matches, message_from};
+use crate::db::{Memdb, folder_matches};
 use crate::error::{Error, Result};
 use crate::search::{SearchMode, SearchRequest};
 use crate::store;
@@ -285,16 +286,15 @@ impl Memdb {
         // Phase 1: recall.
         let semantic =
             self.recall_semantic(&req.query, SEMANTIC_RECALL, req.min_similarity, &mut notes)?;
+        let rows = self.row_reader()?;
         let txn = self.store.read()?;
-        let convs = txn.open_table(store::CONVERSATIONS)?;
-        let msgs = txn.open_table(store::MESSAGES)?;
         let conv_msgs = txn.open_table(store::CONV_MESSAGES)?;
-        let mut conv_cache: HashMap<u128, Option<ConversationRecord>> = HashMap::new();
-        let mut conv_of = |id: u128| -> Result<Option<ConversationRecord>> {
+        let mut conv_cache: HashMap<u128, Option<Arc<ConversationRecord>>> = HashMap::new();
+        let mut conv_of = |id: u128| -> Result<Option<Arc<ConversationRecord>>> {
             if let Some(c) = conv_cache.get(&id) {
                 return Ok(c.clone());
             }
-            let c = store::get_conversation(&convs, id)?;
+            let c = rows.conversation(id)?;
             conv_cache.insert(id, c.clone());
             Ok(c)
         };
@@ -419,10 +419,10 @@ impl Memdb {
         let mut texts: HashMap<usize, (crate::types::Message, usize)> = HashMap::new();
         let packing = pack_with(ranked.len(), req.context_budget, |i| {
             let id = ranked[i].1.id;
-            let Some(m) = store::get_message(&msgs, id)? else {
+            let Some(m) = rows.message(id)? else {
                 return Ok(None); // deleted since the search
             };
-            let msg = message_from(id, &m)?;
+            let msg = crate::types::Message::clone(&m);
             let t = req.token_counter.count(&msg.content.text())?;
             texts.insert(i, (msg, t));
             Ok(Some(t))

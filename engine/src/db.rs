@@ -18,12 +18,50 @@ use crate::checkpoint::Checkpointer;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::lock::DirLock;
+use crate::rowcache::RowCache;
 use crate::store::{self, OpBatch, Store};
 use crate::text::{Opened, TextIndex};
 use crate::time::{from_micros, now, to_micros};
 use crate::types::*;
 use crate::validate;
 use crate::vindex::VectorIndexes;
+
+/// Message and conversation rows read through the row cache: a hit costs
+/// a hash lookup; a miss reads the snapshot and fills the cache.
+pub(crate) struct RowReader<'a> {
+    cache: &'a RowCache,
+    epoch: crate::rowcache::Epoch,
+    msgs: redb::ReadOnlyTable<u128, &'static [u8]>,
+    convs: redb::ReadOnlyTable<u128, &'static [u8]>,
+}
+
+impl RowReader<'_> {
+    /// The message `id`, if it exists.
+    pub(crate) fn message(&self, id: u128) -> Result<Option<Arc<Message>>> {
+        if let Some(m) = self.cache.message(id) {
+            return Ok(Some(m));
+        }
+        let Some(rec) = store::get_message(&self.msgs, id)? else {
+            return Ok(None);
+        };
+        let m = Arc::new(message_from(id, &rec)?);
+        self.cache.insert_message(self.epoch, id, m.clone());
+        Ok(Some(m))
+    }
+
+    /// The conversation row `id`, if it exists.
+    pub(crate) fn conversation(&self, id: u128) -> Result<Option<Arc<ConversationRecord>>> {
+        if let Some(c) = self.cache.conversation(id) {
+            return Ok(Some(c));
+        }
+        let Some(rec) = store::get_conversation(&self.convs, id)? else {
+            return Ok(None);
+        };
+        let c = Arc::new(rec);
+        self.cache.insert_conversation(self.epoch, id, c.clone());
+        Ok(Some(c))
+    }
+}
 
 /// Largest page or hit count any call returns.
 pub const MAX_LIMIT: usize = 1000;
@@ -41,6 +79,8 @@ pub struct Memdb {
     pub(crate) vectors: VectorIndexes,
     recovery: Vec<String>,
     pub(crate) pipeline: crate::embedding::Pipeline,
+    /// Decoded rows for hit resolution and context assembly.
+    pub(crate) rows: RowCache,
     _lock: DirLock,
 }
 
@@ -102,6 +142,7 @@ impl Memdb {
         };
         let db = Memdb {
             dir,
+            rows: RowCache::new(config.row_cache_bytes),
             config,
             store,
             text,
@@ -228,7 +269,12 @@ impl Memdb {
         let trim = text
             .durable_lsn()
             .min(self.vectors.oplog_floor().unwrap_or(u64::MAX));
-        let (value, lsn, recorded) = self.store.write(trim, |txn, ops| {
+        let store::Committed {
+            value,
+            lsn,
+            ops: recorded,
+            changed,
+        } = self.store.write(trim, |txn, ops| {
             let value = f(txn, ops)?;
             crate::embedding::enqueue_new(txn, ops.ops())?;
             // Query embeddings computed while writers held the lock ride
@@ -236,6 +282,8 @@ impl Memdb {
             let _ = self.store_pending_cache(txn);
             Ok(value)
         })?;
+        self.rows
+            .invalidate(&changed.conversations, &changed.removed);
         let previous = self.last_lsn.swap(lsn, Ordering::AcqRel);
         if recorded.is_empty() {
             return Ok((value, false));
@@ -340,7 +388,7 @@ impl Memdb {
                 let key = Uuid::new_v4().as_u128();
                 let t = conv.created_at;
                 let messages = add_messages(txn, key, &mut conv, &new.messages, t, ops)?;
-                store::put_conversation(txn, key, &conv, None)?;
+                store::put_conversation(txn, ops, key, &conv, None)?;
                 out.push(ConversationWithMessages {
                     conversation: conversation_from(key, &conv)?,
                     messages,
@@ -361,7 +409,7 @@ impl Memdb {
             let t = to_micros(now());
             let msgs = add_messages(txn, key, &mut conv, &messages, t, ops)?;
             conv.updated_at = t.max(old.updated_at);
-            store::put_conversation(txn, key, &conv, Some(&old))?;
+            store::put_conversation(txn, ops, key, &conv, Some(&old))?;
             Ok(msgs)
         })
     }
@@ -605,7 +653,7 @@ impl Memdb {
                 return Ok(rec);
             }
             rec.updated_at = to_micros(now()).max(old.updated_at);
-            store::put_conversation(txn, key, &rec, Some(&old))?;
+            store::put_conversation(txn, ops, key, &rec, Some(&old))?;
             let scope_changed = rec.label != old.label
                 || rec.folder != old.folder
                 || rec.status != old.status
@@ -647,7 +695,7 @@ impl Memdb {
         self.write(|txn, ops| {
             let rec = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, key)?
                 .ok_or_else(|| not_found(id))?;
-            let removed = store::delete_conversation(txn, key, &rec)?;
+            let removed = store::delete_conversation(txn, ops, key, &rec)?;
             ops.push(Op::DeleteConversation(key.to_le_bytes()));
             crate::spaces::delete_record_vectors(txn, &removed, ops)?;
             Ok(removed.len() as u64)
@@ -683,36 +731,37 @@ impl Memdb {
     /// Reads scored message ids into hits (message, label, folder); ids whose
     /// message or conversation is gone are skipped.
     pub(crate) fn resolve_hits(&self, ids: &[(u128, f32)]) -> Result<Vec<SearchHit>> {
-        let txn = self.store.read()?;
-        let msgs = txn.open_table(store::MESSAGES)?;
-        let convs = txn.open_table(store::CONVERSATIONS)?;
+        let rows = self.row_reader()?;
         let mut hits = Vec::with_capacity(ids.len());
-        // Hits often share a conversation: read and decode each one once.
-        let mut scopes: std::collections::HashMap<u128, Option<(String, String)>> =
-            std::collections::HashMap::new();
         for &(id, score) in ids {
-            let Some(m) = store::get_message(&msgs, id)? else {
+            let Some(m) = rows.message(id)? else {
                 continue;
             };
-            let cid = u128::from_le_bytes(m.conversation_id);
-            let scope = match scopes.entry(cid) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(store::get_conversation(&convs, cid)?.map(|c| (c.label, c.folder)))
-                }
-            };
-            let Some((label, folder)) = scope else {
+            let Some(c) = rows.conversation(m.conversation_id.as_u128())? else {
                 continue;
             };
             hits.push(SearchHit {
-                message: message_from(id, &m)?,
-                label: label.clone(),
-                folder: folder.clone(),
+                message: Message::clone(&m),
+                label: c.label.clone(),
+                folder: c.folder.clone(),
                 score,
                 explain: None,
             });
         }
         Ok(hits)
+    }
+
+    /// Reads decoded rows through the row cache, from one redb snapshot.
+    pub(crate) fn row_reader(&self) -> Result<RowReader<'_>> {
+        // The epoch must be read before the snapshot is taken (rowcache.rs).
+        let epoch = self.rows.epoch();
+        let txn = self.store.read()?;
+        Ok(RowReader {
+            cache: &self.rows,
+            epoch,
+            msgs: txn.open_table(store::MESSAGES)?,
+            convs: txn.open_table(store::CONVERSATIONS)?,
+        })
     }
 
     // ----- stats, maintenance --------------------------------------------
@@ -915,7 +964,7 @@ impl Memdb {
                     tables.insert(*mid, &rec)?;
                     ops.push(Op::InsertMessage(mid.to_le_bytes()));
                 }
-                store::put_conversation(txn, key, &conv, None)?;
+                store::put_conversation(txn, ops, key, &conv, None)?;
             }
             Ok(())
         })

@@ -49,6 +49,7 @@ mod keywords;
 mod llm;
 mod lock;
 mod prune;
+mod rowcache;
 mod search;
 mod softdir;
 mod spaces;

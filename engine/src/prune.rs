@@ -426,12 +426,12 @@ impl Memdb {
                         let mut rec = old.clone();
                         rec.status = Status::Archived.code();
                         rec.updated_at = t.max(old.updated_at);
-                        store::put_conversation(txn, key, &rec, Some(&old))?;
+                        store::put_conversation(txn, ops, key, &rec, Some(&old))?;
                         ops.push(Op::PutConversation(key.to_le_bytes()));
                         report.archived.push(id);
                     }
                     PruneAction::Delete => {
-                        let removed = store::delete_conversation(txn, key, &old)?;
+                        let removed = store::delete_conversation(txn, ops, key, &old)?;
                         ops.push(Op::DeleteConversation(key.to_le_bytes()));
                         crate::spaces::delete_record_vectors(txn, &removed, ops)?;
                         report.messages_deleted += removed.len() as u64;

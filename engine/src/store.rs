@@ -71,6 +71,17 @@ pub(crate) const SUMMARIES: TableDefinition<(u128, u8, i64, u128), &[u8]> =
 pub(crate) struct OpBatch {
     ops: Vec<Op>,
     lsn: u64,
+    /// Conversations whose row this transaction wrote, and conversations it
+    /// removed with their messages: the row cache drops them after the
+    /// commit (not logged; `rowcache.rs`).
+    changed: Changed,
+}
+
+/// Conversation rows a write transaction changed or removed.
+#[derive(Debug, Default)]
+pub(crate) struct Changed {
+    pub(crate) conversations: Vec<u128>,
+    pub(crate) removed: Vec<u128>,
 }
 
 impl OpBatch {
@@ -86,6 +97,15 @@ impl OpBatch {
     pub(crate) fn lsn(&self) -> u64 {
         self.lsn
     }
+}
+
+/// The outcome of [`Store::write`].
+pub(crate) struct Committed<T> {
+    pub(crate) value: T,
+    /// The new LSN (unchanged if no op was recorded).
+    pub(crate) lsn: u64,
+    pub(crate) ops: Vec<Op>,
+    pub(crate) changed: Changed,
 }
 
 const KEY_SCHEMA: &str = "schema_version";
@@ -174,13 +194,12 @@ impl Store {
 
     /// Runs `f` in one write transaction, appends the ops it records to the
     /// oplog under a new LSN, trims oplog entries at or below `trim_upto`, and
-    /// commits durably. Returns `f`'s value and the LSN (unchanged if no op
-    /// was recorded).
+    /// commits durably.
     pub(crate) fn write<T>(
         &self,
         trim_upto: u64,
         f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
-    ) -> Result<(T, u64, Vec<Op>)> {
+    ) -> Result<Committed<T>> {
         let txn = self.db.begin_write()?;
         let last = txn
             .open_table(META)?
@@ -189,9 +208,10 @@ impl Store {
         let mut batch = OpBatch {
             ops: Vec::new(),
             lsn: last + 1,
+            changed: Changed::default(),
         };
         let value = f(&txn, &mut batch)?;
-        let ops = batch.ops;
+        let OpBatch { ops, changed, .. } = batch;
         let lsn = if ops.is_empty() {
             last
         } else {
@@ -209,7 +229,12 @@ impl Store {
             last + 1
         };
         txn.commit()?;
-        Ok((value, lsn, ops))
+        Ok(Committed {
+            value,
+            lsn,
+            ops,
+            changed,
+        })
     }
 
     /// Runs `f` in a write transaction that records nothing in the oplog
@@ -285,13 +310,16 @@ pub(crate) fn get_message(
 }
 
 /// Writes a conversation row and keeps its secondary indexes in step with
-/// `old` (the previous row, if any).
+/// `old` (the previous row, if any). A caller changing a scope field (label,
+/// folder, status, importance) must also record `Op::PutConversation`.
 pub(crate) fn put_conversation(
     txn: &WriteTransaction,
+    ops: &mut OpBatch,
     id: u128,
     rec: &ConversationRecord,
     old: Option<&ConversationRecord>,
 ) -> Result<()> {
+    ops.changed.conversations.push(id);
     txn.open_table(CONVERSATIONS)?
         .insert(id, rec.encode().as_slice())?;
     let mut by_updated = txn.open_table(CONV_BY_UPDATED)?;
@@ -328,9 +356,11 @@ pub(crate) fn put_conversation(
 /// the removed message ids.
 pub(crate) fn delete_conversation(
     txn: &WriteTransaction,
+    ops: &mut OpBatch,
     id: u128,
     rec: &ConversationRecord,
 ) -> Result<Vec<u128>> {
+    ops.changed.removed.push(id);
     txn.open_table(CONVERSATIONS)?.remove(id)?;
     txn.open_table(CONV_BY_UPDATED)?
         .remove((rec.updated_at, id))?;
@@ -435,8 +465,14 @@ mod tests {
         {
             let store = Store::open(&path).unwrap();
             let txn = store.db.begin_write().unwrap();
-            put_conversation(&txn, 1, &conv(10), None).unwrap();
-            put_conversation(&txn, 2, &conv(3), None).unwrap();
+            let mut ops = OpBatch {
+                ops: Vec::new(),
+                lsn: 1,
+                changed: Changed::default(),
+            };
+            put_conversation(&txn, &mut ops, 1, &conv(10), None).unwrap();
+            put_conversation(&txn, &mut ops, 2, &conv(3), None).unwrap();
+            assert_eq!(ops.changed.conversations, vec![1, 2]);
             // Make it look like version 1: no importance index yet.
             txn.open_table(CONV_BY_IMPORTANCE)
                 .unwrap()

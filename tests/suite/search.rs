@@ -247,3 +247,45 @@ fn paging_and_read_your_writes() {
     all.dedup();
     assert_eq!(all.len(), 25);
 }
+
+/// Searches racing with label changes never leave a stale label cached
+/// (the row cache's epoch check): once the writer is done, every search
+/// shows the last label, and a deleted conversation's hits are gone.
+#[test]
+fn cached_hits_never_outlive_a_concurrent_update() {
+    let d = tmp();
+    let db = Memdb::open(d.path()).unwrap();
+    let c = conv(&db, "label 0", "/", &["quokka sighting report"]);
+    let id = c.conversation.id;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Acquire) {
+                    let hits = db.search_text(&q("quokka")).unwrap();
+                    assert_eq!(hits.len(), 1);
+                    assert!(hits[0].label.starts_with("label "));
+                }
+            });
+        }
+        for i in 1..=200 {
+            db.update_conversation(
+                id,
+                ConversationUpdate {
+                    label: Some(format!("label {i}")),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Release);
+    });
+    for _ in 0..3 {
+        assert_eq!(db.search_text(&q("quokka")).unwrap()[0].label, "label 200");
+    }
+    let other = conv(&db, "other", "/", &["quokka in the other one"]);
+    db.delete_conversation(id).unwrap();
+    let hits = db.search_text(&q("quokka")).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].message.conversation_id, other.conversation.id);
+}

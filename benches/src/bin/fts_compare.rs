@@ -76,6 +76,10 @@ struct Args {
     /// Messages per `create_conversations` batch in the bulk import.
     #[arg(long, default_value_t = 20_000)]
     batch_messages: usize,
+    /// memdb's row cache budget (`Config::row_cache_bytes`; 0 turns it off,
+    /// so every hit is read from redb and decoded).
+    #[arg(long, default_value_t = memdb::Config::default().row_cache_bytes)]
+    row_cache_bytes: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -237,7 +241,8 @@ fn main() -> anyhow::Result<()> {
         None
     } else {
         progress("importing into memdb, one create_conversation per conversation ...");
-        let (db, import) = import_memdb(&memdb_each_dir, &corpus, Mode::Each)?;
+        let (db, import) =
+            import_memdb(&memdb_each_dir, &corpus, Mode::Each, args.row_cache_bytes)?;
         db.close()?;
         Some(import.summary(n_msgs, sqlite_rate))
     };
@@ -245,7 +250,12 @@ fn main() -> anyhow::Result<()> {
         "importing into memdb, create_conversations batches of ~{} messages ...",
         args.batch_messages
     ));
-    let (db, bulk) = import_memdb(&memdb_dir, &corpus, Mode::Bulk(args.batch_messages))?;
+    let (db, bulk) = import_memdb(
+        &memdb_dir,
+        &corpus,
+        Mode::Bulk(args.batch_messages),
+        args.row_cache_bytes,
+    )?;
     let bulk = bulk.summary(n_msgs, sqlite_rate);
     drop(corpus);
 
@@ -414,9 +424,16 @@ fn new_conversation(c: &corpus::Conversation) -> NewConversation {
 
 /// Imports `corpus` into a new store at `dir`, then flushes the text index:
 /// the import is done when everything is durable and searchable. Building the engine's input values is timed too.
-fn import_memdb(dir: &Path, corpus: &Corpus, mode: Mode) -> anyhow::Result<(Memdb, MemdbImport)> {
+fn import_memdb(
+    dir: &Path,
+    corpus: &Corpus,
+    mode: Mode,
+    row_cache_bytes: usize,
+) -> anyhow::Result<(Memdb, MemdbImport)> {
     let start = Instant::now();
-    let db = Memdb::open(dir)?;
+    let mut config = memdb::Config::default();
+    config.row_cache_bytes = row_cache_bytes;
+    let db = Memdb::open_with(dir, config)?;
     let mut calls = Vec::new();
     let total = corpus.conversations.len();
     let step = (total / 10).max(1);
