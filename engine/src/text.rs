@@ -236,11 +236,16 @@ impl TextIndex {
             Ok(i) => i,
             Err(e) => return Ok(Opened::NeedsRebuild(format!("text index unreadable: {e}"))),
         };
-        if directory.is_dirty()
+        if directory.is_marked()
             && let Err(why) = softdir::verify_after_unclean_stop(&index)
         {
             return Ok(Opened::NeedsRebuild(format!(
                 "text index damaged after an unclean stop ({why})"
+            )));
+        }
+        if let Err(e) = softdir::sweep_orphans(&index, dir) {
+            return Ok(Opened::NeedsRebuild(format!(
+                "text index directory unreadable: {e}"
             )));
         }
         let payload = match index.load_metas() {
@@ -397,7 +402,10 @@ impl TextIndex {
         if let Some(w) = writer {
             w.wait_merging_threads()?;
         }
-        Ok(())
+        // Dropping the writer may have deleted files: make that durable too.
+        self.directory
+            .checkpoint()
+            .map_err(|e| Error::TextIndex(format!("syncing {}: {e}", self.dir.display())))
     }
 
     fn state_lock(&self) -> std::sync::MutexGuard<'_, State> {

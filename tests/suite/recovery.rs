@@ -196,15 +196,15 @@ fn a_background_checkpoint_makes_soft_commits_durable() {
     let db = Memdb::open_with(d.path(), config).unwrap();
     conv(&db, "t", "/", &["soft then durable"]);
     db.search_text(&TextQuery::new("soft")).unwrap();
-    let marker = d.path().join("text").join("memdb-unsynced");
-    assert!(marker.exists(), "a soft commit leaves the unsynced marker");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while marker.exists() && std::time::Instant::now() < deadline {
+    let mut status = db.text_index_status();
+    while status.durable_lsn < status.committed_lsn && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
+        status = db.text_index_status();
     }
     assert!(
-        !marker.exists(),
-        "the checkpoint thread never synced the index"
+        status.durable_lsn >= status.committed_lsn && status.committed_lsn > 0,
+        "the checkpoint thread never synced the index: {status:?}"
     );
     conv(&db, "t", "/", &["next write trims"]);
     assert!(
@@ -214,28 +214,69 @@ fn a_background_checkpoint_makes_soft_commits_durable() {
     );
 }
 
+/// Segment files of a directory, sorted.
+fn segment_files(text: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(text)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".idx") || n.ends_with(".pos") || n.ends_with(".term"))
+        .collect();
+    v.sort();
+    v
+}
+
 #[test]
-fn an_unsynced_index_is_verified_and_a_damaged_one_rebuilt() {
+fn soft_commits_stay_in_memory_and_a_crash_replays_them() {
     let d = tmp();
     let mut config = Config::default();
     config.text_checkpoint_interval = std::time::Duration::ZERO;
+    let text = d.path().join("text");
     {
         let db = Memdb::open_with(d.path(), config.clone()).unwrap();
+        let on_disk = segment_files(&text);
         for i in 0..20 {
             conv(&db, "t", "/", &[&format!("power loss {i}")]);
-            db.search_text(&TextQuery::new("power")).unwrap();
+            let mut query = TextQuery::new("power");
+            query.limit = 50;
+            assert_eq!(db.search_text(&query).unwrap().len(), i + 1);
         }
-        // Simulate what a power loss can leave: the marker (the last process
-        // never checkpointed) and a segment file whose data never reached
-        // the disk. Copy the directory as the crash left it.
+        // Twenty soft commits, all searchable, none on disk.
+        assert_eq!(segment_files(&text), on_disk);
+        // What a crash (or power loss) leaves: the disk as it is now.
         let saved = d.path().join("saved");
-        copy_dir(&d.path().join("text"), &saved);
+        copy_dir(&text, &saved);
+        db.flush().unwrap();
+        assert_ne!(segment_files(&text), on_disk, "flush wrote nothing");
         drop(db);
-        std::fs::remove_dir_all(d.path().join("text")).unwrap();
-        std::fs::rename(&saved, d.path().join("text")).unwrap();
+        std::fs::remove_dir_all(&text).unwrap();
+        std::fs::rename(&saved, &text).unwrap();
     }
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    assert!(db.check().unwrap().is_consistent());
+    let mut query = TextQuery::new("power");
+    query.limit = 50;
+    assert_eq!(
+        db.search_text(&query).unwrap().len(),
+        20,
+        "replay from the oplog"
+    );
+}
+
+#[test]
+fn a_marked_index_is_verified_and_a_damaged_one_rebuilt() {
+    let d = tmp();
     let text = d.path().join("text");
-    assert!(text.join("memdb-unsynced").exists());
+    {
+        let db = Memdb::open(d.path()).unwrap();
+        for i in 0..20 {
+            conv(&db, "t", "/", &[&format!("power loss {i}")]);
+        }
+        db.flush().unwrap();
+    }
+    // What an earlier version (soft commits straight to disk) or a spill
+    // can leave after a power loss: the marker, and a segment file whose
+    // data never reached the disk.
+    std::fs::write(text.join("memdb-unsynced"), b"x").unwrap();
     let victims: Vec<_> = std::fs::read_dir(&text)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -247,7 +288,7 @@ fn an_unsynced_index_is_verified_and_a_damaged_one_rebuilt() {
         std::fs::write(&victim, vec![0u8; len]).unwrap();
     }
 
-    let db = Memdb::open_with(d.path(), config).unwrap();
+    let db = Memdb::open(d.path()).unwrap();
     let report = db.recovery_report().join("; ");
     assert!(report.contains("unclean stop"), "{report}");
     assert!(db.check().unwrap().is_consistent());
