@@ -16,7 +16,9 @@
 # server log and the JSON results; MEMDB_LOAD_SEED overrides where the seeded
 # template lives (e.g. on tmpfs when the disk is short: the run directory,
 # where fsyncs count, stays under MEMDB_LOAD_DIR). LOAD_ARGS adds load.py
-# options (e.g. LOAD_ARGS="--query-pool 500").
+# options (e.g. LOAD_ARGS="--query-pool 500"). SERVER_NICE (default 0) runs
+# the server at that nice level, so the client on the same cores is not
+# starved of CPU by the server's bursts (its clock would then count them).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -44,7 +46,7 @@ cp -a "$seed" "$run"
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 MEMDB_API_KEY="$key" MEMDB_RATE_LIMIT=0 MEMDB_LOG=warn \
-  "$target/release/memdb-server" --data "$run" --listen "127.0.0.1:$port" --embedder "$embedder" \
+  nice -n "${SERVER_NICE:-0}" "$target/release/memdb-server" --data "$run" --listen "127.0.0.1:$port" --embedder "$embedder" \
   2>"$work/server.log" &
 server=$!
 trap 'kill -TERM $server 2>/dev/null || true' EXIT
