@@ -662,23 +662,32 @@ impl Memdb {
         if self.embedder().is_none() {
             return;
         }
+        let queued = self
+            .store
+            .read()
+            .and_then(|t| Ok(t.open_table(EMBED_QUEUE)?.len()?));
         let small = self.config().embed_on_write
-            && self
-                .store
-                .read()
-                .and_then(|t| Ok(t.open_table(EMBED_QUEUE)?.len()?))
-                .is_ok_and(|n| n <= self.config().embed_inline_max as u64);
+            && queued
+                .as_ref()
+                .is_ok_and(|&n| n <= self.config().embed_inline_max as u64);
         if small && let Ok(_pass) = self.pipeline.pass.try_lock() {
+            // At most what was queued when this write looked: under a
+            // stream of writes an unbounded drain kept one request embedding
+            // everybody's messages (a store took 20 s under overload).
+            let limit = queued.unwrap_or(0).max(1);
             let result = match self.embedder().cloned() {
-                Some(e) => self.drain(e.as_ref(), None, &mut |_| {}),
+                Some(e) => self.drain(e.as_ref(), Some(limit), &mut |_| {}),
                 None => Ok(EmbedReport::default()),
             };
+            let left = result.as_ref().map_or(0, |r| r.remaining);
             *self
                 .pipeline
                 .last_error
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()) = result.err().map(|e| e.to_string());
-            return;
+            if left == 0 {
+                return;
+            }
         }
         self.pipeline.signal.notify();
     }
