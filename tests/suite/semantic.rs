@@ -713,3 +713,67 @@ fn an_interrupted_rebuild_resumes_into_the_same_space() {
     assert_eq!(db.vector_stats(&active.space).unwrap().count, 10);
     assert_eq!(db.vector_spaces().unwrap().len(), 1);
 }
+
+/// Hashing, except that the first call blocks until released, and every
+/// call records how many texts each thread embedded.
+struct GatedEmbedder {
+    inner: Hashing,
+    gate: std::sync::Mutex<Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>)>>,
+    per_thread: std::sync::Mutex<std::collections::HashMap<std::thread::ThreadId, usize>>,
+}
+
+impl Embedder for GatedEmbedder {
+    fn identity(&self) -> ModelIdentity {
+        self.inner.identity()
+    }
+
+    fn embed_report(&self, texts: &[&str]) -> memdb::Result<Embeddings> {
+        let gate = self.gate.lock().unwrap().take();
+        if let Some((started, go)) = gate {
+            started.send(()).unwrap();
+            go.recv().unwrap();
+        }
+        *self
+            .per_thread
+            .lock()
+            .unwrap()
+            .entry(std::thread::current().id())
+            .or_default() += texts.len();
+        self.inner.embed_report(texts)
+    }
+}
+
+/// A write's inline embedding covers what was queued when it looked, not
+/// the messages other writers queue while it runs (an unbounded drain made
+/// one request embed everybody's messages under a stream of writes).
+#[test]
+fn inline_embedding_is_bounded_to_what_the_write_saw() {
+    let d = tmp();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel();
+    let embedder = Arc::new(GatedEmbedder {
+        inner: Hashing::new(64).unwrap(),
+        gate: std::sync::Mutex::new(Some((started_tx, go_rx))),
+        per_thread: Default::default(),
+    });
+    let db = open(d.path(), embedder.clone());
+    let first = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            conv(&db, "first", "/", &["the first write"]);
+            std::thread::current().id()
+        });
+        // While the first write's drain is blocked inside the model, others
+        // write: they find the drain busy and leave their messages queued.
+        started_rx.recv().unwrap();
+        for i in 0..5 {
+            conv(&db, "later", "/", &[&format!("a later write {i}")]);
+        }
+        go_tx.send(()).unwrap();
+        writer.join().unwrap()
+    });
+    let embedded = embedder.per_thread.lock().unwrap()[&first];
+    assert_eq!(embedded, 1, "the first write embedded {embedded} messages");
+    assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 5);
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 0);
+}
