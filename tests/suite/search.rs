@@ -289,3 +289,29 @@ fn cached_hits_never_outlive_a_concurrent_update() {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].message.conversation_id, other.conversation.id);
 }
+
+/// A conversation deleted and imported again under the same ids, with an
+/// edited message and label, is found with its new text and label: the
+/// row cache dropped the deleted conversation's cached messages.
+#[test]
+fn cached_rows_follow_delete_and_reimport_of_the_same_ids() {
+    let d = tmp();
+    let db = Memdb::open(d.path()).unwrap();
+    let c = conv(&db, "original", "/", &["wombat burrow depth"]);
+    let id = c.conversation.id;
+    let hit = &db.search_text(&q("wombat")).unwrap()[0];
+    assert_eq!(hit.label, "original");
+    let mut export = db.export(&Selection::One(id)).unwrap();
+    db.delete_conversation(id).unwrap();
+    assert!(db.search_text(&q("wombat")).unwrap().is_empty());
+    let item = &mut export.conversations[0];
+    item.conversation.label = "restored".into();
+    item.messages[0].content = Content::Text("wombat burrow width".into());
+    db.import(export, ImportOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let hits = db.search_text(&q("wombat")).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].message.id, c.messages[0].id, "same message id");
+    assert_eq!(hits[0].label, "restored");
+    assert_eq!(hits[0].message.content.text(), "wombat burrow width");
+}
