@@ -107,65 +107,48 @@ impl RowCache {
 
     /// The cached message `id`.
     pub(crate) fn message(&self, id: u128) -> Option<Arc<Message>> {
-        if self.budget == 0 {
-            return None;
-        }
-        let mut inner = self.lock();
-        if let Some(m) = inner.young.messages.get(&id) {
-            return Some(m.clone());
-        }
-        let m = inner.old.messages.remove(&id)?;
-        let bytes = message_bytes(&m);
-        inner.old.bytes = inner.old.bytes.saturating_sub(bytes);
-        self.admit(&mut inner, bytes);
-        inner.young.messages.insert(id, m.clone());
-        Some(m)
+        self.get(id)
     }
 
     /// The cached conversation row `id`.
     pub(crate) fn conversation(&self, id: u128) -> Option<Arc<ConversationRecord>> {
-        if self.budget == 0 {
-            return None;
-        }
-        let mut inner = self.lock();
-        if let Some(c) = inner.young.conversations.get(&id) {
-            return Some(c.clone());
-        }
-        let c = inner.old.conversations.remove(&id)?;
-        let bytes = conversation_bytes(&c);
-        inner.old.bytes = inner.old.bytes.saturating_sub(bytes);
-        self.admit(&mut inner, bytes);
-        inner.young.conversations.insert(id, c.clone());
-        Some(c)
+        self.get(id)
     }
 
     /// Caches a message read at `epoch`; ignored if a write invalidated
     /// anything since.
     pub(crate) fn insert_message(&self, epoch: Epoch, id: u128, m: Arc<Message>) {
-        if self.budget == 0 {
-            return;
-        }
-        let bytes = message_bytes(&m);
-        if bytes > self.budget / 8 {
-            return;
-        }
-        let mut inner = self.lock();
-        if self.epoch.load(Ordering::Acquire) != epoch.0 {
-            return;
-        }
-        self.admit(&mut inner, bytes);
-        if let Some(old) = inner.young.messages.insert(id, m) {
-            inner.young.bytes = inner.young.bytes.saturating_sub(message_bytes(&old));
-        }
+        self.insert(epoch, id, m);
     }
 
     /// Caches a conversation row read at `epoch`; ignored if a write
     /// invalidated anything since.
     pub(crate) fn insert_conversation(&self, epoch: Epoch, id: u128, c: Arc<ConversationRecord>) {
+        self.insert(epoch, id, c);
+    }
+
+    fn get<R: Row>(&self, id: u128) -> Option<Arc<R>> {
+        if self.budget == 0 {
+            return None;
+        }
+        let mut inner = self.lock();
+        if let Some(r) = R::map(&mut inner.young).get(&id) {
+            return Some(r.clone());
+        }
+        // A hit in the old generation moves the row back to the young one.
+        let r = R::map(&mut inner.old).remove(&id)?;
+        let bytes = r.bytes();
+        inner.old.bytes = inner.old.bytes.saturating_sub(bytes);
+        self.admit(&mut inner, bytes);
+        R::map(&mut inner.young).insert(id, r.clone());
+        Some(r)
+    }
+
+    fn insert<R: Row>(&self, epoch: Epoch, id: u128, row: Arc<R>) {
         if self.budget == 0 {
             return;
         }
-        let bytes = conversation_bytes(&c);
+        let bytes = row.bytes();
         if bytes > self.budget / 8 {
             return;
         }
@@ -174,8 +157,8 @@ impl RowCache {
             return;
         }
         self.admit(&mut inner, bytes);
-        if let Some(old) = inner.young.conversations.insert(id, c) {
-            inner.young.bytes = inner.young.bytes.saturating_sub(conversation_bytes(&old));
+        if let Some(old) = R::map(&mut inner.young).insert(id, row) {
+            inner.young.bytes = inner.young.bytes.saturating_sub(old.bytes());
         }
     }
 
@@ -219,6 +202,30 @@ impl RowCache {
                 + inner.old.conversations.len(),
             inner.young.bytes + inner.old.bytes,
         )
+    }
+}
+
+/// A kind of cached row: where it lives in a generation and what it costs.
+trait Row: Sized {
+    fn map(g: &mut Generation) -> &mut IdMap<Arc<Self>>;
+    fn bytes(&self) -> usize;
+}
+
+impl Row for Message {
+    fn map(g: &mut Generation) -> &mut IdMap<Arc<Self>> {
+        &mut g.messages
+    }
+    fn bytes(&self) -> usize {
+        message_bytes(self)
+    }
+}
+
+impl Row for ConversationRecord {
+    fn map(g: &mut Generation) -> &mut IdMap<Arc<Self>> {
+        &mut g.conversations
+    }
+    fn bytes(&self) -> usize {
+        conversation_bytes(self)
     }
 }
 
