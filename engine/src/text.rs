@@ -11,8 +11,10 @@
 //! Message ids are read per hit from two u64 fast fields (`id_hi`, `id_lo`)
 //! rather than from the doc store, which would decompress a block per hit.
 //!
-//! Commits are soft (no fsync; the directory is a [`SoftDirectory`]) and
-//! made durable by [`TextIndex::checkpoint`]; merges are tiered and run
+//! Commits are soft (their files are staged in memory by the
+//! [`SoftDirectory`]) and made durable by [`TextIndex::checkpoint`]; after a
+//! crash the index is the last checkpoint's and the oplog replays the rest;
+//! merges are tiered and run
 //! under the writer lock (SPEC.md §5, §6).
 
 use std::collections::{HashMap, HashSet};
@@ -416,7 +418,8 @@ impl TextIndex {
         self.state_lock().applied_lsn
     }
 
-    /// LSN of the last commit: everything at or below it is durable in the index.
+    /// LSN of the last (soft) commit: everything at or below it is visible to
+    /// searches; [`TextIndex::durable_lsn`] is what a crash keeps.
     pub(crate) fn committed_lsn(&self) -> u64 {
         self.committed.load(Ordering::Acquire)
     }
