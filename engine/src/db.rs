@@ -838,6 +838,11 @@ impl Memdb {
         })
     }
 
+    /// The row cache's size and hit/miss counters since open (SPEC §8.1).
+    pub fn row_cache_stats(&self) -> RowCacheStats {
+        self.rows.stats()
+    }
+
     /// The text index's watermarks and segment count, without a scan.
     pub fn text_index_status(&self) -> TextIndexStatus {
         let text = self.text();
@@ -847,6 +852,7 @@ impl Memdb {
             committed_lsn: text.committed_lsn(),
             durable_lsn: text.durable_lsn(),
             segments: text.segment_count(),
+            staged_bytes: text.staged_bytes(),
         }
     }
 

@@ -39,6 +39,8 @@ pub(crate) struct RowCache {
     budget: usize,
     epoch: AtomicU64,
     inner: Mutex<Inner>,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 #[derive(Default)]
@@ -92,6 +94,8 @@ impl RowCache {
             budget,
             epoch: AtomicU64::new(0),
             inner: Mutex::new(Inner::default()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
     }
 
@@ -133,10 +137,15 @@ impl RowCache {
         }
         let mut inner = self.lock();
         if let Some(r) = R::map(&mut inner.young).get(&id) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
             return Some(r.clone());
         }
         // A hit in the old generation moves the row back to the young one.
-        let r = R::map(&mut inner.old).remove(&id)?;
+        let Some(r) = R::map(&mut inner.old).remove(&id) else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        self.hits.fetch_add(1, Ordering::Relaxed);
         let bytes = r.bytes();
         inner.old.bytes = inner.old.bytes.saturating_sub(bytes);
         self.admit(&mut inner, bytes);
@@ -191,8 +200,19 @@ impl RowCache {
         self.epoch.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Entries and bytes held (for tests and metrics).
-    #[cfg(test)]
+    /// Counters and size, for metrics.
+    pub(crate) fn stats(&self) -> crate::types::RowCacheStats {
+        let (entries, bytes) = self.len();
+        crate::types::RowCacheStats {
+            budget_bytes: self.budget as u64,
+            bytes: bytes as u64,
+            entries: entries as u64,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Entries and bytes held.
     fn len(&self) -> (usize, usize) {
         let inner = self.lock();
         (
@@ -329,6 +349,17 @@ mod tests {
         assert!(entries < 1_000 && entries > 10, "{entries} entries");
         assert!(cache.message(1).is_none(), "cold entry kept");
         assert!(cache.message(999).is_some(), "newest entry dropped");
+    }
+
+    #[test]
+    fn stats_count_hits_and_misses() {
+        let cache = RowCache::new(1 << 20);
+        assert!(cache.message(1).is_none());
+        cache.insert_message(cache.epoch(), 1, msg(1, "x"));
+        assert!(cache.message(1).is_some());
+        let s = cache.stats();
+        assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
+        assert!(s.bytes > 0 && s.budget_bytes == 1 << 20);
     }
 
     #[test]

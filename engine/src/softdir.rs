@@ -115,7 +115,6 @@ impl SoftDirectory {
     }
 
     /// Bytes held in memory.
-    #[cfg(test)]
     pub(crate) fn staged_bytes(&self) -> usize {
         self.lock().staged.values().map(|b| b.len()).sum()
     }

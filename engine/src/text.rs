@@ -687,6 +687,11 @@ impl TextIndex {
         self.directory.is_dirty()
     }
 
+    /// Bytes of index files staged in memory until the next checkpoint.
+    pub(crate) fn staged_bytes(&self) -> u64 {
+        self.directory.staged_bytes() as u64
+    }
+
     /// LSN of the last checkpoint: the index holds at least this much after
     /// a power loss, so the oplog must reach back to it.
     pub(crate) fn durable_lsn(&self) -> u64 {

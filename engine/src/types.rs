@@ -425,6 +425,24 @@ pub struct TextIndexStatus {
     pub durable_lsn: u64,
     /// Searchable segments.
     pub segments: u64,
+    /// Bytes of index files held in memory until the next checkpoint.
+    pub staged_bytes: u64,
+}
+
+/// The row cache's size and counters since open ([`crate::Memdb::row_cache_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RowCacheStats {
+    /// `Config::row_cache_bytes`.
+    pub budget_bytes: u64,
+    /// Estimated bytes held.
+    pub bytes: u64,
+    /// Messages and conversation rows held.
+    pub entries: u64,
+    /// Lookups answered from the cache.
+    pub hits: u64,
+    /// Lookups that read the store.
+    pub misses: u64,
 }
 
 impl CheckReport {

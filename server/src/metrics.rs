@@ -62,6 +62,14 @@ pub struct Gauges {
     /// Store writes not yet visible to text search (store LSN minus the
     /// text index's committed LSN).
     pub text_index_uncommitted: u64,
+    /// Text-index files held in memory until the next checkpoint.
+    pub text_index_staged_bytes: u64,
+    /// Row cache: estimated bytes held.
+    pub row_cache_bytes: u64,
+    /// Row cache lookups answered from memory, since open.
+    pub row_cache_hits: u64,
+    /// Row cache lookups that read the store, since open.
+    pub row_cache_misses: u64,
     /// Text-index commits not yet checkpointed (committed minus durable LSN).
     pub text_index_unsynced: u64,
     /// Searchable segments in the text index.
@@ -132,6 +140,15 @@ impl Metrics {
                 h.count
             );
         }
+        out.push_str(
+            "# HELP memdb_row_cache_lookups_total Row cache lookups since open, by result.\n",
+        );
+        out.push_str("# TYPE memdb_row_cache_lookups_total counter\n");
+        let _ = writeln!(
+            out,
+            "memdb_row_cache_lookups_total{{result=\"hit\"}} {}\nmemdb_row_cache_lookups_total{{result=\"miss\"}} {}",
+            gauges.row_cache_hits, gauges.row_cache_misses
+        );
         let gauges = [
             (
                 "memdb_store_bytes",
@@ -172,6 +189,16 @@ impl Metrics {
                 "memdb_text_index_segments",
                 "Searchable segments in the text index.",
                 gauges.text_index_segments as f64,
+            ),
+            (
+                "memdb_text_index_staged_bytes",
+                "Text index files held in memory until the next checkpoint.",
+                gauges.text_index_staged_bytes as f64,
+            ),
+            (
+                "memdb_row_cache_bytes",
+                "Estimated bytes held by the row cache.",
+                gauges.row_cache_bytes as f64,
             ),
             (
                 "memdb_uptime_seconds",

@@ -334,6 +334,16 @@ fn health_metrics_and_openapi() {
         "{text}"
     );
     assert!(gauge(&text, "memdb_text_index_segments") >= 1.0, "{text}");
+    assert!(
+        gauge(&text, "memdb_text_index_staged_bytes") >= 0.0,
+        "{text}"
+    );
+    assert!(gauge(&text, "memdb_row_cache_bytes") > 0.0, "{text}");
+    assert!(
+        text.contains("memdb_row_cache_lookups_total{result=\"hit\"}")
+            && text.contains("memdb_row_cache_lookups_total{result=\"miss\"}"),
+        "{text}"
+    );
     assert!(gauge(&text, "memdb_text_index_unsynced_lsns") >= 0.0);
 
     let doc = s.get("/openapi.json").json();

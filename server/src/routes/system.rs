@@ -120,7 +120,12 @@ pub async fn metrics(State(s): State<AppState>) -> Result<Response, ApiError> {
         .run(|db| {
             let dir = db.dir();
             let text = db.text_index_status();
+            let rows = db.row_cache_stats();
             Ok(Gauges {
+                text_index_staged_bytes: text.staged_bytes,
+                row_cache_bytes: rows.bytes,
+                row_cache_hits: rows.hits,
+                row_cache_misses: rows.misses,
                 text_index_uncommitted: text.store_lsn.saturating_sub(text.committed_lsn),
                 text_index_unsynced: text.committed_lsn.saturating_sub(text.durable_lsn),
                 text_index_segments: text.segments,
