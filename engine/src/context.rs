@@ -286,8 +286,7 @@ impl Memdb {
         // Phase 1: recall.
         let semantic =
             self.recall_semantic(&req.query, SEMANTIC_RECALL, req.min_similarity, &mut notes)?;
-        let rows = self.row_reader()?;
-        let txn = self.store.read()?;
+        let (txn, rows) = self.row_snapshot()?;
         let conv_msgs = txn.open_table(store::CONV_MESSAGES)?;
         let mut conv_cache: HashMap<u128, Option<Arc<ConversationRecord>>> = HashMap::new();
         let mut conv_of = |id: u128| -> Result<Option<Arc<ConversationRecord>>> {

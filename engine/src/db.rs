@@ -753,15 +753,22 @@ impl Memdb {
 
     /// Reads decoded rows through the row cache, from one redb snapshot.
     pub(crate) fn row_reader(&self) -> Result<RowReader<'_>> {
+        Ok(self.row_snapshot()?.1)
+    }
+
+    /// A redb snapshot and a row reader over it, for callers that also read
+    /// other tables of the same snapshot.
+    pub(crate) fn row_snapshot(&self) -> Result<(redb::ReadTransaction, RowReader<'_>)> {
         // The epoch must be read before the snapshot is taken (rowcache.rs).
         let epoch = self.rows.epoch();
         let txn = self.store.read()?;
-        Ok(RowReader {
+        let rows = RowReader {
             cache: &self.rows,
             epoch,
             msgs: txn.open_table(store::MESSAGES)?,
             convs: txn.open_table(store::CONVERSATIONS)?,
-        })
+        };
+        Ok((txn, rows))
     }
 
     // ----- stats, maintenance --------------------------------------------
