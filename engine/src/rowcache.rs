@@ -63,7 +63,7 @@ struct Generation {
 impl Generation {
     fn remove_conversation(&mut self, id: u128) {
         if let Some(c) = self.conversations.remove(&id) {
-            self.bytes = self.bytes.saturating_sub(conversation_bytes(&c));
+            self.bytes = self.bytes.saturating_sub(c.bytes());
         }
     }
 
@@ -73,7 +73,7 @@ impl Generation {
         self.messages.retain(|_, m| {
             let keep = m.conversation_id.as_u128() != conversation;
             if !keep {
-                freed += message_bytes(m);
+                freed += m.bytes();
             }
             keep
         });
@@ -236,7 +236,15 @@ impl Row for Message {
         &mut g.messages
     }
     fn bytes(&self) -> usize {
-        message_bytes(self)
+        let json_len = |v: &serde_json::Value| match v {
+            serde_json::Value::Object(o) if o.is_empty() => 2,
+            other => other.to_string().len(),
+        };
+        let content = match &self.content {
+            crate::types::Content::Text(s) => s.len(),
+            crate::types::Content::Parts(p) => p.iter().map(json_len).sum(),
+        };
+        ENTRY_OVERHEAD + content + self.role.len() + json_len(&self.metadata)
     }
 }
 
@@ -245,24 +253,8 @@ impl Row for ConversationRecord {
         &mut g.conversations
     }
     fn bytes(&self) -> usize {
-        conversation_bytes(self)
+        ENTRY_OVERHEAD + self.label.len() + self.folder.len() + self.metadata_json.len()
     }
-}
-
-fn message_bytes(m: &Message) -> usize {
-    let json_len = |v: &serde_json::Value| match v {
-        serde_json::Value::Object(o) if o.is_empty() => 2,
-        other => other.to_string().len(),
-    };
-    let content = match &m.content {
-        crate::types::Content::Text(s) => s.len(),
-        crate::types::Content::Parts(p) => p.iter().map(json_len).sum(),
-    };
-    ENTRY_OVERHEAD + content + m.role.len() + json_len(&m.metadata)
-}
-
-fn conversation_bytes(c: &ConversationRecord) -> usize {
-    ENTRY_OVERHEAD + c.label.len() + c.folder.len() + c.metadata_json.len()
 }
 
 #[cfg(test)]

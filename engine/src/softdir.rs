@@ -64,6 +64,14 @@ struct State {
     marked: bool,
 }
 
+impl State {
+    /// Whether anything is not durable yet (or an earlier process left the
+    /// marker).
+    fn dirty(&self) -> bool {
+        self.marked || !self.staged.is_empty() || !self.deleted.is_empty()
+    }
+}
+
 /// See the module documentation.
 #[derive(Clone)]
 pub(crate) struct SoftDirectory {
@@ -104,8 +112,7 @@ impl SoftDirectory {
     /// Whether anything written or deleted is not durable yet (or an earlier
     /// process left the marker).
     pub(crate) fn is_dirty(&self) -> bool {
-        let s = self.lock();
-        s.marked || !s.staged.is_empty() || !s.deleted.is_empty()
+        self.lock().dirty()
     }
 
     /// Whether an earlier process, or a spill, left files that may not be
@@ -145,7 +152,7 @@ impl SoftDirectory {
         let _one = self.checkpointing.lock().unwrap_or_else(|e| e.into_inner());
         let (staged, deleted, unsynced, marked) = {
             let s = self.lock();
-            if !(s.marked || !s.staged.is_empty() || !s.deleted.is_empty()) {
+            if !s.dirty() {
                 return Ok(());
             }
             (
