@@ -6,52 +6,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod common;
+use common::{Run, exec};
+
 use serde_json::{Value, json};
-
-/// What one run of the binary produced.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
-    }
-
-    #[track_caller]
-    fn ok(self) -> Run {
-        assert_eq!(self.code, 0, "expected success; stderr: {}", self.stderr);
-        self
-    }
-
-    /// Asserts exit 1 with exactly one `error: ...` line on stderr mentioning
-    /// every one of `needles`.
-    #[track_caller]
-    fn fails_with(self, needles: &[&str]) -> Run {
-        assert_eq!(
-            self.code, 1,
-            "expected exit 1; stdout: {} stderr: {}",
-            self.stdout, self.stderr
-        );
-        let err = self.stderr.trim_end();
-        assert_eq!(err.lines().count(), 1, "stderr is not one line: {err}");
-        assert!(err.starts_with("error: "), "{err}");
-        for n in needles {
-            assert!(err.contains(n), "stderr {err:?} does not mention {n:?}");
-        }
-        self
-    }
-
-    #[track_caller]
-    fn usage_error(self) -> Run {
-        assert_eq!(self.code, 2, "expected exit 2; stderr: {}", self.stderr);
-        assert!(self.stderr.contains("error"), "{}", self.stderr);
-        self
-    }
-}
 
 /// A temporary data directory and a way to run `memdb --data DIR ...` on it.
 struct Db {
@@ -109,34 +67,6 @@ impl Db {
     fn messages_total(&self) -> u64 {
         let out = self.run(&["--json", "stats"]).ok().json();
         out["total_messages"].as_u64().expect("total_messages")
-    }
-}
-
-fn exec(mut cmd: Command, stdin: Option<&[u8]>) -> Run {
-    cmd.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn memdb");
-    let writer = stdin.map(|bytes| {
-        let mut pipe = child.stdin.take().expect("stdin");
-        let bytes = bytes.to_vec();
-        // The child may exit without reading everything; ignore EPIPE.
-        std::thread::spawn(move || {
-            let _ = pipe.write_all(&bytes);
-        })
-    });
-    let out = child.wait_with_output().expect("wait memdb");
-    if let Some(w) = writer {
-        w.join().expect("stdin writer");
-    }
-    Run {
-        code: out.status.code().expect("exit code"),
-        stdout: String::from_utf8(out.stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(out.stderr).expect("utf-8 stderr"),
     }
 }
 

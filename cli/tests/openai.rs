@@ -3,9 +3,11 @@
 //! `TcpListener` thread). The server's vectors come from a tiny concept
 //! table, so a semantic query can only find its answer through them.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+mod common;
+use common::{Run, exec};
 
 use serde_json::{Value, json};
 
@@ -53,13 +55,6 @@ fn embeddings_server() -> Server {
     })
 }
 
-/// What one run of the binary produced.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// `memdb --data DATA ARGS` with `env` set and every other `MEMDB_*`
 /// variable that could change the outcome removed.
 fn memdb(data: &PathBuf, env: &[(&str, &str)], args: &[&str], stdin: Option<&str>) -> Run {
@@ -78,25 +73,8 @@ fn memdb(data: &PathBuf, env: &[(&str, &str)], args: &[&str], stdin: Option<&str
     cmd.envs(env.iter().copied())
         .arg("--data")
         .arg(data)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn memdb");
-    if let Some(text) = stdin {
-        let mut pipe = child.stdin.take().expect("stdin");
-        pipe.write_all(text.as_bytes()).expect("write stdin");
-    }
-    let out = child.wait_with_output().expect("wait memdb");
-    Run {
-        code: out.status.code().expect("exit code"),
-        stdout: String::from_utf8(out.stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(out.stderr).expect("utf-8 stderr"),
-    }
+        .args(args);
+    exec(cmd, stdin.map(str::as_bytes))
 }
 
 #[test]
