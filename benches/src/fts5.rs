@@ -92,8 +92,10 @@ impl Fts5Store {
         rusqlite::version()
     }
 
-    /// Inserts every conversation and message in one transaction; returns
-    /// the number of messages.
+    /// Inserts every conversation and message in one transaction, then runs
+    /// FTS5's `'optimize'` (merges the index into one b-tree segment, as a
+    /// bulk loader would before serving queries); returns the number of
+    /// messages.
     pub fn import(&mut self, corpus: &Corpus) -> anyhow::Result<u64> {
         let tx = self.conn.transaction()?;
         let mut n = 0u64;
@@ -129,6 +131,10 @@ impl Fts5Store {
             }
         }
         tx.commit()?;
+        self.conn.execute(
+            "INSERT INTO messages_fts(messages_fts) VALUES('optimize')",
+            [],
+        )?;
         Ok(n)
     }
 

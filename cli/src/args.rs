@@ -188,6 +188,10 @@ pub enum Command {
     /// Rebuild the text index from the store.
     Reindex,
 
+    /// Merge the text index into one segment (after a bulk load: faster
+    /// queries). Rewrites the whole index; writers wait for it.
+    Optimize,
+
     /// Compare the store with the text index; exit 1 if they differ.
     Check,
 

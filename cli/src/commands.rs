@@ -226,6 +226,7 @@ pub fn run(cli: Cli) -> Result<Output> {
             })?
         }
         Command::Reindex => with_db(open()?, |db| Ok(Output::Reindexed(db.reindex()?)))?,
+        Command::Optimize => with_db(open()?, |db| Ok(Output::Optimized(db.optimize()?)))?,
         Command::Check => with_db(open()?, |db| Ok(Output::Check(db.check()?)))?,
         Command::Verify => with_db(open()?, |db| {
             Ok(Output::Verify {

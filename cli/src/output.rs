@@ -52,6 +52,7 @@ pub enum Output {
     },
     Imported(ImportReport),
     Reindexed(u64),
+    Optimized(memdb::TextIndexStatus),
     Check(CheckReport),
     /// `verify`: text index consistency and vector generation checks.
     Verify {
@@ -168,6 +169,7 @@ impl Output {
             },
             Output::Imported(r) => to_value(r),
             Output::Reindexed(n) => json!({ "indexed": n }),
+            Output::Optimized(s) => to_value(s),
             Output::Check(r) => {
                 let mut v = to_value(r);
                 if let Value::Object(m) = &mut v {
@@ -373,6 +375,13 @@ impl Output {
                 ),
             ),
             Output::Reindexed(n) => line(o, format_args!("reindexed {n} documents")),
+            Output::Optimized(s) => line(
+                o,
+                format_args!(
+                    "text index: {} segment(s), durable to LSN {}",
+                    s.segments, s.durable_lsn
+                ),
+            ),
             Output::Check(r) => check(o, r),
             Output::Verify {
                 text,

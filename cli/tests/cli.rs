@@ -564,6 +564,28 @@ fn reindex_and_check() {
     assert_eq!(report["conversations"], 2);
 }
 
+#[test]
+fn optimize_leaves_one_segment_and_the_same_answers() {
+    let db = Db::new();
+    db.store(&rust_conversation());
+    // A search after each store commits it as its own segment.
+    let query = ["--json", "query", "--mode", "keyword", "mutable OR soup"];
+    db.run(&query).ok();
+    db.store(&cooking_conversation());
+    let before = db.run(&query).ok().json();
+    assert_eq!(before["total"], 3, "{before}");
+    let status = db.run(&["--json", "optimize"]).ok().json();
+    assert_eq!(status["segments"], 1, "{status}");
+    assert_eq!(status["durable_lsn"], status["store_lsn"], "{status}");
+    let out = db.run(&["optimize"]).ok();
+    assert!(
+        out.stdout.starts_with("text index: 1 segment(s)"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(db.run(&query).ok().json(), before);
+}
+
 // ----- bad input: exit 1, one line naming the problem, nothing written ---
 
 #[test]
@@ -781,6 +803,7 @@ fn help_lists_every_subcommand() {
         "export",
         "import",
         "reindex",
+        "optimize",
         "check",
         "verify",
         "compact",

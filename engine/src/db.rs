@@ -27,21 +27,45 @@ use crate::validate;
 use crate::vindex::VectorIndexes;
 
 /// Message and conversation rows read through the row cache: a hit costs
-/// a hash lookup; a miss reads the snapshot and fills the cache.
+/// a hash lookup; a miss reads the snapshot and fills the cache. The redb
+/// snapshot is opened at the first miss (opening one costs more than a
+/// query's worth of hits), unless [`Memdb::row_snapshot`] supplied it.
 pub(crate) struct RowReader<'a> {
     cache: &'a RowCache,
     epoch: crate::rowcache::Epoch,
+    store: &'a Store,
+    tables: std::cell::OnceCell<RowTables>,
+}
+
+struct RowTables {
     msgs: redb::ReadOnlyTable<u128, &'static [u8]>,
     convs: redb::ReadOnlyTable<u128, &'static [u8]>,
 }
 
+impl RowTables {
+    fn open(txn: &redb::ReadTransaction) -> Result<RowTables> {
+        Ok(RowTables {
+            msgs: txn.open_table(store::MESSAGES)?,
+            convs: txn.open_table(store::CONVERSATIONS)?,
+        })
+    }
+}
+
 impl RowReader<'_> {
+    fn tables(&self) -> Result<&RowTables> {
+        if let Some(t) = self.tables.get() {
+            return Ok(t);
+        }
+        let opened = RowTables::open(&self.store.read()?)?;
+        Ok(self.tables.get_or_init(|| opened))
+    }
+
     /// The message `id`, if it exists.
     pub(crate) fn message(&self, id: u128) -> Result<Option<Arc<Message>>> {
         if let Some(m) = self.cache.message(id) {
             return Ok(Some(m));
         }
-        let Some(rec) = store::get_message(&self.msgs, id)? else {
+        let Some(rec) = store::get_message(&self.tables()?.msgs, id)? else {
             return Ok(None);
         };
         let m = Arc::new(message_from(id, &rec)?);
@@ -54,7 +78,7 @@ impl RowReader<'_> {
         if let Some(c) = self.cache.conversation(id) {
             return Ok(Some(c));
         }
-        let Some(rec) = store::get_conversation(&self.convs, id)? else {
+        let Some(rec) = store::get_conversation(&self.tables()?.convs, id)? else {
             return Ok(None);
         };
         let c = Arc::new(rec);
@@ -731,7 +755,7 @@ impl Memdb {
     /// Reads scored message ids into hits (message, label, folder); ids whose
     /// message or conversation is gone are skipped.
     pub(crate) fn resolve_hits(&self, ids: &[(u128, f32)]) -> Result<Vec<SearchHit>> {
-        let rows = self.row_reader()?;
+        let rows = self.row_reader();
         let mut hits = Vec::with_capacity(ids.len());
         for &(id, score) in ids {
             let Some(m) = rows.message(id)? else {
@@ -741,7 +765,7 @@ impl Memdb {
                 continue;
             };
             hits.push(SearchHit {
-                message: Message::clone(&m),
+                message: m,
                 label: c.label.clone(),
                 folder: c.folder.clone(),
                 score,
@@ -751,23 +775,24 @@ impl Memdb {
         Ok(hits)
     }
 
-    /// Reads decoded rows through the row cache, from one redb snapshot.
-    pub(crate) fn row_reader(&self) -> Result<RowReader<'_>> {
-        Ok(self.row_snapshot()?.1)
+    /// Reads decoded rows through the row cache, from one redb snapshot
+    /// opened at the first cache miss.
+    pub(crate) fn row_reader(&self) -> RowReader<'_> {
+        // The epoch must be read before the snapshot is taken (rowcache.rs).
+        RowReader {
+            cache: &self.rows,
+            epoch: self.rows.epoch(),
+            store: &self.store,
+            tables: std::cell::OnceCell::new(),
+        }
     }
 
     /// A redb snapshot and a row reader over it, for callers that also read
     /// other tables of the same snapshot.
     pub(crate) fn row_snapshot(&self) -> Result<(redb::ReadTransaction, RowReader<'_>)> {
-        // The epoch must be read before the snapshot is taken (rowcache.rs).
-        let epoch = self.rows.epoch();
+        let rows = self.row_reader();
         let txn = self.store.read()?;
-        let rows = RowReader {
-            cache: &self.rows,
-            epoch,
-            msgs: txn.open_table(store::MESSAGES)?,
-            convs: txn.open_table(store::CONVERSATIONS)?,
-        };
+        let _ = rows.tables.set(RowTables::open(&txn)?);
         Ok((txn, rows))
     }
 
@@ -878,6 +903,18 @@ impl Memdb {
         let text = self.fresh_text()?;
         text.compact()?;
         text.checkpoint()
+    }
+
+    /// Merges the text index into one segment and makes it durable, like
+    /// SQLite FTS5's `'optimize'` or Lucene's force-merge: for after a bulk
+    /// load, when queries will far outnumber writes. It rewrites the whole
+    /// index, and writes wait while it runs; tiered merging keeps the
+    /// segment count bounded without it. Returns the index status after.
+    pub fn optimize(&self) -> Result<TextIndexStatus> {
+        let text = self.fresh_text()?;
+        text.optimize()?;
+        text.checkpoint()?;
+        Ok(self.text_index_status())
     }
 
     /// Commits the text index, makes it durable and waits for its merges.

@@ -44,6 +44,7 @@ use uuid::Uuid;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::plainquery::PlainQueries;
 use crate::softdir::{self, SoftDirectory};
 use crate::store::{self, Store};
 use crate::types::{Filter, Status};
@@ -205,6 +206,8 @@ pub(crate) struct TextIndex {
     writer: Mutex<Option<IndexWriter>>,
     reader: IndexReader,
     parser: QueryParser,
+    /// Builds plain queries (words, one phrase) without the parser.
+    plain: PlainQueries,
     state: Mutex<State>,
     committed: AtomicU64,
     /// LSN of the last checkpoint: what survives a power loss.
@@ -317,12 +320,18 @@ impl TextIndex {
             .try_into()?;
         let mut parser = QueryParser::for_index(&index, vec![fields.content]);
         parser.allow_regexes();
+        let stemmer = index
+            .tokenizers()
+            .get("en_stem")
+            .ok_or_else(|| Error::TextIndex("tantivy has no en_stem tokenizer".into()))?;
+        let plain = PlainQueries::new(fields.content, stemmer);
         Ok(TextIndex {
             dir: dir.to_path_buf(),
             fields,
             writer: Mutex::new(Some(writer)),
             reader,
             parser,
+            plain,
             state: Mutex::new(State {
                 applied_lsn: lsn,
                 committed_lsn: lsn,
@@ -374,7 +383,7 @@ impl TextIndex {
                 state.read_lsn = lsn;
             }
             t.commit_inner(true)?;
-            t.compact()?;
+            t.optimize()?;
             t.checkpoint()?;
             t.close()?;
         }
@@ -661,10 +670,21 @@ impl TextIndex {
     /// Merges every segment into one when there are more than
     /// `MAX_SEGMENTS` (after a bulk import: fewer segments, faster queries).
     pub(crate) fn compact(&self) -> Result<()> {
+        self.merge_all_above(MAX_SEGMENTS)
+    }
+
+    /// Merges every segment into one (a full rewrite of the index; writers
+    /// wait for it): a query then opens one term dictionary and one set of
+    /// postings per term instead of one per segment.
+    pub(crate) fn optimize(&self) -> Result<()> {
+        self.merge_all_above(1)
+    }
+
+    fn merge_all_above(&self, max_segments: usize) -> Result<()> {
         let mut guard = self.lock_writer();
         let writer = open_writer(&mut guard)?;
         let segments = writer.index().searchable_segment_ids()?;
-        if segments.len() > MAX_SEGMENTS {
+        if segments.len() > max_segments {
             let _ = writer.merge(&segments).wait()?;
         }
         drop(guard);
@@ -698,6 +718,20 @@ impl TextIndex {
         self.durable.load(Ordering::Acquire)
     }
 
+    /// Parses the query syntax (SPEC.md §6) into a tantivy query.
+    fn parse(&self, query: &str) -> Result<Box<dyn Query>> {
+        if let Some(quote) = unbalanced_quote(query) {
+            return Err(Error::invalid(
+                "query",
+                format!("unbalanced quote: the {quote} opened in {query:?} is never closed"),
+            ));
+        }
+        let rewritten = rewrite_prefixes(query);
+        self.parser
+            .parse_query(&rewritten)
+            .map_err(|e| Error::invalid("query", format!("{e} (in {query:?})")))
+    }
+
     /// Runs a query and returns (message id, score), best first.
     pub(crate) fn search(
         &self,
@@ -709,17 +743,10 @@ impl TextIndex {
         offset: usize,
     ) -> Result<Vec<(u128, f32)>> {
         let f = self.fields;
-        if let Some(quote) = unbalanced_quote(query) {
-            return Err(Error::invalid(
-                "query",
-                format!("unbalanced quote: the {quote} opened in {query:?} is never closed"),
-            ));
-        }
-        let rewritten = rewrite_prefixes(query);
-        let user = self
-            .parser
-            .parse_query(&rewritten)
-            .map_err(|e| Error::invalid("query", format!("{e} (in {query:?})")))?;
+        let user = match self.plain.build(query) {
+            Some(q) => q,
+            None => self.parse(query)?,
+        };
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, user)];
         let mut must = |q: Box<dyn Query>| {
             clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0))));

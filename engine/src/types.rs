@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -346,8 +347,9 @@ impl TextQuery {
 /// One search hit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
-    /// The message.
-    pub message: Message,
+    /// The message, shared with the row cache (`Arc`: a hit costs no copy
+    /// of its content).
+    pub message: Arc<Message>,
     /// Its conversation's label.
     pub label: String,
     /// Its conversation's folder.

@@ -327,7 +327,7 @@ pub fn memory_search(db: &Memdb, args: MemorySearchArgs) -> Result<SearchData, A
             label: h.label,
             folder: h.folder,
             timestamp: h.message.timestamp,
-            metadata: h.message.metadata,
+            metadata: h.message.metadata.clone(),
         })
         .collect();
     Ok(SearchData {

@@ -189,6 +189,34 @@ fn commits_after_every_write_keep_few_segments() {
 }
 
 #[test]
+fn optimize_merges_into_one_durable_segment_with_the_same_results() {
+    let d = tmp();
+    let mut config = Config::default();
+    // No maintenance thread: the segments stay as the commits left them.
+    config.text_checkpoint_interval = std::time::Duration::ZERO;
+    let db = Memdb::open_with(d.path(), config.clone()).unwrap();
+    populate(&db);
+    for i in 0..6 {
+        conv(&db, "t", "/", &[&format!("segment churn {i} red fox")]);
+        db.search_text(&TextQuery::new("churn")).unwrap();
+    }
+    let queries = ["fox", "red OR churn", "\"red fox\"", "churn -red"];
+    let before = snapshot(&db, &queries);
+    assert!(db.text_index_status().segments > 1);
+    let status = db.optimize().unwrap();
+    assert_eq!(status.segments, 1, "{status:?}");
+    assert_eq!(status.durable_lsn, status.store_lsn, "{status:?}");
+    assert_eq!(snapshot(&db, &queries), before);
+    assert!(db.check().unwrap().is_consistent());
+    // Optimizing one segment is a no-op, and the merged segment is on disk.
+    assert_eq!(db.optimize().unwrap().segments, 1);
+    drop(db);
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    assert_eq!(db.text_index_status().segments, 1);
+    assert_eq!(snapshot(&db, &queries), before);
+}
+
+#[test]
 fn a_background_checkpoint_makes_soft_commits_durable() {
     let d = tmp();
     let mut config = Config::default();

@@ -70,11 +70,11 @@ async fn run_query(
             message_id: h.message.id,
             score: h.score,
             content: h.message.content.text(),
-            role: h.message.role,
+            role: h.message.role.clone(),
             label: h.label,
             folder: h.folder,
             timestamp: h.message.timestamp,
-            metadata: h.message.metadata,
+            metadata: h.message.metadata.clone(),
         })
         .collect();
     Ok(Json(QueryOut {
@@ -140,11 +140,11 @@ pub async fn fts(
         .map(|h| FtsHitOut {
             id: h.message.id,
             conversation_id: h.message.conversation_id,
-            role: h.message.role,
+            role: h.message.role.clone(),
             content: content_json(&h.message.content),
             timestamp: h.message.timestamp,
-            embedding_id: h.message.embedding_id,
-            metadata: h.message.metadata,
+            embedding_id: h.message.embedding_id.clone(),
+            metadata: h.message.metadata.clone(),
             label: h.label,
             folder: h.folder,
             score: h.score,
