@@ -17,6 +17,13 @@ use rusqlite::{Connection, params};
 
 use crate::corpus::Corpus;
 
+/// Per-connection settings: a 64 MiB page cache (memdb's row cache is 64
+/// MiB by default) and the file memory-mapped, so reads skip `pread`.
+const TUNING: &str = "
+PRAGMA cache_size = -65536;
+PRAGMA mmap_size = 1073741824;
+";
+
 const SCHEMA: &str = "
 PRAGMA journal_mode = WAL;
 CREATE TABLE conversations (
@@ -47,6 +54,27 @@ CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
 END;
 ";
 
+/// Turns off SQLite's memory statistics before the first connection. They
+/// are on by default and take one process-wide mutex per allocation, which
+/// serializes connections on different threads (two threads querying got
+/// 1.05x one thread's throughput with them, against memdb's 2x); SQLite's
+/// docs recommend turning them off for speed. The peer runs at its best.
+#[allow(unsafe_code)] // sqlite3_config is a C varargs function.
+fn configure_sqlite() -> anyhow::Result<()> {
+    static CONFIGURED: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    // SAFETY: sqlite3_config is called once, before any connection is
+    // opened in this process (every connection is opened through this
+    // module, after this call), as SQLite requires.
+    let rc = *CONFIGURED.get_or_init(|| unsafe {
+        rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0)
+    });
+    anyhow::ensure!(
+        rc == rusqlite::ffi::SQLITE_OK,
+        "sqlite3_config(MEMSTATUS, 0) returned {rc}"
+    );
+    Ok(())
+}
+
 /// One search hit, owned, like memdb's `SearchHit`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
@@ -76,6 +104,7 @@ pub struct Fts5Store {
 impl Fts5Store {
     /// Creates the schema in a new database file at `path`.
     pub fn create(path: &Path) -> anyhow::Result<Fts5Store> {
+        configure_sqlite()?;
         let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
         let fts5: bool = conn
             .query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |r| {
@@ -83,7 +112,19 @@ impl Fts5Store {
             })
             .context("checking for FTS5")?;
         anyhow::ensure!(fts5, "this SQLite build lacks FTS5");
+        conn.execute_batch(TUNING)
+            .context("tuning the connection")?;
         conn.execute_batch(SCHEMA).context("creating the schema")?;
+        Ok(Fts5Store { conn })
+    }
+
+    /// Opens another connection to an existing store (one per querying
+    /// thread: a connection is not shared across threads).
+    pub fn open(path: &Path) -> anyhow::Result<Fts5Store> {
+        configure_sqlite()?;
+        let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
+        conn.execute_batch(TUNING)
+            .context("tuning the connection")?;
         Ok(Fts5Store { conn })
     }
 

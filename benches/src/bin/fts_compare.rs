@@ -87,6 +87,12 @@ struct Args {
     /// seconds (untimed): a window for `perf record` that holds no SQLite.
     #[arg(long, default_value_t = 0.0)]
     profile_secs: f64,
+    /// Also measure query throughput with this many threads querying at
+    /// once (memdb: one shared `Memdb`; SQLite: one connection per thread),
+    /// each running the whole set `--rounds` times from its own starting
+    /// point. 1: sequential rounds only.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -154,6 +160,17 @@ struct QuerySummary {
     /// memdb QPS over SQLite QPS.
     ratio: f64,
     by_kind: Vec<KindSummary>,
+    /// With `--threads` > 1: throughput with that many threads at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    concurrent: Option<Concurrent>,
+}
+
+#[derive(Debug, Serialize)]
+struct Concurrent {
+    threads: usize,
+    memdb_qps: f64,
+    sqlite_qps: f64,
+    ratio: f64,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -296,6 +313,58 @@ fn main() -> anyhow::Result<()> {
             scratch.clear();
         }
     }
+    let concurrent = if args.threads > 1 {
+        progress(format!("{} threads at once ...", args.threads));
+        let n = args.threads;
+        // Thread i starts at query i * len / n, so threads do not march in step.
+        let rotated = |i: usize| -> Vec<BenchQuery> {
+            let skip = i * set.len() / n;
+            set.iter()
+                .cycle()
+                .skip(skip)
+                .take(set.len())
+                .cloned()
+                .collect()
+        };
+        let per_pass = (n * set.len() * args.rounds) as f64;
+        let memdb_wall = run_concurrent(
+            n,
+            |i| Ok(rotated(i)),
+            |qs| {
+                let mut scratch = Vec::new();
+                for _ in 0..args.rounds {
+                    time_memdb(&db, qs, args.limit, &mut scratch);
+                }
+            },
+        )?;
+        let sqlite_wall = run_concurrent(
+            n,
+            |i| {
+                let store = Fts5Store::open(&sqlite_path)?;
+                let qs = rotated(i);
+                // A new connection's first pass (statement compile, page
+                // cache) is not timed: memdb's searcher and caches are warm.
+                time_sqlite(&store, &qs, args.limit, &mut Vec::new());
+                Ok((store, qs))
+            },
+            |(store, qs)| {
+                let mut scratch = Vec::new();
+                for _ in 0..args.rounds {
+                    time_sqlite(store, qs, args.limit, &mut scratch);
+                }
+            },
+        )?;
+        let memdb_qps = per_pass / memdb_wall.as_secs_f64();
+        let sqlite_qps = per_pass / sqlite_wall.as_secs_f64();
+        Some(Concurrent {
+            threads: n,
+            memdb_qps,
+            sqlite_qps,
+            ratio: memdb_qps / sqlite_qps,
+        })
+    } else {
+        None
+    };
     let memdb_side = side(&lat_m, total_m);
     let sqlite_side = side(&lat_s, total_s);
     let by_kind = QueryKind::ALL
@@ -362,6 +431,7 @@ fn main() -> anyhow::Result<()> {
             memdb: memdb_side,
             sqlite: sqlite_side,
             by_kind,
+            concurrent,
         },
         results,
         memdb_list_page_us,
@@ -543,6 +613,36 @@ fn time_sqlite(
     start.elapsed()
 }
 
+/// Runs `threads` workers: each prepares with `setup(i)` (untimed), then all
+/// start together and run `work`. Returns the time from the common start to
+/// the last worker's end.
+fn run_concurrent<S: Send>(
+    threads: usize,
+    setup: impl Fn(usize) -> anyhow::Result<S> + Sync,
+    work: impl Fn(&S) + Sync,
+) -> anyhow::Result<Duration> {
+    let barrier = std::sync::Barrier::new(threads + 1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|i| {
+                let (barrier, setup, work) = (&barrier, &setup, &work);
+                scope.spawn(move || {
+                    let prepared = setup(i);
+                    barrier.wait();
+                    prepared.map(|p| work(&p))
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        for w in workers {
+            w.join()
+                .map_err(|_| anyhow::anyhow!("a query thread panicked"))??;
+        }
+        Ok(start.elapsed())
+    })
+}
+
 fn side(lat: &[(QueryKind, Duration)], total: Duration) -> Side {
     let mut d: Vec<Duration> = lat.iter().map(|x| x.1).collect();
     d.sort();
@@ -700,6 +800,15 @@ fn print_table(s: &Summary) {
         println!(
             "{:<24} {:>14.1} {:>14.1}",
             "", k.memdb.p99_us, k.sqlite.p99_us
+        );
+    }
+    if let Some(c) = &q.concurrent {
+        println!(
+            "{:<24} {:>14.0} {:>14.0} {:>11.3}x",
+            format!("query QPS ({} threads)", c.threads),
+            c.memdb_qps,
+            c.sqlite_qps,
+            c.ratio
         );
     }
     let d = &s.disk;
