@@ -65,6 +65,11 @@ impl RowReader<'_> {
         if let Some(m) = self.cache.message(id) {
             return Ok(Some(m));
         }
+        self.load_message(id)
+    }
+
+    /// The message `id` from the snapshot (cached on the way).
+    fn load_message(&self, id: u128) -> Result<Option<Arc<Message>>> {
         let Some(rec) = store::get_message(&self.tables()?.msgs, id)? else {
             return Ok(None);
         };
@@ -78,6 +83,11 @@ impl RowReader<'_> {
         if let Some(c) = self.cache.conversation(id) {
             return Ok(Some(c));
         }
+        self.load_conversation(id)
+    }
+
+    /// The conversation row `id` from the snapshot (cached on the way).
+    fn load_conversation(&self, id: u128) -> Result<Option<Arc<ConversationRecord>>> {
         let Some(rec) = store::get_conversation(&self.tables()?.convs, id)? else {
             return Ok(None);
         };
@@ -756,13 +766,23 @@ impl Memdb {
     /// message or conversation is gone are skipped.
     pub(crate) fn resolve_hits(&self, ids: &[(u128, f32)]) -> Result<Vec<SearchHit>> {
         let rows = self.row_reader();
+        let keys: Vec<u128> = ids.iter().map(|&(id, _)| id).collect();
+        let cached = self.rows.hits(&keys);
         let mut hits = Vec::with_capacity(ids.len());
-        for &(id, score) in ids {
-            let Some(m) = rows.message(id)? else {
-                continue;
+        for (&(id, score), (m, c)) in ids.iter().zip(cached) {
+            let m = match m {
+                Some(m) => m,
+                None => match rows.load_message(id)? {
+                    Some(m) => m,
+                    None => continue,
+                },
             };
-            let Some(c) = rows.conversation(m.conversation_id.as_u128())? else {
-                continue;
+            let c = match c {
+                Some(c) => c,
+                None => match rows.load_conversation(m.conversation_id.as_u128())? {
+                    Some(c) => c,
+                    None => continue,
+                },
             };
             hits.push(SearchHit {
                 message: m,

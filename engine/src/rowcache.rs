@@ -83,6 +83,9 @@ impl Generation {
     }
 }
 
+/// A message and its conversation row, each if cached.
+pub(crate) type CachedHit = (Option<Arc<Message>>, Option<Arc<ConversationRecord>>);
+
 /// What a reader must pass back to insert what it read (see the module doc).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Epoch(u64);
@@ -131,24 +134,66 @@ impl RowCache {
         self.insert(epoch, id, c);
     }
 
+    /// For each message id: the cached message and, when it is cached, its
+    /// cached conversation row. One lock and one counter update for all of
+    /// them (a search resolves its hits this way: per-row locking and
+    /// counting cost more than the lookups when threads search at once).
+    pub(crate) fn hits(&self, ids: &[u128]) -> Vec<CachedHit> {
+        if self.budget == 0 {
+            return vec![(None, None); ids.len()];
+        }
+        let (mut hits, mut misses) = (0, 0);
+        let mut count = |found: bool| {
+            if found {
+                hits += 1;
+            } else {
+                misses += 1;
+            }
+        };
+        let mut inner = self.lock();
+        let out = ids
+            .iter()
+            .map(|&id| {
+                let m = self.get_locked::<Message>(&mut inner, id);
+                count(m.is_some());
+                let c = m.as_ref().and_then(|m| {
+                    let c = self
+                        .get_locked::<ConversationRecord>(&mut inner, m.conversation_id.as_u128());
+                    count(c.is_some());
+                    c
+                });
+                (m, c)
+            })
+            .collect();
+        drop(inner);
+        self.hits.fetch_add(hits, Ordering::Relaxed);
+        self.misses.fetch_add(misses, Ordering::Relaxed);
+        out
+    }
+
     fn get<R: Row>(&self, id: u128) -> Option<Arc<R>> {
         if self.budget == 0 {
             return None;
         }
-        let mut inner = self.lock();
+        let found = self.get_locked(&mut self.lock(), id);
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    fn get_locked<R: Row>(&self, inner: &mut Inner, id: u128) -> Option<Arc<R>> {
         if let Some(r) = R::map(&mut inner.young).get(&id) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
             return Some(r.clone());
         }
         // A hit in the old generation moves the row back to the young one.
-        let Some(r) = R::map(&mut inner.old).remove(&id) else {
-            self.misses.fetch_add(1, Ordering::Relaxed);
-            return None;
-        };
-        self.hits.fetch_add(1, Ordering::Relaxed);
+        let r = R::map(&mut inner.old).remove(&id)?;
         let bytes = r.bytes();
         inner.old.bytes = inner.old.bytes.saturating_sub(bytes);
-        self.admit(&mut inner, bytes);
+        self.admit(inner, bytes);
         R::map(&mut inner.young).insert(id, r.clone());
         Some(r)
     }
@@ -352,6 +397,28 @@ mod tests {
         let s = cache.stats();
         assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
         assert!(s.bytes > 0 && s.budget_bytes == 1 << 20);
+    }
+
+    #[test]
+    fn batched_hits_pair_messages_with_their_conversations() {
+        let cache = RowCache::new(1 << 20);
+        let e = cache.epoch();
+        cache.insert_message(e, 1, msg(10, "in a cached conversation"));
+        cache.insert_message(e, 2, msg(20, "conversation not cached"));
+        cache.insert_conversation(e, 10, conv("ten"));
+        let got = cache.hits(&[1, 2, 3]);
+        assert_eq!(got.len(), 3);
+        let (m, c) = &got[0];
+        assert_eq!(m.as_ref().unwrap().conversation_id.as_u128(), 10);
+        assert_eq!(c.as_ref().unwrap().label, "ten");
+        assert!(got[1].0.is_some() && got[1].1.is_none());
+        assert!(got[2].0.is_none() && got[2].1.is_none());
+        // Found: 2 messages + 1 conversation; missed: 1 conversation + 1
+        // message (a missing message's conversation is not looked up).
+        let s = cache.stats();
+        assert_eq!((s.hits, s.misses), (3, 2));
+        let off = RowCache::new(0).hits(&[1]);
+        assert!(off.len() == 1 && off[0].0.is_none() && off[0].1.is_none());
     }
 
     #[test]
