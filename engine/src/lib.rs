@@ -48,6 +48,7 @@ mod http;
 mod keywords;
 mod llm;
 mod lock;
+mod pairs;
 mod plainquery;
 mod prune;
 mod rowcache;

@@ -7,7 +7,9 @@
 //! running the grammar: that parse was ~8% of a top-10 search. Anything
 //! else (operators, fields, prefixes, quotes of another shape, non-ASCII
 //! text) returns `None` and goes through the parser. The equivalence is
-//! tested against the parser itself (see the tests below).
+//! tested against the parser itself (see the tests below). The one
+//! deliberate difference: a phrase of two words becomes a term query over
+//! the word-pair field (`pairs.rs`), which matches the same documents.
 
 use tantivy::Term;
 use tantivy::query::{BooleanQuery, Occur, PhraseQuery, Query, TermQuery};
@@ -20,14 +22,20 @@ const GRAMMAR_WORDS: [&str; 5] = ["AND", "OR", "NOT", "IN", "TO"];
 /// Builds queries for plain input over one text field.
 pub(crate) struct PlainQueries {
     field: Field,
+    /// The field's word pairs (`pairs.rs`), when indexed.
+    pairs: Option<Field>,
     analyzer: TextAnalyzer,
 }
 
 impl PlainQueries {
-    /// `analyzer` must be the one the field is indexed with (the one the
-    /// parser would use for it).
-    pub(crate) fn new(field: Field, analyzer: TextAnalyzer) -> PlainQueries {
-        PlainQueries { field, analyzer }
+    /// `analyzer` must be the one `field` is indexed with (the one the
+    /// parser would use for it); `pairs`, the field indexing its word pairs.
+    pub(crate) fn new(field: Field, pairs: Option<Field>, analyzer: TextAnalyzer) -> PlainQueries {
+        PlainQueries {
+            field,
+            pairs,
+            analyzer,
+        }
     }
 
     /// The query for `input` if it is plain, else `None`.
@@ -42,6 +50,15 @@ impl PlainQueries {
             // (or nothing); leave those to it.
             if terms.len() < 2 {
                 return None;
+            }
+            // Two adjacent words: one term of the pair field instead of a
+            // positional phrase query (same documents, pairs.rs).
+            if let (Some(pairs), [(p0, t0), (p1, t1)]) = (self.pairs, terms.as_slice())
+                && p0 + 1 == *p1
+                && let (Some(a), Some(b)) = (t0.value().as_str(), t1.value().as_str())
+            {
+                let pair = Term::from_field_text(pairs, &crate::pairs::pair_text(a, b));
+                return Some(Box::new(TermQuery::new(pair, IndexRecordOption::WithFreqs)));
             }
             return Some(Box::new(PhraseQuery::new_with_offset_and_slop(terms, 0)));
         }
@@ -118,7 +135,31 @@ mod tests {
         let index = Index::create_in_ram(b.build());
         let parser = QueryParser::for_index(&index, vec![content]);
         let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
-        (parser, PlainQueries::new(content, analyzer))
+        (parser, PlainQueries::new(content, None, analyzer))
+    }
+
+    #[test]
+    fn two_word_phrases_use_the_pair_field() {
+        let mut b = Schema::builder();
+        let content = b.add_text_field("content", TEXT);
+        let pairs = b.add_text_field("pairs", TEXT);
+        let index = Index::create_in_ram(b.build());
+        let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
+        let plain = PlainQueries::new(content, Some(pairs), analyzer);
+        let q = plain.build("\"Borrow  Checkers\"").expect("plain");
+        let want = TermQuery::new(
+            Term::from_field_text(pairs, "borrow checker"),
+            IndexRecordOption::WithFreqs,
+        );
+        assert_eq!(format!("{q:?}"), format!("{want:?}"));
+        // Longer phrases stay positional; words are unaffected.
+        let three = plain.build("\"a b c\"").expect("plain");
+        assert!(format!("{three:?}").starts_with("PhraseQuery"), "{three:?}");
+        let words = plain.build("borrow checker").expect("plain");
+        assert!(
+            format!("{words:?}").starts_with("BooleanQuery"),
+            "{words:?}"
+        );
     }
 
     /// The bypass builds exactly the parser's query, or declines.

@@ -44,6 +44,7 @@ use uuid::Uuid;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::pairs::{PAIRS_TOKENIZER, PairTokenizer};
 use crate::plainquery::PlainQueries;
 use crate::softdir::{self, SoftDirectory};
 use crate::store::{self, Store};
@@ -53,8 +54,8 @@ use crate::types::{Filter, Status};
 /// another version is rebuilt on open. 3: the layout of 2 (fast-field ids),
 /// bumped because commit 98050f2 wrote version-2 indexes while background
 /// merges could still leave duplicate documents (SPEC.md §5), so those are
-/// not trusted.
-const TEXT_SCHEMA_VERSION: u32 = 3;
+/// not trusted. 4: adds `content_pairs` (two-word phrases, `pairs.rs`).
+const TEXT_SCHEMA_VERSION: u32 = 4;
 const LOWER_TOKENIZER: &str = "memdb_lower";
 const ID_HI: &str = "id_hi";
 const ID_LO: &str = "id_lo";
@@ -77,6 +78,7 @@ struct Fields {
     kind: Field,
     content: Field,
     content_raw: Field,
+    content_pairs: Field,
     role: Field,
     label: Field,
     folder: Field,
@@ -105,6 +107,14 @@ fn schema() -> (Schema, Fields) {
         kind: b.add_text_field("kind", STRING),
         content: b.add_text_field("content", stemmed),
         content_raw: b.add_text_field("content_raw", raw),
+        content_pairs: b.add_text_field(
+            "content_pairs",
+            TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_tokenizer(PAIRS_TOKENIZER)
+                    .set_index_option(IndexRecordOption::WithFreqs),
+            ),
+        ),
         role: b.add_text_field("role", STRING),
         label: b.add_text_field("label", STRING),
         folder: b.add_text_field("folder", STRING),
@@ -300,6 +310,13 @@ impl TextIndex {
         config: &Config,
     ) -> Result<TextIndex> {
         let (_, fields) = schema();
+        let stemmer = index
+            .tokenizers()
+            .get("en_stem")
+            .ok_or_else(|| Error::TextIndex("tantivy has no en_stem tokenizer".into()))?;
+        index
+            .tokenizers()
+            .register(PAIRS_TOKENIZER, PairTokenizer::new(stemmer.clone()));
         index.tokenizers().register(
             LOWER_TOKENIZER,
             TextAnalyzer::builder(SimpleTokenizer::default())
@@ -320,11 +337,7 @@ impl TextIndex {
             .try_into()?;
         let mut parser = QueryParser::for_index(&index, vec![fields.content]);
         parser.allow_regexes();
-        let stemmer = index
-            .tokenizers()
-            .get("en_stem")
-            .ok_or_else(|| Error::TextIndex("tantivy has no en_stem tokenizer".into()))?;
-        let plain = PlainQueries::new(fields.content, stemmer);
+        let plain = PlainQueries::new(fields.content, Some(fields.content_pairs), stemmer);
         Ok(TextIndex {
             dir: dir.to_path_buf(),
             fields,
@@ -458,6 +471,7 @@ impl TextIndex {
         doc.add_text(f.kind, "message");
         doc.add_text(f.content, text);
         doc.add_text(f.content_raw, text);
+        doc.add_text(f.content_pairs, text);
         doc.add_text(f.role, &msg.role);
         doc.add_text(f.label, &scope.label);
         for folder in &scope.folders {
