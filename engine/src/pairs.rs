@@ -45,6 +45,7 @@ impl Tokenizer for PairTokenizer {
         PairStream {
             inner: self.inner.token_stream(text),
             prev: None,
+            prev_text: String::new(),
             token: Token::default(),
         }
     }
@@ -53,8 +54,10 @@ impl Tokenizer for PairTokenizer {
 /// The stream of [`PairTokenizer`].
 pub(crate) struct PairStream<'a> {
     inner: BoxTokenStream<'a>,
-    /// The previous word: position, start offset, text.
-    prev: Option<(usize, usize, String)>,
+    /// The previous word's position and start offset.
+    prev: Option<(usize, usize)>,
+    /// The previous word's text (reused: no allocation per word).
+    prev_text: String,
     token: Token,
 }
 
@@ -62,19 +65,23 @@ impl TokenStream for PairStream<'_> {
     fn advance(&mut self) -> bool {
         while self.inner.advance() {
             let t = self.inner.token();
-            let prev = self
-                .prev
-                .replace((t.position, t.offset_from, t.text.clone()));
-            if let Some((position, from, text)) = prev
-                && position + 1 == t.position
-            {
-                self.token.text.clear();
-                self.token.text.push_str(&text);
-                self.token.text.push(' ');
-                self.token.text.push_str(&t.text);
-                self.token.position = position;
-                self.token.offset_from = from;
-                self.token.offset_to = t.offset_to;
+            let prev = self.prev.replace((t.position, t.offset_from));
+            let paired = match prev {
+                Some((position, from)) if position + 1 == t.position => {
+                    self.token.text.clear();
+                    self.token.text.push_str(&self.prev_text);
+                    self.token.text.push(' ');
+                    self.token.text.push_str(&t.text);
+                    self.token.position = position;
+                    self.token.offset_from = from;
+                    self.token.offset_to = t.offset_to;
+                    true
+                }
+                _ => false,
+            };
+            self.prev_text.clear();
+            self.prev_text.push_str(&t.text);
+            if paired {
                 return true;
             }
         }
