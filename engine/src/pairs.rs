@@ -102,7 +102,7 @@ mod tests {
     use proptest::prelude::*;
     use tantivy::collector::DocSetCollector;
     use tantivy::query::{PhraseQuery, Query, TermQuery};
-    use tantivy::schema::{IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
+    use tantivy::schema::{IndexRecordOption, Schema};
     use tantivy::{Index, TantivyDocument, Term};
 
     use super::*;
@@ -146,23 +146,10 @@ mod tests {
             first in prop::sample::select(WORDS.to_vec()),
             second in prop::sample::select(WORDS.to_vec()),
         ) {
+            // The two fields as the engine's schema indexes them.
             let mut b = Schema::builder();
-            let content = b.add_text_field(
-                "content",
-                TextOptions::default().set_indexing_options(
-                    TextFieldIndexing::default()
-                        .set_tokenizer("en_stem")
-                        .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-                ),
-            );
-            let pairs = b.add_text_field(
-                "pairs",
-                TextOptions::default().set_indexing_options(
-                    TextFieldIndexing::default()
-                        .set_tokenizer(PAIRS_TOKENIZER)
-                        .set_index_option(IndexRecordOption::WithFreqs),
-                ),
-            );
+            let content = b.add_text_field("content", crate::text::content_options());
+            let pairs = b.add_text_field("pairs", crate::text::pairs_options());
             let index = Index::create_in_ram(b.build());
             let en = index.tokenizers().get("en_stem").expect("en_stem");
             index.tokenizers().register(PAIRS_TOKENIZER, PairTokenizer::new(en.clone()));

@@ -117,20 +117,13 @@ mod tests {
     use proptest::prelude::*;
     use tantivy::Index;
     use tantivy::query::QueryParser;
-    use tantivy::schema::{Schema, TEXT, TextFieldIndexing, TextOptions};
+    use tantivy::schema::{Schema, TEXT};
 
     use super::*;
 
     fn setup() -> (QueryParser, PlainQueries) {
         let mut b = Schema::builder();
-        let content = b.add_text_field(
-            "content",
-            TextOptions::default().set_indexing_options(
-                TextFieldIndexing::default()
-                    .set_tokenizer("en_stem")
-                    .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-            ),
-        );
+        let content = b.add_text_field("content", crate::text::content_options());
         b.add_text_field("other", TEXT);
         let index = Index::create_in_ram(b.build());
         let parser = QueryParser::for_index(&index, vec![content]);

@@ -87,18 +87,28 @@ struct Fields {
     importance: Field,
 }
 
+/// Indexing of `content`: stemmed words with freqs and positions.
+pub(crate) fn content_options() -> TextOptions {
+    text_options("en_stem", IndexRecordOption::WithFreqsAndPositions)
+}
+
+/// Indexing of `content_pairs` (`pairs.rs`): one term per word pair, freqs.
+pub(crate) fn pairs_options() -> TextOptions {
+    text_options(PAIRS_TOKENIZER, IndexRecordOption::WithFreqs)
+}
+
+fn text_options(tokenizer: &str, record: IndexRecordOption) -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(tokenizer)
+            .set_index_option(record),
+    )
+}
+
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
-    let stemmed = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer("en_stem")
-            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-    );
-    let raw = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(LOWER_TOKENIZER)
-            .set_index_option(IndexRecordOption::Basic),
-    );
+    let stemmed = content_options();
+    let raw = text_options(LOWER_TOKENIZER, IndexRecordOption::Basic);
     let fields = Fields {
         id: b.add_text_field("id", STRING),
         id_hi: b.add_u64_field(ID_HI, FAST),
@@ -107,14 +117,7 @@ fn schema() -> (Schema, Fields) {
         kind: b.add_text_field("kind", STRING),
         content: b.add_text_field("content", stemmed),
         content_raw: b.add_text_field("content_raw", raw),
-        content_pairs: b.add_text_field(
-            "content_pairs",
-            TextOptions::default().set_indexing_options(
-                TextFieldIndexing::default()
-                    .set_tokenizer(PAIRS_TOKENIZER)
-                    .set_index_option(IndexRecordOption::WithFreqs),
-            ),
-        ),
+        content_pairs: b.add_text_field("content_pairs", pairs_options()),
         role: b.add_text_field("role", STRING),
         label: b.add_text_field("label", STRING),
         folder: b.add_text_field("folder", STRING),
