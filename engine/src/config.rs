@@ -14,7 +14,11 @@ pub struct Config {
     pub max_messages_per_write: usize,
     /// Memory budget of the tantivy writer, in bytes (default 64 MiB).
     pub text_writer_memory: usize,
-    /// Indexing threads of the tantivy writer (default: min(2, cores)).
+    /// Indexing threads of the tantivy writer (default: half the cores, 1
+    /// to 2). The thread that writes the store and builds the documents runs
+    /// alongside them: on 2 cores, one indexing thread imported 100K
+    /// messages 1.3x faster than two (no oversubscription, and one segment
+    /// to optimize instead of two to merge).
     pub text_writer_threads: usize,
     /// Commit the text index after this many unapplied oplog entries even if
     /// nobody searched, bounding replay after a crash (default 20,000).
@@ -89,7 +93,7 @@ impl Default for Config {
             max_message_bytes: 1 << 20,
             max_messages_per_write: 10_000,
             text_writer_memory: 64 << 20,
-            text_writer_threads: cores.clamp(1, 2),
+            text_writer_threads: (cores / 2).clamp(1, 2),
             text_commit_every: 20_000,
             text_checkpoint_interval: std::time::Duration::from_secs(5),
             embedder: None,
