@@ -104,21 +104,22 @@ pub struct Fts5Store {
 impl Fts5Store {
     /// Creates the schema in a new database file at `path`.
     pub fn create(path: &Path) -> anyhow::Result<Fts5Store> {
-        configure_sqlite()?;
-        let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let fts5: bool = conn
+        let store = Fts5Store::open(path)?;
+        let fts5: bool = store
+            .conn
             .query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |r| {
                 r.get(0)
             })
             .context("checking for FTS5")?;
         anyhow::ensure!(fts5, "this SQLite build lacks FTS5");
-        conn.execute_batch(TUNING)
-            .context("tuning the connection")?;
-        conn.execute_batch(SCHEMA).context("creating the schema")?;
-        Ok(Fts5Store { conn })
+        store
+            .conn
+            .execute_batch(SCHEMA)
+            .context("creating the schema")?;
+        Ok(store)
     }
 
-    /// Opens another connection to an existing store (one per querying
+    /// Opens a tuned connection to the store at `path` (one per querying
     /// thread: a connection is not shared across threads).
     pub fn open(path: &Path) -> anyhow::Result<Fts5Store> {
         configure_sqlite()?;
