@@ -355,17 +355,11 @@ fn export(
     selection: &Selection,
     format: ExportFormat,
 ) -> Result<(String, Option<usize>)> {
-    Ok(match format {
-        ExportFormat::Json => {
-            let export = db.export(selection)?;
-            let doc = serde_json::to_string_pretty(&export).context("serializing the export")?;
-            (doc, Some(export.conversations.len()))
-        }
-        ExportFormat::Markdown => {
-            let export = db.export(selection)?;
-            (export.to_markdown(), Some(export.conversations.len()))
-        }
-    })
+    // The engine's one renderer, from one snapshot.
+    let mut doc = Vec::new();
+    let n = db.export_stream(selection)?.write(format, &mut doc)?;
+    let doc = String::from_utf8(doc).context("the export is not UTF-8")?;
+    Ok((doc, Some(n)))
 }
 
 /// A progress bar on stderr, only when stderr is a terminal.

@@ -44,8 +44,9 @@ pub const RESERVED_PERCENT: usize = 15;
 pub const MAX_CONTEXT_BUDGET: usize = 2_000_000;
 /// Most entries in `preferred_labels` or `excluded_folders`.
 pub const MAX_CONTEXT_LIST: usize = 100;
-/// Longest accepted query, in bytes.
-pub const MAX_CONTEXT_QUERY_BYTES: usize = 32 * 1024;
+/// Longest accepted query, in bytes: the one query limit of every surface
+/// (SPEC §7.4).
+pub const MAX_CONTEXT_QUERY_BYTES: usize = crate::budget::QueryLimits::DEFAULT.max_bytes;
 /// Label-match value when the conversation's label is preferred (Sekha: 5.0,
 /// so a match adds `0.2 · 5 = 1.0` to the score).
 pub const LABEL_MATCH: f64 = 5.0;

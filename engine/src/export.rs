@@ -134,12 +134,38 @@ impl Memdb {
 
     /// Exports the selection as a JSON document or as Markdown.
     pub fn export_to_string(&self, selection: &Selection, format: ExportFormat) -> Result<String> {
-        let export = self.export(selection)?;
-        match format {
-            ExportFormat::Json => serde_json::to_string_pretty(&export)
-                .map_err(|e| Error::Store(format!("serializing export: {e}"))),
-            ExportFormat::Markdown => Ok(export.to_markdown()),
-        }
+        let mut out = Vec::new();
+        self.export_stream(selection)?.write(format, &mut out)?;
+        String::from_utf8(out).map_err(|e| Error::Store(format!("export is not UTF-8: {e}")))
+    }
+
+    /// The selection as of now, from one read snapshot, to be written one
+    /// conversation at a time ([`ExportStream::write`]): writes and deletes
+    /// that commit meanwhile are not seen, and memory holds the selected
+    /// ids (16 bytes each) plus one conversation, whatever the store's size.
+    pub fn export_stream(&self, selection: &Selection) -> Result<ExportStream> {
+        let txn = self.store.read()?;
+        let ids = match selection {
+            Selection::One(id) => {
+                // Fails now, with NotFound, rather than mid-stream.
+                crate::db::conversation_with_messages_in(&txn, *id)?;
+                vec![id.as_u128()]
+            }
+            Selection::Matching(filter) => {
+                let filter = crate::db::normalize_filter(filter)?;
+                let mut ids = Vec::new();
+                crate::db::scan_matching_in(&txn, &filter, |id, _| {
+                    ids.push(id);
+                    Ok(())
+                })?;
+                ids
+            }
+        };
+        Ok(ExportStream {
+            txn,
+            ids: ids.into_iter(),
+            exported_at: crate::time::now(),
+        })
     }
 
     /// Imports a JSON export. Every conversation is validated and checked for
@@ -212,6 +238,114 @@ impl Memdb {
     }
 }
 
+/// An export read from one snapshot (see [`Memdb::export_stream`]).
+pub struct ExportStream {
+    txn: redb::ReadTransaction,
+    ids: std::vec::IntoIter<u128>,
+    exported_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for ExportStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExportStream")
+            .field("remaining", &self.ids.len())
+            .field("exported_at", &self.exported_at)
+            .finish_non_exhaustive()
+    }
+}
+
+fn io_error(e: std::io::Error) -> Error {
+    Error::Io {
+        path: "<export output>".into(),
+        source: e,
+    }
+}
+
+impl ExportStream {
+    /// Conversations not yet read.
+    pub fn remaining(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// When the snapshot was taken.
+    pub fn exported_at(&self) -> DateTime<Utc> {
+        self.exported_at
+    }
+
+    /// Writes the whole export in `format` to `out`, one conversation at a
+    /// time; returns how many conversations it wrote. The JSON is the
+    /// [`Export`] document, as [`Memdb::import`] reads it.
+    pub fn write(self, format: ExportFormat, out: &mut dyn std::io::Write) -> Result<usize> {
+        match format {
+            ExportFormat::Json => self.write_json(out),
+            ExportFormat::Markdown => self.write_markdown(out),
+        }
+    }
+
+    fn write_json(self, out: &mut dyn std::io::Write) -> Result<usize> {
+        let head = serde_json::json!({
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "exported_at": self.exported_at,
+        });
+        let head = serde_json::to_string_pretty(&head)
+            .map_err(|e| Error::Store(format!("serializing export: {e}")))?;
+        // `{ ...fields` without its closing brace, then the conversations.
+        let head = head.trim_end().trim_end_matches('}').trim_end();
+        write!(out, "{head},\n  \"conversations\": [").map_err(io_error)?;
+        let mut n = 0;
+        let exported_at = self.exported_at;
+        for c in self {
+            let c = c?;
+            let body = serde_json::to_string_pretty(&c)
+                .map_err(|e| Error::Store(format!("serializing export: {e}")))?;
+            out.write_all(if n == 0 { b"\n" } else { b",\n" })
+                .map_err(io_error)?;
+            // Indented two levels; strings hold no raw newline (escaped).
+            for (i, line) in body.lines().enumerate() {
+                if i > 0 {
+                    out.write_all(b"\n").map_err(io_error)?;
+                }
+                write!(out, "    {line}").map_err(io_error)?;
+            }
+            n += 1;
+        }
+        let _ = exported_at;
+        out.write_all(if n == 0 { b"]\n}" } else { b"\n  ]\n}" })
+            .map_err(io_error)?;
+        Ok(n)
+    }
+
+    fn write_markdown(self, out: &mut dyn std::io::Write) -> Result<usize> {
+        let exported_at = self.exported_at;
+        let mut n = 0;
+        let mut text = String::new();
+        for c in self {
+            text.clear();
+            if n > 0 {
+                text.push_str("\n---\n\n");
+            }
+            markdown_conversation(&mut text, &c?, exported_at);
+            out.write_all(text.as_bytes()).map_err(io_error)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+impl Iterator for ExportStream {
+    type Item = Result<ConversationWithMessages>;
+
+    /// The next conversation, from the snapshot.
+    fn next(&mut self) -> Option<Self::Item> {
+        let id = self.ids.next()?;
+        Some(crate::db::conversation_with_messages_in(
+            &self.txn,
+            Uuid::from_u128(id),
+        ))
+    }
+}
+
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -233,25 +367,34 @@ fn to_markdown(export: &Export) -> String {
         if ci > 0 {
             out.push_str("\n---\n\n");
         }
-        let conv = &c.conversation;
-        let _ = writeln!(out, "# {}\n", conv.label);
-        let _ = writeln!(out, "**ID:** `{}`  ", conv.id);
-        let _ = writeln!(out, "**Folder:** {}  ", conv.folder);
-        let _ = writeln!(out, "**Status:** {}  ", conv.status);
-        let _ = writeln!(out, "**Importance:** {}/10  ", conv.importance_score);
-        let _ = writeln!(out, "**Created:** {}  ", conv.created_at.to_rfc3339());
-        let _ = writeln!(out, "**Word Count:** {}  ", conv.word_count);
-        let _ = writeln!(
-            out,
-            "**Exported:** {} UTC\n",
-            export.exported_at.format("%Y-%m-%d %H:%M:%S")
-        );
-        let _ = writeln!(out, "## Messages\n");
-        for (i, m) in c.messages.iter().enumerate() {
-            let _ = writeln!(out, "### {}. {}\n", i + 1, capitalize(&m.role));
-            let _ = writeln!(out, "*{}*\n", m.timestamp.to_rfc3339());
-            let _ = writeln!(out, "{}\n", m.content.text());
-        }
+        markdown_conversation(&mut out, c, export.exported_at);
     }
     out
+}
+
+/// One conversation in the Markdown layout sekha-mcp uses.
+fn markdown_conversation(
+    out: &mut String,
+    c: &ConversationWithMessages,
+    exported_at: DateTime<Utc>,
+) {
+    let conv = &c.conversation;
+    let _ = writeln!(out, "# {}\n", conv.label);
+    let _ = writeln!(out, "**ID:** `{}`  ", conv.id);
+    let _ = writeln!(out, "**Folder:** {}  ", conv.folder);
+    let _ = writeln!(out, "**Status:** {}  ", conv.status);
+    let _ = writeln!(out, "**Importance:** {}/10  ", conv.importance_score);
+    let _ = writeln!(out, "**Created:** {}  ", conv.created_at.to_rfc3339());
+    let _ = writeln!(out, "**Word Count:** {}  ", conv.word_count);
+    let _ = writeln!(
+        out,
+        "**Exported:** {} UTC\n",
+        exported_at.format("%Y-%m-%d %H:%M:%S")
+    );
+    let _ = writeln!(out, "## Messages\n");
+    for (i, m) in c.messages.iter().enumerate() {
+        let _ = writeln!(out, "### {}. {}\n", i + 1, capitalize(&m.role));
+        let _ = writeln!(out, "*{}*\n", m.timestamp.to_rfc3339());
+        let _ = writeln!(out, "{}\n", m.content.text());
+    }
 }

@@ -35,6 +35,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod budget;
 mod chat;
 mod checkpoint;
 mod config;
@@ -66,6 +67,7 @@ mod validate;
 mod vector;
 mod vindex;
 
+pub use budget::{QueryLimits, QueryShape, check as check_query, check_with as check_query_with};
 pub use chat::ChatModel;
 pub use config::Config;
 pub use context::{
@@ -80,7 +82,8 @@ pub use embed::{
 pub use embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use error::{Error, RemoteFailure, Result};
 pub use export::{
-    EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ImportOptions, ImportReport, Selection,
+    EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ExportStream, ImportOptions, ImportReport,
+    Selection,
 };
 pub use llm::{OpenAiChat, OpenAiChatConfig};
 pub use prune::{
@@ -101,7 +104,9 @@ pub use summary::{
 pub use time::parse_timestamp;
 pub use tokens::{TokenCounter, estimate_tokens};
 pub use types::*;
-pub use validate::{MAX_FOLDER_BYTES, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES};
+pub use validate::{
+    MAX_FOLDER_BYTES, MAX_FOLDER_DEPTH, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES,
+};
 pub use vindex::{VectorSearch, VectorStats};
 
 /// The README's Rust tour, compiled and run as a doctest so it stays true.

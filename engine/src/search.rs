@@ -386,6 +386,11 @@ impl Memdb {
             ));
         }
         let filter = normalize_filter(&req.filter)?;
+        if req.mode != SearchMode::Semantic {
+            // Over budget is refused outright, not skipped as a keyword
+            // side that does not parse is (SPEC §7.4).
+            crate::budget::check(&req.query)?;
+        }
         let mut notes = Vec::new();
         let window = req.offset + req.limit;
         match req.mode {

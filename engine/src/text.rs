@@ -737,6 +737,9 @@ impl TextIndex {
 
     /// Parses the query syntax (SPEC.md §6) into a tantivy query.
     fn parse(&self, query: &str) -> Result<Box<dyn Query>> {
+        // The parser recurses per nesting level and compiles regexes as it
+        // goes: nothing reaches it over budget (the callers check too).
+        crate::budget::check(query)?;
         if let Some(quote) = unbalanced_quote(query) {
             return Err(Error::invalid(
                 "query",

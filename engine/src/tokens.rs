@@ -25,9 +25,68 @@ impl TokenCounter {
     pub fn count(self, text: &str) -> Result<usize> {
         match self {
             TokenCounter::Estimate => Ok(estimate_tokens(text)),
-            TokenCounter::Cl100kBase => Ok(cl100k()?.encode_ordinary(text).len()),
+            TokenCounter::Cl100kBase => {
+                let bpe = cl100k()?;
+                Ok(pieces(text)
+                    .map(|piece| bpe.encode_ordinary(piece).len())
+                    .sum())
+            }
         }
     }
+}
+
+/// Text up to this many bytes is counted in one call.
+const WINDOW: usize = 1024;
+/// A window with no word boundary (a run of whitespace or one huge word) is
+/// cut after this many bytes.
+const RUN: usize = 128;
+
+/// `text` cut into pieces tiktoken can count safely. Its pre-tokenizer
+/// (fancy-regex) overflows its backtracking stack on long whitespace runs
+/// and panics, and its merge loop is quadratic in a piece's length, so a
+/// legal 1 MiB message of spaces could crash or stall a count. Pieces are
+/// cut before a whitespace character that follows a non-whitespace one:
+/// cl100k's pre-tokenizer never joins across that point in ordinary text
+/// (` word` starts a new token), so counts are exact there; only inside a
+/// boundary-free run longer than a window is the cut arbitrary (at most one
+/// token per cut off).
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        if rest.len() <= WINDOW {
+            return Some(std::mem::take(&mut rest));
+        }
+        let window = &rest[..floor_char_boundary(rest, WINDOW)];
+        let mut cut = None;
+        let mut prev_space = true;
+        for (i, c) in window.char_indices() {
+            let space = c.is_whitespace();
+            if space && !prev_space && i > 0 {
+                cut = Some(i);
+            }
+            prev_space = space;
+        }
+        let cut = cut.unwrap_or_else(|| floor_char_boundary(rest, RUN).max(first_char_len(rest)));
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+/// The largest char boundary of `s` at or below `i`.
+fn floor_char_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn first_char_len(s: &str) -> usize {
+    s.chars().next().map_or(0, char::len_utf8)
 }
 
 /// `ceil(chars / 4)`: the estimate used everywhere a count is not asked for.
@@ -61,5 +120,40 @@ mod tests {
         // "hello world" is two tokens in cl100k_base ("hello", " world").
         assert_eq!(TokenCounter::Cl100kBase.count("hello world").unwrap(), 2);
         assert_eq!(TokenCounter::Cl100kBase.count("").unwrap(), 0);
+    }
+
+    #[test]
+    fn cl100k_counts_pathological_text_without_panicking() {
+        // A legal 1 MiB message: spaces then one letter (tiktoken alone
+        // overflows fancy-regex's stack and panics on it).
+        let spaces = format!("{}x", " ".repeat(1 << 20));
+        let n = TokenCounter::Cl100kBase.count(&spaces).unwrap();
+        assert!(n > 0 && n < 1 << 20, "{n}");
+        for text in [
+            "x".repeat(1 << 20),
+            "\n".repeat(1 << 19),
+            "\t \r\n".repeat(1 << 17),
+            "日本語".repeat(1 << 16),
+            "1234567890".repeat(1 << 16),
+        ] {
+            let n = TokenCounter::Cl100kBase.count(&text).unwrap();
+            assert!(n > 0, "{}", &text[..8]);
+        }
+    }
+
+    #[test]
+    fn cl100k_pieces_are_exact_on_ordinary_text() {
+        // Long ordinary text is cut between words: the same count as one
+        // call to tiktoken.
+        let text = "The borrow checker rejects a reference that outlives its owner; \
+                    lifetimes name how long references live, and the compiler checks them. "
+            .repeat(60);
+        assert!(text.len() > 4 * WINDOW);
+        let whole = cl100k().unwrap().encode_ordinary(&text).len();
+        assert_eq!(TokenCounter::Cl100kBase.count(&text).unwrap(), whole);
+        // Pieces cover the text exactly, in order.
+        assert_eq!(pieces(&text).collect::<String>(), text);
+        let odd = format!("{}é{}", " ".repeat(3000), "ü".repeat(3000));
+        assert_eq!(pieces(&odd).collect::<String>(), odd);
     }
 }

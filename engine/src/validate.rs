@@ -9,6 +9,8 @@ use crate::types::{Content, NewMessage};
 pub const MAX_LABEL_BYTES: usize = 500;
 /// Longest folder path, in bytes.
 pub const MAX_FOLDER_BYTES: usize = 1024;
+/// Most components in a folder path (`/a/b/c` has 3).
+pub const MAX_FOLDER_DEPTH: usize = 32;
 /// Longest role name, in bytes.
 pub const MAX_ROLE_BYTES: usize = 32;
 /// Largest metadata object, in bytes of JSON.
@@ -59,6 +61,15 @@ pub(crate) fn folder(field: &str, folder: &str) -> Result<String> {
     let trimmed = folder.trim_end_matches('/');
     if trimmed.is_empty() {
         return Ok("/".into());
+    }
+    let depth = trimmed[1..].split('/').count();
+    if depth > MAX_FOLDER_DEPTH {
+        // Every ancestor of a folder is indexed (a search under `/a` finds
+        // `/a/b/c`): the depth bounds that work per message.
+        return Err(Error::invalid(
+            field,
+            format!("folder has {depth} components; the limit is {MAX_FOLDER_DEPTH}"),
+        ));
     }
     for part in trimmed[1..].split('/') {
         if part.is_empty() || part == "." || part == ".." {

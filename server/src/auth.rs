@@ -43,23 +43,38 @@ impl Keys {
     /// The access `token` grants, if any. Runs in time independent of which
     /// key (if any) matches.
     pub fn check(&self, token: &[u8]) -> Option<Access> {
-        let mut full = subtle::Choice::from(0u8);
-        for k in &self.full {
-            full |= k.as_slice().ct_eq(token);
+        self.identify(token).map(|(access, _)| access)
+    }
+
+    /// The access `token` grants and which configured key it is. Every key
+    /// is compared, in constant time, whatever matches.
+    pub fn identify(&self, token: &[u8]) -> Option<(Access, KeyId)> {
+        use subtle::ConditionallySelectable;
+        let mut found = subtle::Choice::from(0u8);
+        let mut index = 0u64;
+        let mut write = subtle::Choice::from(0u8);
+        for (i, k) in self.full.iter().chain(&self.readonly).enumerate() {
+            let hit = k.as_slice().ct_eq(token);
+            index.conditional_assign(&(i as u64), hit);
+            write |= hit & subtle::Choice::from(u8::from(i < self.full.len()));
+            found |= hit;
         }
-        let mut read = subtle::Choice::from(0u8);
-        for k in &self.readonly {
-            read |= k.as_slice().ct_eq(token);
+        if !bool::from(found) {
+            return None;
         }
-        if bool::from(full) {
-            Some(Access::Write)
-        } else if bool::from(read) {
-            Some(Access::Read)
+        let access = if bool::from(write) {
+            Access::Write
         } else {
-            None
-        }
+            Access::Read
+        };
+        Some((access, KeyId(index)))
     }
 }
+
+/// Which configured key a request presented (its position in the
+/// configuration): MCP sessions belong to the key that opened them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyId(pub u64);
 
 fn unauthorized(message: &str) -> Response {
     let mut r = ApiError::new(StatusCode::UNAUTHORIZED, message).into_response();
@@ -70,43 +85,73 @@ fn unauthorized(message: &str) -> Response {
 
 /// The access the request's `Authorization: Bearer <key>` grants, or why
 /// it grants none (the 401 message).
-fn authenticate(state: &AppState, req: &Request) -> Result<Access, &'static str> {
+fn authenticate(state: &AppState, req: &Request) -> Result<(Access, KeyId), &'static str> {
     let Some(value) = req.headers().get(header::AUTHORIZATION) else {
         return Err("missing authorization header");
     };
     let Some(token) = value.as_bytes().strip_prefix(b"Bearer ") else {
         return Err("invalid authorization format: expected `Bearer <api key>`");
     };
-    state.keys.check(token).ok_or("invalid API key")
+    state.keys.identify(token).ok_or("invalid API key")
 }
 
-/// POST routes that change the store (every PUT and DELETE does too).
-pub const WRITE_POSTS: &[&str] = &[
-    "/api/v1/conversations",
-    "/api/v1/rebuild-embeddings",
-    "/api/v1/summarize",
-    "/api/v1/prune/execute",
-    "/mcp/tools/memory_store",
-    "/mcp/tools/memory_update",
+/// The routes that only read, by method and route template. Every other
+/// route needs a key that may write: authorization fails closed, so a route
+/// added without being declared here is refused to read-only keys. `HEAD`
+/// is a read wherever `GET` is.
+pub const READS: &[(&str, &str)] = &[
+    ("GET", "/api/v1/conversations"),
+    ("GET", "/api/v1/conversations/count"),
+    ("GET", "/api/v1/conversations/{id}"),
+    ("POST", "/api/v1/query"),
+    ("POST", "/api/v1/search/fts"),
+    ("POST", "/api/v1/context/assemble"),
+    ("POST", "/api/v1/prune/dry-run"),
+    ("POST", "/api/v1/labels/suggest"),
+    ("POST", "/api/v1/messages/score"),
+    ("GET", "/api/v1/export"),
+    ("GET", "/api/v1/stats"),
+    ("GET", "/api/v1/mcp/tools"),
+    ("POST", "/mcp/tools/memory_search"),
+    ("POST", "/mcp/tools/memory_get_context"),
+    ("POST", "/mcp/tools/memory_prune"),
+    ("POST", "/mcp/tools/memory_export"),
+    ("POST", "/mcp/tools/memory_stats"),
+    ("POST", "/mcp/memory/search"),
+    ("POST", "/mcp/memory/stats"),
+    ("GET", "/metrics"),
+    ("GET", "/openapi.json"),
 ];
 
 /// The MCP endpoint: any valid key may use it (open, call, close a
-/// session); the MCP handler refuses write tools to read-only keys.
+/// session); the MCP handler refuses write tools to read-only keys and
+/// binds each session to the key that opened it.
 pub const MCP_ROUTE: &str = "/mcp";
 
-/// The access a route needs.
-pub fn needed(method: &Method, route: &str) -> Access {
-    if route == MCP_ROUTE {
-        Access::Read
-    } else if method == Method::PUT
-        || method == Method::DELETE
-        || method == Method::PATCH
-        || (method == Method::POST && WRITE_POSTS.contains(&route))
-    {
-        Access::Write
+/// Whether `route` is declared a read for `method` (see [`READS`]).
+pub fn is_read(method: &Method, route: &str) -> bool {
+    let method = if method == Method::HEAD {
+        "GET"
     } else {
+        method.as_str()
+    };
+    READS.iter().any(|&(m, r)| m == method && r == route)
+}
+
+/// The access a route needs: reads are declared, everything else writes.
+pub fn needed(method: &Method, route: &str) -> Access {
+    if route == MCP_ROUTE || is_read(method, route) {
         Access::Read
+    } else {
+        Access::Write
     }
+}
+
+/// The 401 answer for a request without a valid key, or `None` when its key
+/// is valid. The fallbacks (unknown route, wrong method) call it first, so
+/// an unauthenticated client cannot tell which routes exist.
+pub fn reject_unauthenticated(state: &AppState, req: &Request) -> Option<Response> {
+    authenticate(state, req).err().map(unauthorized)
 }
 
 /// Middleware on every route but `/health`: a valid key (401 otherwise)
@@ -118,12 +163,14 @@ pub async fn require(State(state): State<AppState>, mut req: Request, next: Next
         .map_or("", |p| p.as_str());
     let need = needed(req.method(), route);
     match authenticate(&state, &req) {
-        Ok(Access::Read) if need == Access::Write => {
+        Ok((Access::Read, _)) if need == Access::Write => {
             ApiError::new(StatusCode::FORBIDDEN, "this API key is read-only").into_response()
         }
-        Ok(access) => {
-            // The MCP handler reads it to refuse write tools to read-only keys.
+        Ok((access, key)) => {
+            // The MCP handler reads them: write tools need a writing key,
+            // and a session belongs to the key that opened it.
             req.extensions_mut().insert(access);
+            req.extensions_mut().insert(key);
             next.run(req).await
         }
         Err(why) => unauthorized(why),
@@ -143,5 +190,29 @@ mod tests {
         assert_eq!(keys.check(r.as_bytes()), Some(Access::Read));
         assert_eq!(keys.check(&w.as_bytes()[..39]), None);
         assert_eq!(keys.check(b""), None);
+        let r2 = "s".repeat(40);
+        let keys = Keys::new(std::slice::from_ref(&w), &[r.clone(), r2.clone()]);
+        assert_eq!(keys.identify(w.as_bytes()), Some((Access::Write, KeyId(0))));
+        assert_eq!(keys.identify(r.as_bytes()), Some((Access::Read, KeyId(1))));
+        assert_eq!(keys.identify(r2.as_bytes()), Some((Access::Read, KeyId(2))));
+    }
+
+    #[test]
+    fn only_declared_reads_are_reads() {
+        assert_eq!(needed(&Method::GET, "/api/v1/stats"), Access::Read);
+        assert_eq!(needed(&Method::HEAD, "/api/v1/stats"), Access::Read);
+        assert_eq!(needed(&Method::POST, "/api/v1/query"), Access::Read);
+        assert_eq!(
+            needed(&Method::POST, "/api/v1/conversations"),
+            Access::Write
+        );
+        assert_eq!(
+            needed(&Method::DELETE, "/api/v1/conversations/{id}"),
+            Access::Write
+        );
+        // A route nobody declared fails closed.
+        assert_eq!(needed(&Method::POST, "/api/v1/new-thing"), Access::Write);
+        assert_eq!(needed(&Method::GET, "/api/v1/new-thing"), Access::Write);
+        assert_eq!(needed(&Method::POST, MCP_ROUTE), Access::Read);
     }
 }

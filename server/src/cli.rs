@@ -52,6 +52,32 @@ pub struct ServeArgs {
     /// Largest request body in bytes [default: 16 MiB].
     #[arg(long, env = "MEMDB_BODY_LIMIT")]
     pub body_limit: Option<usize>,
+    /// Host names accepted besides IP literals and localhost, comma-separated
+    /// (`*` for any) [default: none].
+    #[arg(long, env = "MEMDB_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed on /mcp, comma-separated [default: loopback
+    /// origins when listening on loopback].
+    #[arg(long, env = "MEMDB_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+    /// Seconds to receive a request's headers; also the idle keep-alive limit [default: 10].
+    #[arg(long, env = "MEMDB_HEADER_TIMEOUT", value_name = "SECS")]
+    pub header_timeout: Option<u64>,
+    /// Seconds to receive a request's body [default: 30].
+    #[arg(long, env = "MEMDB_BODY_TIMEOUT", value_name = "SECS")]
+    pub body_timeout: Option<u64>,
+    /// Seconds a request may take in all [default: 120].
+    #[arg(long, env = "MEMDB_REQUEST_TIMEOUT", value_name = "SECS")]
+    pub request_timeout: Option<u64>,
+    /// Connections served at once [default: 1024].
+    #[arg(long, env = "MEMDB_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Connections per client address [default: 64].
+    #[arg(long, env = "MEMDB_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<usize>,
+    /// Open MCP sessions per API key [default: 16].
+    #[arg(long, env = "MEMDB_MCP_SESSIONS_PER_KEY")]
+    pub mcp_sessions_per_key: Option<usize>,
 }
 
 /// The `memdb-server` binary's arguments.
@@ -129,6 +155,29 @@ impl ServeArgs {
         }
         if let Some(b) = self.body_limit {
             c.body_limit = b;
+        }
+        if !self.allowed_hosts.is_empty() {
+            c.allowed_hosts = self.allowed_hosts.clone();
+        }
+        if !self.allowed_origins.is_empty() {
+            c.allowed_origins = self.allowed_origins.clone();
+        }
+        let set = |v: Option<u64>, field: &mut u64| {
+            if let Some(v) = v {
+                *field = v;
+            }
+        };
+        set(self.header_timeout, &mut c.header_timeout_secs);
+        set(self.body_timeout, &mut c.body_timeout_secs);
+        set(self.request_timeout, &mut c.request_timeout_secs);
+        for (v, field) in [
+            (self.max_connections, &mut c.max_connections),
+            (self.max_connections_per_ip, &mut c.max_connections_per_ip),
+            (self.mcp_sessions_per_key, &mut c.mcp_sessions_per_key),
+        ] {
+            if let Some(v) = v {
+                *field = v;
+            }
         }
         if let Some(e) = embedder {
             c.embedder = e;

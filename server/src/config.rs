@@ -138,6 +138,29 @@ pub struct ServerConfig {
     pub models_dir: Option<PathBuf>,
     /// The `openai` embedder's server, model and dimension.
     pub openai: OpenAiSettings,
+    /// `Host` header names accepted (besides IP literals and `localhost`,
+    /// always accepted: DNS rebinding needs a name the attacker controls);
+    /// `*` accepts any. Empty by default.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call `/mcp` (`scheme://host[:port]`, or
+    /// `*`). Loopback origins are allowed when the server listens on
+    /// loopback; CORS origins are allowed too. A request with any other
+    /// `Origin` answers 403; requests without one (non-browser clients) pass.
+    pub allowed_origins: Vec<String>,
+    /// Seconds a client has to send a request's headers, also the idle
+    /// keep-alive limit between requests (HTTP/1). Default 10.
+    pub header_timeout_secs: u64,
+    /// Seconds a client has to send a request's body. Default 30.
+    pub body_timeout_secs: u64,
+    /// Seconds a request may take from headers to response (the MCP event
+    /// stream excepted). Default 120.
+    pub request_timeout_secs: u64,
+    /// Open connections served at once; more are closed on accept. Default 1024.
+    pub max_connections: usize,
+    /// Open connections per client address (trusted proxies exempt). Default 64.
+    pub max_connections_per_ip: usize,
+    /// Open MCP sessions per API key; `initialize` beyond it answers 429. Default 16.
+    pub mcp_sessions_per_key: usize,
 }
 
 impl Default for ServerConfig {
@@ -155,6 +178,14 @@ impl Default for ServerConfig {
             embedder: EmbedderChoice::None,
             models_dir: None,
             openai: OpenAiSettings::default(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            request_timeout_secs: 120,
+            max_connections: 1024,
+            max_connections_per_ip: 64,
+            mcp_sessions_per_key: 16,
         }
     }
 }
@@ -213,6 +244,33 @@ impl ServerConfig {
             return Err(ServerError::Config(
                 "rate_limit_burst must be at least 1".into(),
             ));
+        }
+        for origin in &self.allowed_origins {
+            if origin != "*" && crate::guard::Origin::parse(origin).is_none() {
+                return Err(ServerError::Config(format!(
+                    "invalid allowed origin {origin:?}: expected scheme://host[:port]"
+                )));
+            }
+        }
+        for (name, v) in [
+            ("header_timeout_secs", self.header_timeout_secs),
+            ("body_timeout_secs", self.body_timeout_secs),
+            ("request_timeout_secs", self.request_timeout_secs),
+        ] {
+            if !(1..=3600).contains(&v) {
+                return Err(ServerError::Config(format!(
+                    "{name} must be between 1 and 3600 seconds"
+                )));
+            }
+        }
+        for (name, v) in [
+            ("max_connections", self.max_connections),
+            ("max_connections_per_ip", self.max_connections_per_ip),
+            ("mcp_sessions_per_key", self.mcp_sessions_per_key),
+        ] {
+            if v == 0 {
+                return Err(ServerError::Config(format!("{name} must be at least 1")));
+            }
         }
         if self.body_limit < 1024 {
             return Err(ServerError::Config(

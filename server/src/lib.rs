@@ -37,6 +37,8 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod guard;
+pub mod listen;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
@@ -44,11 +46,11 @@ pub mod ratelimit;
 pub mod routes;
 pub mod search;
 pub mod state;
+pub mod stream;
 pub mod tools;
 pub mod wire;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,6 +99,7 @@ pub async fn serve(
     } else {
         None
     };
+    let limits = listen::limits(&config);
     let state = AppState::new(db.clone(), config);
     let mcp_shutdown = state.mcp_shutdown.clone();
     let app = routes::router(state);
@@ -108,11 +111,7 @@ pub async fn serve(
             .map_err(|e| tracing::warn!(error = %e, "could not write the endpoint file"))
             .ok()
     });
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    listen::serve(listener, app, limits, async move {
         shutdown.await;
         // Open MCP streams would otherwise hold the graceful shutdown.
         mcp_shutdown.cancel();

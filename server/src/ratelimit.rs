@@ -19,8 +19,10 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Buckets kept before idle full ones are dropped.
-const MAX_TRACKED: usize = 10_000;
+/// Buckets kept in all; each of the [`SHARDS`] maps holds at most its share.
+const MAX_TRACKED: usize = 16_384;
+/// Independent maps (by address hash), each behind its own lock.
+const SHARDS: usize = 16;
 
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
@@ -34,7 +36,9 @@ pub struct RateLimiter {
     per_second: f64,
     burst: f64,
     trusted: Vec<IpAddr>,
-    buckets: Mutex<HashMap<IpAddr, Bucket>>,
+    shards: Vec<Mutex<HashMap<IpAddr, Bucket>>>,
+    /// Picks an address's shard (randomly seeded: clients cannot aim at one).
+    hasher: std::collections::hash_map::RandomState,
 }
 
 impl RateLimiter {
@@ -44,7 +48,8 @@ impl RateLimiter {
             per_second,
             burst: f64::from(burst.max(1)),
             trusted,
-            buckets: Mutex::new(HashMap::new()),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: std::collections::hash_map::RandomState::new(),
         }
     }
 
@@ -72,15 +77,46 @@ impl RateLimiter {
         Some(client)
     }
 
+    /// Makes room in a full shard: drops the buckets that have refilled
+    /// (forgetting them changes nothing), and if that frees less than a
+    /// quarter, the least recently used half. Either way at least a quarter
+    /// of the shard is free afterwards, so the O(n) pass runs at most once
+    /// per n/4 new addresses: amortized O(1) under any address churn.
+    fn shrink(&self, map: &mut HashMap<IpAddr, Bucket>, now: Instant) {
+        let cap = MAX_TRACKED / SHARDS;
+        let (rate, burst) = (self.per_second, self.burst);
+        map.retain(|_, b| {
+            b.tokens + now.saturating_duration_since(b.last).as_secs_f64() * rate < burst
+        });
+        if map.len() > cap - cap / 4 {
+            let mut lasts: Vec<Instant> = map.values().map(|b| b.last).collect();
+            let mid = lasts.len() / 2;
+            let (_, median, _) = lasts.select_nth_unstable(mid);
+            let median = *median;
+            map.retain(|_, b| b.last > median);
+        }
+    }
+
+    /// Buckets tracked now, over every shard.
+    pub fn tracked(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).len())
+            .sum()
+    }
+
     /// Takes a token for `client`; `Err(seconds)` to wait when there is none.
     pub fn take(&self, client: IpAddr, now: Instant) -> Result<(), u64> {
         if self.per_second <= 0.0 {
             return Ok(());
         }
-        let mut map = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_TRACKED && !map.contains_key(&client) {
-            let (rate, burst) = (self.per_second, self.burst);
-            map.retain(|_, b| b.tokens + now.duration_since(b.last).as_secs_f64() * rate < burst);
+        let shard = {
+            use std::hash::BuildHasher;
+            (self.hasher.hash_one(client) as usize) % SHARDS
+        };
+        let mut map = self.shards[shard].lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_TRACKED / SHARDS && !map.contains_key(&client) {
+            self.shrink(&mut map, now);
         }
         let b = map.entry(client).or_insert(Bucket {
             tokens: self.burst,
@@ -144,6 +180,19 @@ mod tests {
         // Half a second refills one token at 2/s.
         assert!(l.take(c, t0 + Duration::from_millis(500)).is_ok());
         assert!(l.take(c, t0 + Duration::from_millis(500)).is_err());
+    }
+
+    #[test]
+    fn address_churn_keeps_the_map_bounded() {
+        let l = RateLimiter::new(0.001, 5, vec![]);
+        let t0 = Instant::now();
+        for i in 0..100_000u32 {
+            let ip = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            // Each new address drains a token: nothing refills in time.
+            assert!(l.take(ip, t0 + Duration::from_micros(u64::from(i))).is_ok());
+        }
+        assert!(l.tracked() <= MAX_TRACKED, "{}", l.tracked());
+        assert!(l.tracked() > MAX_TRACKED / 4, "{}", l.tracked());
     }
 
     #[test]

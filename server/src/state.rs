@@ -26,6 +26,8 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     /// Cancelled at shutdown: ends the MCP sessions of `/mcp`.
     pub mcp_shutdown: tokio_util::sync::CancellationToken,
+    /// The MCP sessions of `/mcp` and the keys that own them.
+    pub mcp_sessions: Arc<crate::mcp::sessions::Sessions>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -49,6 +51,7 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             config: Arc::new(config),
             mcp_shutdown: tokio_util::sync::CancellationToken::new(),
+            mcp_sessions: Arc::new(crate::mcp::sessions::Sessions::default()),
             db,
         }
     }

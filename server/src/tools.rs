@@ -623,12 +623,7 @@ pub fn memory_export(db: &Memdb, args: MemoryExportArgs) -> Result<ExportData, A
         ToolExportFormat::Markdown => memdb::ExportFormat::Markdown,
     };
     let export = db.export(&Selection::One(args.conversation_id))?;
-    let content = match format {
-        memdb::ExportFormat::Json => {
-            serde_json::to_string_pretty(&export).map_err(ApiError::internal)?
-        }
-        memdb::ExportFormat::Markdown => export.to_markdown(),
-    };
+    let content = db.export_to_string(&Selection::One(args.conversation_id), format)?;
     let Some(conv) = export.conversations.into_iter().next() else {
         return Err(ApiError::not_found(format!(
             "conversation {} not found",

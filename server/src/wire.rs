@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::error::ApiError;
 
 /// Longest accepted search query, in bytes.
-pub const MAX_QUERY_BYTES: usize = 8 * 1024;
+pub const MAX_QUERY_BYTES: usize = memdb::QueryLimits::DEFAULT.max_bytes;
 
 // ----- requests -----------------------------------------------------------
 

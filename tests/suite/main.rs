@@ -8,6 +8,7 @@ mod api;
 mod bad_input;
 mod crash;
 mod embed;
+mod hostile;
 mod http_stub;
 mod mcp_http;
 mod mcp_stdio;

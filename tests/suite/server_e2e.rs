@@ -20,8 +20,14 @@ pub(crate) fn python_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("python")
 }
 
-/// The cached venv for `requirements.txt`, created on first use.
+/// The cached venv for `requirements.txt`, created on first use (once per
+/// test process: tests that need it in parallel wait for the first).
 pub(crate) fn venv() -> PathBuf {
+    static VENV: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    VENV.get_or_init(make_venv).clone()
+}
+
+fn make_venv() -> PathBuf {
     let req = python_dir().join("requirements.txt");
     let text = std::fs::read(&req).expect("read requirements.txt");
     let mut h = std::collections::hash_map::DefaultHasher::new();

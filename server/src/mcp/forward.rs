@@ -5,11 +5,10 @@
 //! listens and removes it on shutdown. A second process that finds the store
 //! locked by that pid sends each tool call to the server's
 //! `POST /mcp/tools/{tool}` route (with `MEMDB_API_KEY`) instead of opening
-//! the store, so two processes never write one store. Plain HTTP/1.1 over a
-//! TCP connection per call: the server is local (loopback) in this setup.
+//! the store, so two processes never write one store. HTTP through ureq
+//! (the workspace's client), answers capped at 256 MiB.
 
-use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -21,6 +20,9 @@ pub const ENDPOINT_FILE: &str = "server.json";
 
 /// How long a forwarded call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(300);
+/// Largest answer read from the server (an export of a big store is the
+/// largest a tool returns).
+const MAX_RESPONSE_BYTES: u64 = 256 << 20;
 
 /// Where a running memdb-server listens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,7 +86,6 @@ pub fn read_endpoint(dir: &Path) -> Option<Endpoint> {
 #[derive(Debug, Clone)]
 pub struct Forwarder {
     authority: String,
-    addr: SocketAddr,
     key: String,
 }
 
@@ -97,16 +98,13 @@ impl Forwarder {
             .ok_or_else(|| format!("unsupported server URL {}", endpoint.url))?
             .trim_end_matches('/')
             .to_string();
-        let addr = authority
+        // Resolved once here so a bad endpoint file fails at startup.
+        authority
             .to_socket_addrs()
             .map_err(|e| format!("server URL {}: {e}", endpoint.url))?
             .next()
             .ok_or_else(|| format!("server URL {} resolves to no address", endpoint.url))?;
-        Ok(Forwarder {
-            authority,
-            addr,
-            key,
-        })
+        Ok(Forwarder { authority, key })
     }
 
     /// The server's base URL.
@@ -137,104 +135,34 @@ impl Forwarder {
         Err(format!("{message} (HTTP {status})"))
     }
 
-    fn post(&self, path: &str, body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
-        let mut stream = TcpStream::connect_timeout(&self.addr, Duration::from_secs(10))?;
-        stream.set_read_timeout(Some(CALL_TIMEOUT))?;
-        stream.set_write_timeout(Some(CALL_TIMEOUT))?;
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\
-             Content-Type: application/json\r\nAccept: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n",
-            self.authority,
-            self.key,
-            body.len()
-        );
-        stream.write_all(head.as_bytes())?;
-        stream.write_all(body)?;
-        stream.flush()?;
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw)?;
-        parse_response(&raw)
-    }
-}
-
-fn bad(msg: &str) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, msg.to_string())
-}
-
-/// Status and body of a complete HTTP/1.1 response (`Content-Length`,
-/// chunked, or delimited by the connection's end).
-fn parse_response(raw: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| bad("truncated HTTP response"))?;
-    let head = String::from_utf8_lossy(&raw[..split]);
-    let body = &raw[split + 4..];
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse::<u16>().ok())
-        .ok_or_else(|| bad("malformed HTTP status line"))?;
-    let mut chunked = false;
-    let mut length = None;
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("transfer-encoding") && value.eq_ignore_ascii_case("chunked") {
-            chunked = true;
-        } else if name.eq_ignore_ascii_case("content-length") {
-            length = value.parse::<usize>().ok();
-        }
-    }
-    if chunked {
-        return Ok((status, dechunk(body)?));
-    }
-    match length {
-        Some(len) if len <= body.len() => Ok((status, body[..len].to_vec())),
-        Some(_) => Err(bad("truncated HTTP body")),
-        None => Ok((status, body.to_vec())),
-    }
-}
-
-fn dechunk(mut body: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let eol = body
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or_else(|| bad("truncated chunk"))?;
-        let size_text = String::from_utf8_lossy(&body[..eol]);
-        let size_hex = size_text.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_hex, 16).map_err(|_| bad("bad chunk size"))?;
-        body = &body[eol + 2..];
-        if size == 0 {
-            return Ok(out);
-        }
-        if body.len() < size + 2 {
-            return Err(bad("truncated chunk"));
-        }
-        out.extend_from_slice(&body[..size]);
-        body = &body[size + 2..];
+    fn post(&self, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(CALL_TIMEOUT))
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .build()
+            .into();
+        let mut response = agent
+            .post(&format!("http://{}{path}", self.authority))
+            .header("Authorization", &format!("Bearer {}", self.key))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json")
+            .send(body)
+            .map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_RESPONSE_BYTES)
+            .read_to_vec()
+            .map_err(|e| e.to_string())?;
+        Ok((status, body))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_length_and_chunked_bodies() {
-        let r = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}trailing";
-        assert_eq!(parse_response(r).unwrap(), (200, b"{}".to_vec()));
-        let r = b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
-        assert_eq!(parse_response(r).unwrap(), (404, b"abcde".to_vec()));
-        assert!(parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n{}").is_err());
-        assert!(parse_response(b"garbage").is_err());
-    }
 
     #[test]
     fn endpoint_file_round_trips_and_is_removed() {

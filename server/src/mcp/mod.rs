@@ -16,6 +16,7 @@
 
 pub mod forward;
 pub mod schema;
+pub mod sessions;
 pub mod stdio;
 pub mod text;
 
@@ -331,25 +332,24 @@ impl ServerHandler for MemdbMcp {
 }
 
 /// The streamable HTTP MCP service for memdb-server's `/mcp` route, with
-/// rmcp's session manager. It stops its sessions when `shutdown` is
-/// cancelled (so open SSE streams do not hold the server's graceful
-/// shutdown). Host-header validation: loopback names when the server
-/// listens on loopback; otherwise off (every request needs a bearer key,
-/// which a DNS-rebinding page does not have).
+/// the state's session manager ([`sessions`] binds sessions to keys and
+/// caps them). It stops its sessions when `shutdown` is cancelled (so open
+/// SSE streams do not hold the server's graceful shutdown). Host and Origin
+/// are validated for every listener by [`crate::guard`], so rmcp's own
+/// checks are off (one rule, one place).
 pub fn http_service(
     state: &AppState,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<MemdbMcp, LocalSessionManager> {
     let db = state.db.clone();
-    let mut config = StreamableHttpServerConfig::default()
+    let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
-        .with_max_request_body_bytes(state.config.body_limit);
-    if !state.config.listen.ip().is_loopback() {
-        config = config.disable_allowed_hosts();
-    }
+        .with_max_request_body_bytes(state.config.body_limit)
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
     StreamableHttpService::new(
         move || Ok(MemdbMcp::http(db.clone())),
-        Arc::new(LocalSessionManager::default()),
+        state.mcp_sessions.manager.clone(),
         config,
     )
 }
@@ -393,7 +393,7 @@ mod tests {
             let route = format!("/mcp/tools/{}", t.name);
             assert_eq!(
                 t.writes,
-                crate::auth::WRITE_POSTS.contains(&route.as_str()),
+                !crate::auth::is_read(&axum::http::Method::POST, &route),
                 "{}",
                 t.name
             );

@@ -92,6 +92,16 @@ fn forward_key() -> Option<String> {
     })
 }
 
+/// The pid in a lock holder's description (` (pid 4242)`), compared as a
+/// number: `pid 42421` is not `pid 4242`.
+fn holder_pid(holder: &str) -> Option<u32> {
+    let rest = &holder[holder.find("pid ")? + 4..];
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..digits].parse().ok()
+}
+
 /// The forwarder to the server holding `dir`, or why there is none.
 fn forwarder_for(dir: &Path, locked: &memdb::Error) -> Result<Forwarder, ServerError> {
     let fail = |why: String| ServerError::Config(format!("{locked}; {why}"));
@@ -106,7 +116,7 @@ fn forwarder_for(dir: &Path, locked: &memdb::Error) -> Result<Forwarder, ServerE
         memdb::Error::Locked { holder, .. } => holder.clone(),
         _ => String::new(),
     };
-    if !holder.is_empty() && !holder.contains(&format!("pid {}", endpoint.pid)) {
+    if !holder.is_empty() && holder_pid(&holder) != Some(endpoint.pid) {
         return Err(fail(format!(
             "its endpoint file names pid {}, not the process holding the lock (stale file)",
             endpoint.pid
@@ -231,5 +241,14 @@ mod tests {
         };
         let e = forwarder_for(dir.path(), &locked).unwrap_err().to_string();
         assert!(e.contains("stale"), "{e}");
+    }
+
+    #[test]
+    fn holder_pids_compare_as_numbers() {
+        assert_eq!(holder_pid(" (pid 4242)"), Some(4242));
+        assert_eq!(holder_pid(" (pid 42421)"), Some(42421));
+        assert_ne!(holder_pid(" (pid 42421)"), Some(4242));
+        assert_eq!(holder_pid(""), None);
+        assert_eq!(holder_pid(" (pid x)"), None);
     }
 }

@@ -1,8 +1,12 @@
 //! The router: every route, its auth, and the layers around them.
 //!
 //! Layers, outermost first: CORS (only when origins are configured),
-//! metrics, rate limit, body limit, then authentication on every route but
-//! `/health`. Unknown routes and methods answer `{error, code}` 404/405.
+//! metrics (labels from a closed set), Host/Origin validation
+//! ([`crate::guard`]), rate limit, body read timeout, body limit, then
+//! authentication on every route but `/health` (the fallbacks authenticate
+//! too), the whole-request timeout (not on `/mcp`) and, on `/mcp`, session
+//! ownership. Unknown routes and methods answer `{error, code}` 404/405 to
+//! an authenticated client, 401 to anyone else.
 
 pub mod conversations;
 pub mod mcp;
@@ -11,11 +15,15 @@ pub mod search;
 pub mod system;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use std::time::Duration;
+
 use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -76,15 +84,24 @@ fn api_routes() -> Router<AppState> {
         .route("/openapi.json", get(system::openapi))
 }
 
-async fn not_found() -> ApiError {
-    ApiError::not_found("no such route")
+// The fallbacks authenticate first: without a valid key every path but
+// `/health` answers 401, so route names do not leak through 404 vs 405.
+async fn not_found(State(state): State<AppState>, req: Request) -> Response {
+    if let Some(r) = crate::auth::reject_unauthenticated(&state, &req) {
+        return r;
+    }
+    ApiError::not_found("no such route").into_response()
 }
 
-async fn method_not_allowed() -> ApiError {
+async fn method_not_allowed(State(state): State<AppState>, req: Request) -> Response {
+    if let Some(r) = crate::auth::reject_unauthenticated(&state, &req) {
+        return r;
+    }
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "method not allowed on this route",
     )
+    .into_response()
 }
 
 fn cors(origins: &[String]) -> Option<CorsLayer> {
@@ -112,8 +129,21 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 /// The whole application over `state`.
 pub fn router(state: AppState) -> Router {
     let mcp = crate::mcp::http_service(&state, state.mcp_shutdown.clone());
-    let authed = api_routes()
+    let mcp = Router::new()
         .route_service(crate::auth::MCP_ROUTE, mcp)
+        .route_layer(from_fn_with_state(
+            state.clone(),
+            crate::mcp::sessions::bind,
+        ));
+    // The whole-request timeout covers every route but `/mcp`, whose GET
+    // is a long-lived event stream.
+    let request_timeout = Duration::from_secs(state.config.request_timeout_secs);
+    let authed = api_routes()
+        .route_layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ))
+        .merge(mcp)
         .route_layer(from_fn_with_state(state.clone(), crate::auth::require));
     let app = Router::new()
         .merge(authed)
@@ -121,7 +151,11 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.body_limit))
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
+            state.config.body_timeout_secs,
+        )))
         .layer(from_fn_with_state(state.clone(), crate::ratelimit::limit))
+        .layer(from_fn_with_state(state.clone(), crate::guard::check))
         .layer(from_fn_with_state(state.clone(), crate::metrics::track));
     let app = match cors(&state.config.cors_origins) {
         Some(layer) => app.layer(layer),

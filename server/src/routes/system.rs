@@ -166,31 +166,53 @@ pub async fn openapi() -> Response {
 pub async fn export(
     State(s): State<AppState>,
     Query(p): Query<ExportParams>,
-) -> Result<Json<ExportOut>, ApiError> {
+) -> Result<Response, ApiError> {
     let format: ExportFormat = p.format.as_deref().unwrap_or("markdown").parse()?;
     let filter = Filter {
         label: p.label,
         folder: p.folder,
         ..Filter::default()
     };
-    let (content, n) = s
-        .run(move |db| {
-            let export = db.export(&Selection::Matching(filter))?;
-            let n = export.conversations.len();
-            let content = match format {
-                ExportFormat::Json => {
-                    serde_json::to_string_pretty(&export).map_err(ApiError::internal)?
-                }
-                ExportFormat::Markdown => export.to_markdown(),
-            };
-            Ok((content, n))
-        })
+    // One snapshot, taken before the answer starts: bad input is still a
+    // 400, and deletes that commit while the body streams are not seen.
+    let export = s
+        .run(move |db| Ok(db.export_stream(&Selection::Matching(filter))?))
         .await?;
-    Ok(Json(ExportOut {
-        content,
-        format: format.as_str().into(),
-        conversation_count: n,
-    }))
+    // The body is the `ExportOut` object, written as it is produced:
+    // `content` (the document, escaped as a JSON string), then `format` and
+    // `conversation_count`, known once the document is written.
+    let (mut out, body) = crate::stream::channel();
+    tokio::task::spawn_blocking(move || {
+        let written = (|| -> Result<usize, String> {
+            use std::io::Write as _;
+            out.write_all(b"{\"content\":\"")
+                .map_err(|e| e.to_string())?;
+            let n = export
+                .write(format, &mut crate::stream::JsonStringWriter(&mut out))
+                .map_err(|e| e.to_string())?;
+            write!(
+                out,
+                "\",\"format\":\"{}\",\"conversation_count\":{n}}}",
+                format.as_str()
+            )
+            .map_err(|e| e.to_string())?;
+            Ok(n)
+        })();
+        match written {
+            Ok(_) => {
+                let _ = out.finish();
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "export failed while streaming");
+                out.fail(e);
+            }
+        }
+    });
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
 }
 
 /// Statistics, in the envelope sekha-mcp's `memory_stats` reads.
