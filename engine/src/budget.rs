@@ -383,9 +383,7 @@ mod tests {
 
     #[test]
     fn regex_and_prefix_counts_are_bounded() {
-        let many: Vec<String> = (0..1000)
-            .map(|i| format!("content_raw:/a{i}.*/"))
-            .collect();
+        let many: Vec<String> = (0..1000).map(|i| format!("content_raw:/a{i}.*/")).collect();
         assert!(reason(&many.join(" ")).contains("regex terms"));
         let prefixes: Vec<String> = (0..33).map(|i| format!("w{i}*")).collect();
         assert!(reason(&prefixes.join(" ")).contains("prefix"));

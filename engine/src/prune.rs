@@ -54,6 +54,13 @@ pub struct PruneRequest {
     /// The time ages are measured from (default: now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub now: Option<DateTime<Utc>>,
+    /// Suggestions skipped before the page (default 0).
+    #[serde(default)]
+    pub offset: usize,
+    /// Most suggestions returned, 1..=1000 (default 1000); the counts
+    /// cover every suggestion.
+    #[serde(default)]
+    pub limit: Option<usize>,
 }
 
 impl Default for PruneRequest {
@@ -63,6 +70,8 @@ impl Default for PruneRequest {
             importance_threshold: None,
             inactivity_days: None,
             now: None,
+            offset: 0,
+            limit: None,
         }
     }
 }
@@ -133,7 +142,7 @@ pub struct PruneReport {
     pub suggestions: Vec<PruneSuggestion>,
     /// Conversations examined.
     pub total_reviewed: u64,
-    /// `suggestions.len()`.
+    /// Suggestions in all (`suggestions` is one page of them).
     pub total_suggestions: u64,
     /// Suggestions per recommendation.
     pub recommended_delete: u64,
@@ -291,6 +300,8 @@ impl Memdb {
                 format!("{importance_threshold} is outside 0..=10"),
             ));
         }
+        let limit = req.limit.unwrap_or(crate::db::MAX_LIMIT);
+        crate::db::check_limit("limit", limit)?;
         let now = req.now.unwrap_or_else(now);
         let now_us = to_micros(now);
         let txn = self.store.read()?;
@@ -372,6 +383,14 @@ impl Memdb {
                 .then(a.conversation_id.cmp(&b.conversation_id))
         });
         report.total_suggestions = report.suggestions.len() as u64;
+        // One page: the answer stays bounded however large the store is.
+        let end = req
+            .offset
+            .saturating_add(limit)
+            .min(report.suggestions.len());
+        let start = req.offset.min(end);
+        report.suggestions.truncate(end);
+        report.suggestions.drain(..start);
         Ok(report)
     }
 
@@ -536,6 +555,29 @@ mod tests {
             now: Some(now),
             ..PruneRequest::default()
         };
+        // Paged: the counts cover everything, the page holds `limit`.
+        let page = db
+            .prune_suggestions(&PruneRequest {
+                now: Some(now),
+                offset: 1,
+                limit: Some(1),
+                ..PruneRequest::default()
+            })
+            .unwrap();
+        let all = db.prune_suggestions(&req).unwrap();
+        assert_eq!(page.suggestions.len(), 1);
+        assert_eq!(page.total_suggestions, all.total_suggestions);
+        assert_eq!(
+            page.suggestions[0].conversation_id,
+            all.suggestions[1].conversation_id
+        );
+        assert!(
+            db.prune_suggestions(&PruneRequest {
+                limit: Some(0),
+                ..PruneRequest::default()
+            })
+            .is_err()
+        );
         let r = db.prune_suggestions(&req).unwrap();
         assert_eq!(r.total_reviewed, 4);
         let ids: Vec<(Uuid, Recommendation)> = r

@@ -385,6 +385,31 @@ pub struct Stats {
     pub by_label: BTreeMap<String, u64>,
 }
 
+/// Most folders and labels a [`Stats::top`] keeps each.
+pub const MAX_STATS_GROUPS: usize = 1000;
+
+impl Stats {
+    /// These statistics with only the `n` folders and the `n` labels that
+    /// hold the most conversations (ties: by name), so an answer listing
+    /// them stays bounded however many distinct labels a store has; the
+    /// totals are unchanged. Returns how many folders and labels there were.
+    pub fn top(mut self, n: usize) -> (Stats, usize, usize) {
+        fn keep(map: &mut BTreeMap<String, u64>, n: usize) -> usize {
+            let total = map.len();
+            if total > n {
+                let mut all: Vec<(String, u64)> = std::mem::take(map).into_iter().collect();
+                all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                all.truncate(n);
+                *map = all.into_iter().collect();
+            }
+            total
+        }
+        let folders = keep(&mut self.by_folder, n);
+        let labels = keep(&mut self.by_label, n);
+        (self, folders, labels)
+    }
+}
+
 /// Consistency between the store and the text index.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CheckReport {
@@ -453,5 +478,29 @@ impl CheckReport {
         self.missing_from_index.is_empty()
             && self.extra_in_index.is_empty()
             && self.messages == self.indexed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_top_keeps_the_largest_groups_and_their_totals() {
+        let mut s = Stats {
+            total_conversations: 10,
+            ..Stats::default()
+        };
+        for (i, n) in [("a", 1), ("b", 5), ("c", 3), ("d", 5)] {
+            s.by_label.insert(i.to_string(), n);
+            s.by_folder.insert(format!("/{i}"), n);
+        }
+        let (top, folders, labels) = s.clone().top(2);
+        assert_eq!((folders, labels), (4, 4));
+        assert_eq!(top.by_label.keys().collect::<Vec<_>>(), ["b", "d"]);
+        assert_eq!(top.by_folder.len(), 2);
+        assert_eq!(top.total_conversations, 10);
+        let (same, _, _) = s.clone().top(10);
+        assert_eq!(same, s);
     }
 }

@@ -95,6 +95,18 @@ impl From<memdb::Error> for ApiError {
                 tracing::error!(error = %e, "data directory locked");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store unavailable")
             }
+            // A remote provider (embeddings, chat) failed: the gateway's
+            // fault, not ours. Its message names the endpoint and the
+            // remedy, never the API key.
+            memdb::Error::Remote { kind, .. } => {
+                tracing::warn!(error = %e, "remote provider failed");
+                let status = if kind == memdb::RemoteFailure::Timeout {
+                    StatusCode::GATEWAY_TIMEOUT
+                } else {
+                    StatusCode::BAD_GATEWAY
+                };
+                ApiError::new(status, e.to_string())
+            }
             other => ApiError::internal(other),
         }
     }
@@ -137,5 +149,31 @@ impl From<QueryRejection> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, Json(self.body())).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote(kind: memdb::RemoteFailure) -> ApiError {
+        memdb::Error::Remote {
+            endpoint: "http://embed.example/v1/embeddings".into(),
+            kind,
+            status: None,
+            message: "no answer".into(),
+        }
+        .into()
+    }
+
+    #[test]
+    fn remote_failures_are_gateway_errors() {
+        let e = remote(memdb::RemoteFailure::Unreachable);
+        assert_eq!(e.status, StatusCode::BAD_GATEWAY);
+        assert!(e.message.contains("embed.example"), "{}", e.message);
+        assert_eq!(
+            remote(memdb::RemoteFailure::Timeout).status,
+            StatusCode::GATEWAY_TIMEOUT
+        );
     }
 }

@@ -563,6 +563,8 @@ pub fn memory_prune(db: &Memdb, args: MemoryPruneArgs) -> Result<Value, ApiError
         importance_threshold: importance,
         inactivity_days: None,
         now: None,
+        offset: 0,
+        limit: None,
     })?;
     serde_json::to_value(report).map_err(ApiError::internal)
 }

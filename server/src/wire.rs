@@ -555,11 +555,19 @@ pub struct StatsOut {
     pub by_folder: BTreeMap<String, u64>,
     /// Conversations per label.
     pub by_label: BTreeMap<String, u64>,
+    /// Distinct folders in all: `folders` and `by_folder` list at most the
+    /// 1000 holding the most conversations.
+    pub folders_total: usize,
+    /// Distinct labels in all (`labels` and `by_label`: at most 1000).
+    pub labels_total: usize,
 }
 
 impl From<memdb::Stats> for StatsOut {
     fn from(s: memdb::Stats) -> Self {
+        let (s, folders_total, labels_total) = s.top(memdb::MAX_STATS_GROUPS);
         StatsOut {
+            folders_total,
+            labels_total,
             total_conversations: s.total_conversations,
             total_messages: s.total_messages,
             total_words: s.total_words,
@@ -685,6 +693,13 @@ pub struct PruneDryRunBody {
     /// Days without activity after which a younger conversation is idle (default 30).
     #[serde(default)]
     pub inactivity_days: Option<u32>,
+    /// Suggestions skipped before the page (default 0).
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Most suggestions in the answer, 1..=1000 (default 1000);
+    /// `total_suggestions` counts them all.
+    #[serde(default)]
+    pub limit: Option<usize>,
 }
 
 /// What prune execution does.

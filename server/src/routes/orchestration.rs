@@ -90,6 +90,8 @@ pub async fn prune_dry_run(
         importance_threshold: body.importance_threshold.map(|v| v as f32),
         inactivity_days: body.inactivity_days,
         now: None,
+        offset: body.offset.unwrap_or(0),
+        limit: body.limit,
     };
     let out = s
         .run(move |db| to_json(&db.prune_suggestions(&req)?))
