@@ -206,3 +206,30 @@ fn malformed_export_is_rejected_before_writing() {
     ));
     unchanged(&db2, &before);
 }
+
+/// Queries the fuzzer found tripping a tantivy debug assertion (an
+/// exclusion of a phrase over `*`): an answer or an error, never a panic.
+#[test]
+fn fuzzer_found_queries_never_panic() {
+    let dir = tmp();
+    let db = Memdb::open(dir.path()).expect("open");
+    conv(
+        &db,
+        "Zeros",
+        "/z",
+        &["0 0 and 0-0", "x x2 x%2", "plain words"],
+    );
+    conv(&db, "More", "/z", &["another 0 0 line", "nothing here"]);
+    for q in [
+        "*\n*\n-0-0",
+        "\u{7f}x%\u{1e}\u{b1}\u{7f}x%2",
+        "* -\"0 0\"",
+        "a -0-0 *",
+    ] {
+        // A panic here fails the test; an error must be a typed one.
+        match db.search_text(&TextQuery::new(q)) {
+            Ok(_) | Err(Error::TextIndex(_) | Error::InvalidInput { .. }) => {}
+            Err(e) => panic!("{q:?}: unexpected error {e}"),
+        }
+    }
+}
