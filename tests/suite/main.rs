@@ -24,6 +24,7 @@ mod server_e2e;
 mod server_orchestration;
 mod server_security;
 mod server_util;
+mod tidy;
 mod vector_crash;
 mod vectors;
 
