@@ -110,6 +110,9 @@ pub struct Memdb {
     checkpointer: Mutex<Checkpointer>,
     write_lock: Mutex<()>,
     last_lsn: AtomicU64,
+    /// Derived-index maintenance steps that failed after a durable write
+    /// (each is logged; the next search or open replays from the oplog).
+    maintenance_failures: AtomicU64,
     pub(crate) vectors: VectorIndexes,
     recovery: Vec<String>,
     pub(crate) pipeline: crate::embedding::Pipeline,
@@ -183,6 +186,7 @@ impl Memdb {
             checkpointer: Mutex::new(checkpointer),
             write_lock: Mutex::new(()),
             last_lsn: AtomicU64::new(last),
+            maintenance_failures: AtomicU64::new(0),
             vectors,
             recovery,
             pipeline: Default::default(),
@@ -313,7 +317,9 @@ impl Memdb {
             crate::embedding::enqueue_new(txn, ops.ops())?;
             // Query embeddings computed while writers held the lock ride
             // along (a failure here must not fail the write).
-            let _ = self.store_pending_cache(txn);
+            if let Err(e) = self.store_pending_cache(txn) {
+                self.maintenance_failed("storing cached query embeddings", &e);
+            }
             Ok(value)
         })?;
         self.rows
@@ -325,7 +331,8 @@ impl Memdb {
         let inserted = recorded.iter().any(|op| matches!(op, Op::InsertMessage(_)));
         // The write is durable now. Index maintenance failures must not turn
         // it into an error: the next search or open replays from the oplog.
-        if let Err(_e) = self.vectors.apply(&self.store, lsn, &recorded) {
+        if let Err(e) = self.vectors.apply(&self.store, lsn, &recorded) {
+            self.maintenance_failed("applying the write to the vector index", &e);
             for op in &recorded {
                 if let Op::PutVector(s, _) | Op::DeleteVector(s, _) = op {
                     self.vectors.forget(*s);
@@ -338,11 +345,29 @@ impl Memdb {
             false
         };
         if !applied {
-            let _ = self.catch_up_text();
-        } else if text.uncommitted_entries() >= self.config.text_commit_every {
-            let _ = text.commit();
+            if let Err(e) = self.catch_up_text() {
+                self.maintenance_failed("catching the text index up", &e);
+            }
+        } else if text.uncommitted_entries() >= self.config.text_commit_every
+            && let Err(e) = text.commit()
+        {
+            self.maintenance_failed("committing the text index", &e);
         }
         Ok((value, inserted))
+    }
+
+    /// Records a failed maintenance step of a derived index: logged as a
+    /// warning and counted ([`Memdb::maintenance_failures`]). The write that
+    /// caused it is durable; the index catches up from the oplog later.
+    fn maintenance_failed(&self, what: &str, e: &Error) {
+        self.maintenance_failures.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(error = %e, "index maintenance failed: {what} (the oplog replays it)");
+    }
+
+    /// Derived-index maintenance steps that failed since open (logged as
+    /// warnings; served as a metric by memdb-server).
+    pub fn maintenance_failures(&self) -> u64 {
+        self.maintenance_failures.load(Ordering::Relaxed)
     }
 
     /// Makes every returned write visible to text search.

@@ -74,6 +74,8 @@ pub struct Gauges {
     pub text_index_unsynced: u64,
     /// Searchable segments in the text index.
     pub text_index_segments: u64,
+    /// Derived-index maintenance steps that failed since open.
+    pub maintenance_failures: u64,
 }
 
 impl Metrics {
@@ -148,6 +150,13 @@ impl Metrics {
             out,
             "memdb_row_cache_lookups_total{{result=\"hit\"}} {}\nmemdb_row_cache_lookups_total{{result=\"miss\"}} {}",
             gauges.row_cache_hits, gauges.row_cache_misses
+        );
+        out.push_str("# HELP memdb_index_maintenance_failures_total Derived-index maintenance steps that failed after a durable write (replayed from the oplog; details in the log).\n");
+        out.push_str("# TYPE memdb_index_maintenance_failures_total counter\n");
+        let _ = writeln!(
+            out,
+            "memdb_index_maintenance_failures_total {}",
+            gauges.maintenance_failures
         );
         let gauges = [
             (

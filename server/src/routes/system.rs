@@ -129,6 +129,7 @@ pub async fn metrics(State(s): State<AppState>) -> Result<Response, ApiError> {
                 text_index_uncommitted: text.store_lsn.saturating_sub(text.committed_lsn),
                 text_index_unsynced: text.committed_lsn.saturating_sub(text.durable_lsn),
                 text_index_segments: text.segments,
+                maintenance_failures: db.maintenance_failures(),
                 store_bytes: dir_size(&dir.join("memdb.redb")),
                 text_index_bytes: dir_size(&dir.join("text")),
                 vector_index_bytes: dir_size(&dir.join("vectors")),
