@@ -1,0 +1,42 @@
+//! Fuzzes the keyword query path: the query-complexity budget
+//! (`memdb::check_query`), text search (`Memdb::search_text`) and keyword
+//! mode of `Memdb::search`, against a small fixed store (common.rs).
+//!
+//! Errors are fine; a panic or a stack overflow (on a 2 MiB stack, as in
+//! the server) is a bug. The budget is enforced inside the engine: a query
+//! `check_query` refuses must be refused by both searches too.
+
+#![no_main]
+
+#[path = "common.rs"]
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+use memdb::{SearchMode, SearchRequest, TextQuery};
+
+fuzz_target!(|data: &[u8]| {
+    let s = String::from_utf8_lossy(data).into_owned();
+    common::run(move |f| {
+        let budget = memdb::check_query(&s);
+        let text = f.db.search_text(&TextQuery::new(s.as_str()));
+        let keyword =
+            f.db.search(&SearchRequest::new(s.as_str()).mode(SearchMode::Keyword));
+        if let Err(e) = &budget {
+            assert!(
+                text.is_err(),
+                "check_query refused {s:?} ({e}) but search_text accepted it"
+            );
+            assert!(
+                keyword.is_err(),
+                "check_query refused {s:?} ({e}) but keyword search accepted it"
+            );
+        }
+        // Every hit resolves to a fixture message.
+        if let Ok(hits) = &text {
+            assert!(hits.len() <= 10);
+            for h in hits {
+                assert!(f.ids.contains(&h.message.conversation_id));
+            }
+        }
+    });
+});
