@@ -5,6 +5,7 @@
 //! Importing it restores ids, timestamps, status, importance and metadata, so
 //! export → import round-trips. Markdown is for people and is not imported.
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
@@ -141,29 +142,28 @@ impl Memdb {
 
     /// The selection as of now, from one read snapshot, to be written one
     /// conversation at a time ([`ExportStream::write`]): writes and deletes
-    /// that commit meanwhile are not seen, and memory holds the selected
-    /// ids (16 bytes each) plus one conversation, whatever the store's size.
+    /// that commit meanwhile are not seen, and memory holds one batch of
+    /// ids ([`EXPORT_BATCH`]) plus one conversation, whatever the store's
+    /// size. Order: newest `updated_at` first (the update-time index, read
+    /// in batches from a cursor; filters are applied row by row).
     pub fn export_stream(&self, selection: &Selection) -> Result<ExportStream> {
         let txn = self.store.read()?;
-        let ids = match selection {
+        let (filter, pending) = match selection {
             Selection::One(id) => {
                 // Fails now, with NotFound, rather than mid-stream.
                 crate::db::conversation_with_messages_in(&txn, *id)?;
-                vec![id.as_u128()]
+                (None, VecDeque::from([id.as_u128()]))
             }
             Selection::Matching(filter) => {
-                let filter = crate::db::normalize_filter(filter)?;
-                let mut ids = Vec::new();
-                crate::db::scan_matching_in(&txn, &filter, |id, _| {
-                    ids.push(id);
-                    Ok(())
-                })?;
-                ids
+                (Some(crate::db::normalize_filter(filter)?), VecDeque::new())
             }
         };
         Ok(ExportStream {
             txn,
-            ids: ids.into_iter(),
+            filter,
+            pending,
+            cursor: None,
+            exhausted: false,
             exported_at: crate::time::now(),
         })
     }
@@ -238,17 +238,27 @@ impl Memdb {
     }
 }
 
+/// Conversation ids an export reads from its snapshot at a time.
+pub const EXPORT_BATCH: usize = 256;
+
 /// An export read from one snapshot (see [`Memdb::export_stream`]).
 pub struct ExportStream {
     txn: redb::ReadTransaction,
-    ids: std::vec::IntoIter<u128>,
+    /// `None` for a single conversation (already in `pending`).
+    filter: Option<Filter>,
+    /// Ids read and not yet exported.
+    pending: VecDeque<u128>,
+    /// The last update-index key read: the next batch starts below it.
+    cursor: Option<(i64, u128)>,
+    exhausted: bool,
     exported_at: DateTime<Utc>,
 }
 
 impl std::fmt::Debug for ExportStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExportStream")
-            .field("remaining", &self.ids.len())
+            .field("filter", &self.filter)
+            .field("pending", &self.pending.len())
             .field("exported_at", &self.exported_at)
             .finish_non_exhaustive()
     }
@@ -262,9 +272,35 @@ fn io_error(e: std::io::Error) -> Error {
 }
 
 impl ExportStream {
-    /// Conversations not yet read.
-    pub fn remaining(&self) -> usize {
-        self.ids.len()
+    /// Reads the next batch of matching ids below the cursor, newest
+    /// updated first.
+    fn refill(&mut self) -> Result<()> {
+        let Some(filter) = &self.filter else {
+            self.exhausted = true;
+            return Ok(());
+        };
+        let by_updated = self.txn.open_table(crate::store::CONV_BY_UPDATED)?;
+        let convs = self.txn.open_table(crate::store::CONVERSATIONS)?;
+        let range = match self.cursor {
+            Some(c) => by_updated.range(..c)?,
+            None => by_updated.range::<(i64, u128)>(..)?,
+        };
+        let mut read = 0;
+        for row in range.rev() {
+            let key = row?.0.value();
+            self.cursor = Some(key);
+            read += 1;
+            if let Some(rec) = crate::store::get_conversation(&convs, key.1)?
+                && crate::db::matches_filter(filter, &rec)
+            {
+                self.pending.push_back(key.1);
+            }
+            if read >= EXPORT_BATCH {
+                return Ok(());
+            }
+        }
+        self.exhausted = true;
+        Ok(())
     }
 
     /// When the snapshot was taken.
@@ -338,7 +374,13 @@ impl Iterator for ExportStream {
 
     /// The next conversation, from the snapshot.
     fn next(&mut self) -> Option<Self::Item> {
-        let id = self.ids.next()?;
+        while self.pending.is_empty() && !self.exhausted {
+            if let Err(e) = self.refill() {
+                self.exhausted = true;
+                return Some(Err(e));
+            }
+        }
+        let id = self.pending.pop_front()?;
         Some(crate::db::conversation_with_messages_in(
             &self.txn,
             Uuid::from_u128(id),

@@ -82,8 +82,8 @@ pub use embed::{
 pub use embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use error::{Error, RemoteFailure, Result};
 pub use export::{
-    EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ExportStream, ImportOptions, ImportReport,
-    Selection,
+    EXPORT_BATCH, EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ExportStream, ImportOptions,
+    ImportReport, Selection,
 };
 pub use llm::{OpenAiChat, OpenAiChatConfig};
 pub use prune::{

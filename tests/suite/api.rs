@@ -452,3 +452,44 @@ fn batch_create_is_all_or_nothing() {
         "nothing of the failed batch was written"
     );
 }
+
+/// Exports read the snapshot in batches: more conversations than one batch,
+/// filtered, come out complete and in list order (newest updated first).
+#[test]
+fn batched_export_matches_the_listing() {
+    let dir = crate::tmp();
+    let db = Memdb::open(dir.path()).expect("open");
+    let n = memdb::EXPORT_BATCH * 2 + 37;
+    for i in 0..n {
+        let folder = if i % 3 == 0 { "/three" } else { "/other" };
+        crate::conv(&db, &format!("c{i}"), folder, &[&format!("text {i}")]);
+    }
+    for filter in [
+        Filter::default(),
+        Filter {
+            folder: Some("/three".into()),
+            ..Filter::default()
+        },
+    ] {
+        let listed: Vec<uuid::Uuid> = db
+            .list_conversations(
+                &filter,
+                Page {
+                    offset: 0,
+                    limit: 1000,
+                },
+            )
+            .expect("list")
+            .conversations
+            .iter()
+            .map(|c| c.id)
+            .collect();
+        let exported: Vec<uuid::Uuid> = db
+            .export_stream(&Selection::Matching(filter.clone()))
+            .expect("export")
+            .map(|c| c.expect("conversation").conversation.id)
+            .collect();
+        assert_eq!(exported.len(), listed.len());
+        assert_eq!(exported, listed);
+    }
+}
