@@ -61,9 +61,12 @@ impl Source {
     }
 }
 
-/// A conversation body for `store`.
+/// A conversation body for `store`: Sekha's `POST /api/v1/conversations`
+/// body, parsed by the server's own wire type, so the CLI and REST accept
+/// exactly the same bodies (e.g. `importance_score: 7.5`, rounded).
 pub fn new_conversation(source: &Source) -> Result<NewConversation> {
-    source.parse("conversation JSON")
+    let body: memdb_server::wire::CreateConversation = source.parse("conversation JSON")?;
+    body.into_new().map_err(|e| anyhow::anyhow!(e.message))
 }
 
 /// The `{"messages": [...]}` form of an append body.

@@ -224,6 +224,15 @@ fn store_from_file_emits_the_whole_conversation() {
     let body = cooking_conversation().to_string();
     db.run_stdin(&["store", "-"], Some(body.as_bytes())).ok();
     assert_eq!(db.count(), 2);
+    // The same body REST takes: a fractional importance is rounded, as
+    // `POST /api/v1/conversations` does.
+    let mut frac = cooking_conversation();
+    frac["importance_score"] = json!(7.5);
+    let out = db
+        .run_stdin(&["store", "-", "--json"], Some(frac.to_string().as_bytes()))
+        .ok()
+        .json();
+    assert_eq!(out["importance_score"], 8);
 }
 
 // ----- the other subcommands ---------------------------------------------
@@ -621,7 +630,7 @@ fn bad_store_bodies_write_nothing() {
     );
     bad(
         r#"{"label": "x", "messages": [{"role": "user", "content": "hi", "timestamp": "later"}]}"#,
-        &["invalid timestamp", "later"],
+        &["invalid messages[0].timestamp", "later"],
     );
     bad(
         r#"{"label": "x", "messages": [{"role": "us er", "content": "hi"}]}"#,
