@@ -7,12 +7,24 @@
 //! blocking pool, both with tokio's default 2 MiB stacks; libFuzzer calls
 //! the target on the main thread (8 MiB). Running every input on a 2 MiB
 //! thread makes a recursion that would overflow the server's stack crash
-//! here too. A panic on the worker aborts the process (libfuzzer-sys'
-//! panic hook), so libFuzzer records it like one on the main thread.
+//! here too.
+//!
+//! Panics: the engine's contract is that none reaches its caller, and it
+//! turns some it cannot prevent (tantivy debug assertions) into errors with
+//! `catch_unwind`. libfuzzer-sys' panic hook would abort on those anyway,
+//! before any unwinding, so the worker installs its own: a panic on the
+//! worker is recorded, and aborts the process (a crash for libFuzzer, with
+//! its message and backtrace) only if it unwinds out of the engine into
+//! the target. One the engine caught is printed once per source location.
+//! `MEMDB_FUZZ_STRICT_PANICS=1` keeps libfuzzer-sys' hook: every panic,
+//! caught or not, is a crash.
 
 // Each target uses only part of this module.
 #![allow(dead_code)]
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Mutex, OnceLock};
 
@@ -186,18 +198,65 @@ struct Worker {
 
 static WORKER: OnceLock<Mutex<Worker>> = OnceLock::new();
 
+thread_local! {
+    /// Set on the worker thread.
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+    /// The last panic on this thread: message, location and backtrace.
+    static LAST_PANIC: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
+}
+
+/// Records panics on the worker instead of aborting (see the module doc);
+/// every other thread keeps the previous hook (libfuzzer-sys' abort).
+fn install_panic_hook() {
+    if std::env::var_os("MEMDB_FUZZ_STRICT_PANICS").is_some() {
+        return;
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !ON_WORKER.get() {
+            return previous(info);
+        }
+        let location = info
+            .location()
+            .map_or_else(|| "unknown location".to_string(), ToString::to_string);
+        let report = format!("{info}\n{}", std::backtrace::Backtrace::force_capture());
+        LAST_PANIC.set(Some((location, report)));
+    }));
+}
+
+/// Runs one job: aborts if a panic unwinds out of it, and reports (once
+/// per location) a panic that was caught inside it.
+fn run_job(job: Job, fixture: &mut Fixture, caught: &mut HashSet<String>) {
+    LAST_PANIC.set(None);
+    let escaped = catch_unwind(AssertUnwindSafe(|| job(fixture))).is_err();
+    let last = LAST_PANIC.take();
+    if escaped {
+        let (_, report) = last.unwrap_or_default();
+        eprintln!("panic escaped into the fuzz target: {report}");
+        std::process::abort();
+    }
+    if let Some((location, report)) = last
+        && caught.insert(location)
+    {
+        eprintln!("note: a panic was caught inside the engine (not a crash): {report}");
+    }
+}
+
 /// Runs `job` against the fixture store on the worker thread and waits.
 pub fn run(job: impl FnOnce(&mut Fixture) + Send + 'static) {
     let worker = WORKER.get_or_init(|| {
+        install_panic_hook();
         let (jobs, job_rx) = sync_channel::<Job>(0);
         let (done_tx, done) = sync_channel::<()>(0);
         std::thread::Builder::new()
             .name("fuzz-worker".into())
             .stack_size(SERVER_STACK)
             .spawn(move || {
+                ON_WORKER.set(true);
                 let mut fixture = open();
+                let mut caught = HashSet::new();
                 while let Ok(job) = job_rx.recv() {
-                    job(&mut fixture);
+                    run_job(job, &mut fixture, &mut caught);
                     if done_tx.send(()).is_err() {
                         break;
                     }

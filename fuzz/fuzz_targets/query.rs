@@ -2,8 +2,9 @@
 //! (`memdb::check_query`), text search (`Memdb::search_text`) and keyword
 //! mode of `Memdb::search`, against a small fixed store (common.rs).
 //!
-//! Errors are fine; a panic or a stack overflow (on a 2 MiB stack, as in
-//! the server) is a bug. The budget is enforced inside the engine: a query
+//! Errors are fine; a panic that reaches the caller or a stack overflow
+//! (on a 2 MiB stack, as in the server) is a bug (see common.rs for panics
+//! the engine catches). The budget is enforced inside the engine: a query
 //! `check_query` refuses must be refused by both searches too.
 
 #![no_main]
