@@ -402,6 +402,54 @@ mod tests {
         check("content_raw:/a.*b/").unwrap();
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Safe by construction: whatever passes the budget parses within
+        /// a 256 KiB stack (an eighth of a tokio blocking thread's), so the
+        /// recursion the depth limit leaves cannot overflow any thread the
+        /// engine runs on. Inputs are drawn from the grammar's own
+        /// characters and keywords, deeply nested ones included.
+        #[test]
+        fn queries_within_budget_parse_on_a_small_stack(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("(".to_string()),
+                    proptest::strategy::Just(")".to_string()),
+                    proptest::strategy::Just("NOT ".to_string()),
+                    proptest::strategy::Just(" AND ".to_string()),
+                    proptest::strategy::Just(" OR ".to_string()),
+                    proptest::strategy::Just("\"".to_string()),
+                    proptest::strategy::Just("content:".to_string()),
+                    proptest::strategy::Just("content:(".to_string()),
+                    proptest::strategy::Just("-".to_string()),
+                    proptest::strategy::Just("+".to_string()),
+                    proptest::strategy::Just("*".to_string()),
+                    proptest::strategy::Just(" ".to_string()),
+                    "[a-z]{1,6}",
+                ],
+                0..400,
+            ),
+            repeat in 1usize..40,
+        ) {
+            let q = parts.concat().repeat(repeat);
+            if check(&q).is_ok() {
+                let parsed = std::thread::Builder::new()
+                    .stack_size(256 * 1024)
+                    .spawn(move || {
+                        let mut b = tantivy::schema::Schema::builder();
+                        let content = b.add_text_field("content", tantivy::schema::TEXT);
+                        let index = tantivy::Index::create_in_ram(b.build());
+                        let parser = tantivy::query::QueryParser::for_index(&index, vec![content]);
+                        let _ = parser.parse_query(&q);
+                    })
+                    .expect("spawn")
+                    .join();
+                proptest::prop_assert!(parsed.is_ok(), "parsing panicked");
+            }
+        }
+    }
+
     #[test]
     fn length_is_bounded() {
         let q = "a ".repeat(5000);
