@@ -102,16 +102,8 @@ pub fn check_with(query: &str, limits: &QueryLimits) -> Result<QueryShape> {
     // `NOT` keywords since the last term: each is one level of recursion.
     let mut nots = 0usize;
     let mut i = 0;
-    let count_term = |shape: &mut QueryShape, n: usize| -> Result<()> {
-        shape.terms += n;
-        if shape.terms > limits.max_terms {
-            return Err(over(
-                &format!("more than {} terms", limits.max_terms),
-                limits.max_terms,
-            ));
-        }
-        Ok(())
-    };
+    let count_term =
+        |shape: &mut QueryShape, n: usize| bump(&mut shape.terms, n, limits.max_terms, "terms");
     let deeper = |shape: &mut QueryShape, depth: usize| -> Result<()> {
         shape.depth = shape.depth.max(depth);
         if depth > limits.max_depth {
@@ -257,25 +249,26 @@ fn count_words(bytes: &[u8]) -> usize {
         .count()
 }
 
-fn prefix(shape: &mut QueryShape, limits: &QueryLimits) -> Result<()> {
-    shape.prefixes += 1;
-    if shape.prefixes > limits.max_prefix {
-        return Err(over(
-            &format!("more than {} prefix or wildcard terms", limits.max_prefix),
-            limits.max_prefix,
-        ));
+/// Adds `by` to `count`; over `limit`, the error naming `what` was counted.
+fn bump(count: &mut usize, by: usize, limit: usize, what: &str) -> Result<()> {
+    *count += by;
+    if *count > limit {
+        return Err(over(&format!("more than {limit} {what}"), limit));
     }
     Ok(())
 }
 
+fn prefix(shape: &mut QueryShape, limits: &QueryLimits) -> Result<()> {
+    bump(
+        &mut shape.prefixes,
+        1,
+        limits.max_prefix,
+        "prefix or wildcard terms",
+    )
+}
+
 fn regex(shape: &mut QueryShape, limits: &QueryLimits, pattern: &str) -> Result<()> {
-    shape.regexes += 1;
-    if shape.regexes > limits.max_regex {
-        return Err(over(
-            &format!("more than {} regex terms", limits.max_regex),
-            limits.max_regex,
-        ));
-    }
+    bump(&mut shape.regexes, 1, limits.max_regex, "regex terms")?;
     if pattern.len() > limits.max_regex_bytes {
         return Err(over(
             &format!(

@@ -692,7 +692,6 @@ impl Memdb {
             return Err(Error::invalid("query", "query is empty"));
         }
         check_limit("limit", query.limit)?;
-        crate::budget::check(&query.query)?;
         let ids = self.text_hits(query)?;
         self.resolve_hits(&ids)
     }

@@ -330,7 +330,6 @@ impl ExportStream {
         let head = head.trim_end().trim_end_matches('}').trim_end();
         write!(out, "{head},\n  \"conversations\": [").map_err(io_error)?;
         let mut n = 0;
-        let exported_at = self.exported_at;
         for c in self {
             let c = c?;
             let body = serde_json::to_string_pretty(&c)
@@ -346,7 +345,6 @@ impl ExportStream {
             }
             n += 1;
         }
-        let _ = exported_at;
         out.write_all(if n == 0 { b"]\n}" } else { b"\n  ]\n}" })
             .map_err(io_error)?;
         Ok(n)

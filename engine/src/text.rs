@@ -737,9 +737,6 @@ impl TextIndex {
 
     /// Parses the query syntax (SPEC.md §6) into a tantivy query.
     fn parse(&self, query: &str) -> Result<Box<dyn Query>> {
-        // The parser recurses per nesting level and compiles regexes as it
-        // goes: nothing reaches it over budget (the callers check too).
-        crate::budget::check(query)?;
         if let Some(quote) = unbalanced_quote(query) {
             return Err(Error::invalid(
                 "query",
@@ -763,6 +760,10 @@ impl TextIndex {
         offset: usize,
     ) -> Result<Vec<(u128, f32)>> {
         let f = self.fields;
+        // The parser recurses per nesting level and compiles regexes as it
+        // goes: every keyword search passes here, and nothing over the
+        // budget goes further (SPEC §7.4).
+        crate::budget::check(query_text)?;
         let user = match self.plain.build(query_text) {
             Some(q) => q,
             None => self.parse(query_text)?,

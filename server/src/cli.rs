@@ -162,23 +162,17 @@ impl ServeArgs {
         if !self.allowed_origins.is_empty() {
             c.allowed_origins = self.allowed_origins.clone();
         }
-        let set = |v: Option<u64>, field: &mut u64| {
-            if let Some(v) = v {
-                *field = v;
-            }
-        };
-        set(self.header_timeout, &mut c.header_timeout_secs);
-        set(self.body_timeout, &mut c.body_timeout_secs);
-        set(self.request_timeout, &mut c.request_timeout_secs);
-        for (v, field) in [
-            (self.max_connections, &mut c.max_connections),
-            (self.max_connections_per_ip, &mut c.max_connections_per_ip),
-            (self.mcp_sessions_per_key, &mut c.mcp_sessions_per_key),
-        ] {
+        fn set<T>(v: Option<T>, field: &mut T) {
             if let Some(v) = v {
                 *field = v;
             }
         }
+        set(self.header_timeout, &mut c.header_timeout_secs);
+        set(self.body_timeout, &mut c.body_timeout_secs);
+        set(self.request_timeout, &mut c.request_timeout_secs);
+        set(self.max_connections, &mut c.max_connections);
+        set(self.max_connections_per_ip, &mut c.max_connections_per_ip);
+        set(self.mcp_sessions_per_key, &mut c.mcp_sessions_per_key);
         if let Some(e) = embedder {
             c.embedder = e;
         }

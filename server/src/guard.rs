@@ -125,13 +125,13 @@ pub async fn check(State(state): State<AppState>, req: Request, next: Next) -> R
     let host = req
         .headers()
         .get(header::HOST)
-        .and_then(|h| h.to_str().ok().map(str::to_string))
-        .or_else(|| req.uri().authority().map(|a| a.as_str().to_string()));
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()));
     // `/health` answers anyone (load-balancer probes use any Host; it
     // reveals nothing a rebinding page could use).
     if let Some(host) = host
         && req.uri().path() != "/health"
-        && !host_allowed(&host, &state.config.allowed_hosts)
+        && !host_allowed(host, &state.config.allowed_hosts)
     {
         return forbidden(
             "host not allowed: add it to allowed_hosts (MEMDB_ALLOWED_HOSTS) to serve it",

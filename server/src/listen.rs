@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -187,13 +187,6 @@ pub fn limits(config: &crate::ServerConfig) -> Limits {
         max_connections_per_ip: config.max_connections_per_ip,
         trusted: config.trusted_proxies.clone(),
     }
-}
-
-/// The peer address of a served request (set on every request by [`serve`]).
-pub fn peer(req: &axum::extract::Request) -> Option<SocketAddr> {
-    req.extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0)
 }
 
 #[cfg(test)]

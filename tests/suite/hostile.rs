@@ -102,12 +102,8 @@ impl Drop for Server {
     }
 }
 
-/// An MCP `initialize` over streamable HTTP with `key`, optionally from a
-/// browser `origin`.
-fn mcp_init(s: &Server, key: &str, origin: Option<&str>) -> Resp {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "hostile", "version": "1"}}});
+/// The headers of a streamable-HTTP MCP request with `key`, on `session`.
+fn mcp_headers(key: &str, session: Option<&str>) -> Vec<(String, String)> {
     let mut headers = vec![
         ("Content-Type".to_string(), "application/json".to_string()),
         (
@@ -116,6 +112,19 @@ fn mcp_init(s: &Server, key: &str, origin: Option<&str>) -> Resp {
         ),
         ("Authorization".to_string(), format!("Bearer {key}")),
     ];
+    if let Some(id) = session {
+        headers.push(("Mcp-Session-Id".to_string(), id.to_string()));
+    }
+    headers
+}
+
+/// An MCP `initialize` over streamable HTTP with `key`, optionally from a
+/// browser `origin`.
+fn mcp_init(s: &Server, key: &str, origin: Option<&str>) -> Resp {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "hostile", "version": "1"}}});
+    let mut headers = mcp_headers(key, None);
     if let Some(o) = origin {
         headers.push(("Origin".to_string(), o.to_string()));
     }
@@ -131,16 +140,8 @@ fn mcp_init(s: &Server, key: &str, origin: Option<&str>) -> Resp {
 /// A JSON-RPC call on an open MCP session.
 fn mcp_call(s: &Server, key: &str, session: &str, id: u64, method: &str, params: Value) -> Resp {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let headers = vec![
-        ("Content-Type".to_string(), "application/json".to_string()),
-        (
-            "Accept".to_string(),
-            "application/json, text/event-stream".to_string(),
-        ),
-        ("Authorization".to_string(), format!("Bearer {key}")),
-        ("Mcp-Session-Id".to_string(), session.to_string()),
-        ("Mcp-Protocol-Version".to_string(), "2025-06-18".to_string()),
-    ];
+    let mut headers = mcp_headers(key, Some(session));
+    headers.push(("Mcp-Protocol-Version".to_string(), "2025-06-18".to_string()));
     raw(
         s.addr,
         "POST",
@@ -156,15 +157,7 @@ fn mcp_session(s: &Server, key: &str) -> String {
     assert_eq!(r.status, 200, "{}", r.text());
     let id = r.header("mcp-session-id").expect("session id").to_string();
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let headers = vec![
-        ("Content-Type".to_string(), "application/json".to_string()),
-        (
-            "Accept".to_string(),
-            "application/json, text/event-stream".to_string(),
-        ),
-        ("Authorization".to_string(), format!("Bearer {key}")),
-        ("Mcp-Session-Id".to_string(), id.clone()),
-    ];
+    let headers = mcp_headers(key, Some(&id));
     let r = raw(
         s.addr,
         "POST",
