@@ -57,6 +57,14 @@ pub struct Config {
 }
 
 impl Config {
+    /// The limits validation applies to one write.
+    pub(crate) fn write_limits(&self) -> crate::model::validate::WriteLimits {
+        crate::model::validate::WriteLimits {
+            max_messages_per_write: self.max_messages_per_write,
+            max_message_bytes: self.max_message_bytes,
+        }
+    }
+
     /// Defaults with `embedder` as the embedding model.
     pub fn with_embedder(embedder: Arc<dyn Embedder>) -> Self {
         Config {

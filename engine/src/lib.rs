@@ -35,79 +35,63 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-mod budget;
-mod chat;
-mod checkpoint;
 mod config;
-mod context;
+mod conversations;
 mod db;
 mod embed;
-mod embedding;
 mod error;
-mod export;
-mod http;
-mod keywords;
 mod llm;
-mod lock;
-mod pairs;
-mod plainquery;
-mod prune;
-mod rowcache;
-mod search;
-mod softdir;
-mod spaces;
+mod model;
+mod query;
 mod store;
-mod suggest;
-mod summary;
 mod text;
-mod time;
-mod tokens;
-mod types;
-mod validate;
+mod util;
 mod vector;
-mod vindex;
 
-pub use budget::{QueryLimits, QueryShape, check as check_query, check_with as check_query_with};
-pub use chat::ChatModel;
 pub use config::Config;
-pub use context::{
+pub use conversations::context::{
     AssembledContext, Citation, ContextMessage, ContextRequest, Ranking, RecallCounts,
     RecallSource, pack, rank_score, recency,
 };
-pub use db::{MAX_LIMIT, Memdb};
+pub use conversations::export::{
+    EXPORT_BATCH, EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ExportStream, ImportOptions,
+    ImportReport, Selection,
+};
+pub use conversations::prune::{
+    PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
+    Recommendation,
+};
+pub use conversations::suggest::{
+    ImportanceScore, LabelSuggestion, LabelSuggestions, heuristic_importance,
+};
+pub use conversations::summary::{
+    Extractive, LlmSummarizer, ServedSummary, SummarizeRequest, Summarizer, Summary, SummaryInput,
+    SummaryLevel, SummarySource,
+};
+pub use db::Memdb;
+pub use db::embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use embed::{
     Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, OpenAiConfig,
     OpenAiEmbedder, default_models_dir,
 };
-pub use embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use error::{Error, RemoteFailure, Result};
-pub use export::{
-    EXPORT_BATCH, EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ExportStream, ImportOptions,
-    ImportReport, Selection,
-};
-pub use llm::{OpenAiChat, OpenAiChatConfig};
-pub use prune::{
-    PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
-    Recommendation,
-};
-pub use search::{
-    FusionMethod, FusionWeights, MAX_OFFSET, ScoreExplain, SearchMode, SearchRequest, SearchResults,
-};
-pub use spaces::{
-    MAX_DIMENSION, Metric, SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome,
-};
-pub use suggest::{ImportanceScore, LabelSuggestion, LabelSuggestions, heuristic_importance};
-pub use summary::{
-    Extractive, LlmSummarizer, ServedSummary, SummarizeRequest, Summarizer, Summary, SummaryInput,
-    SummaryLevel, SummarySource,
-};
-pub use time::parse_timestamp;
-pub use tokens::{TokenCounter, estimate_tokens};
-pub use types::*;
-pub use validate::{
+pub use llm::{ChatModel, OpenAiChat, OpenAiChatConfig};
+pub use model::filter::MAX_LIMIT;
+pub use model::metric::{MAX_DIMENSION, Metric};
+pub use model::types::*;
+pub use model::validate::{
     MAX_FOLDER_BYTES, MAX_FOLDER_DEPTH, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES,
 };
-pub use vindex::{VectorSearch, VectorStats};
+pub use query::{
+    FusionMethod, FusionWeights, MAX_OFFSET, SearchMode, SearchRequest, SearchResults,
+};
+pub use text::budget::{
+    QueryLimits, QueryShape, check as check_query, check_with as check_query_with,
+};
+pub use util::time::parse_timestamp;
+pub use util::tokens::{TokenCounter, estimate_tokens};
+pub use vector::index::{VectorSearch, VectorStats};
+pub use vector::spaces::{SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome};
 
 /// The README's Rust tour, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]
@@ -120,7 +104,7 @@ mod readme {}
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub mod bench_internals {
-    pub use crate::search::hybrid_keyword_query;
+    pub use crate::query::hybrid_keyword_query;
     pub use crate::vector::bench::{BenchError, Generation, Graph, clustered, run};
     pub use memdb_format::Metric;
 }

@@ -1,8 +1,8 @@
 //! Tidy checks over the source tree (the rust-analyzer habit): every Rust
 //! file opens with a `//!` comment saying what it owns, and every path that
 //! SPEC.md and README.md cite exists, so the documents cannot silently rot.
-//! The layering rules of the restructuring issue will join them once the
-//! engine's subsystems are split.
+//! The engine's layering (SPEC.md §1.1) is checked here too: imports point
+//! down the layer table only, and redb tables are opened in `store/` only.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -136,4 +136,182 @@ fn every_path_the_documents_cite_exists() {
         }
     }
     assert!(missing.is_empty(), "cited but missing: {missing:?}");
+}
+
+/// The engine's layers, bottom first (SPEC.md §1.1). A module may import
+/// from its own subsystem and from lower layers; never from a peer on its
+/// own layer or from above. `lib.rs` (the public re-exports) sits on top.
+const LAYERS: &[&[&str]] = &[
+    &["error"],
+    &["util"],
+    &["model"],
+    &["embed", "llm"],
+    &["config"],
+    &["store"],
+    &["text", "vector"],
+    &["db"],
+    &["query"],
+    &["conversations"],
+];
+
+fn layer_of(subsystem: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&subsystem))
+}
+
+/// The non-test source of an engine file: everything before its
+/// `#[cfg(test)] mod tests` block (tests may use any layer), without
+/// comment lines (doc links are not imports).
+fn engine_code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let code = text
+        .split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default();
+    code.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The subsystem an engine file belongs to: its folder under `src/`, or
+/// its file stem for a top-level file.
+fn subsystem_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap_or(file);
+    let first = rel
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// Every `crate::<name>` the code mentions, with a line of context.
+fn crate_refs(code: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in code.lines() {
+        let mut rest = line;
+        while let Some(i) = rest.find("crate::") {
+            let after = &rest[i + "crate::".len()..];
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.push((name, line.trim().to_string()));
+            }
+            rest = after;
+        }
+    }
+    // `use crate::{a, b}` groups would hide a layer: refuse them outright.
+    for line in code.lines() {
+        if line.contains("crate::{") {
+            out.push(("{".to_string(), line.trim().to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn engine_imports_point_down_the_layer_table() {
+    // The checker itself.
+    assert_eq!(
+        crate_refs("use crate::store::x; y(crate::db::z)"),
+        [
+            (
+                "store".to_string(),
+                "use crate::store::x; y(crate::db::z)".to_string()
+            ),
+            (
+                "db".to_string(),
+                "use crate::store::x; y(crate::db::z)".to_string()
+            )
+        ]
+    );
+    assert!(layer_of("store") < layer_of("text"));
+    assert_eq!(layer_of("text"), layer_of("vector"));
+
+    let src = root().join("engine/src");
+    let mut rs = Vec::new();
+    files(&src, ".rs", &mut rs);
+    assert!(rs.len() > 40, "found only {} engine files", rs.len());
+    let mut broken = Vec::new();
+    for file in &rs {
+        let me = subsystem_of(&src, file);
+        if me == "lib" {
+            continue;
+        }
+        let Some(my_layer) = layer_of(&me) else {
+            broken.push(format!("{}: not in the layer table", file.display()));
+            continue;
+        };
+        for (target, line) in crate_refs(&engine_code(file)) {
+            if target == me {
+                continue;
+            }
+            let ok = layer_of(&target).is_some_and(|l| l < my_layer);
+            if !ok {
+                broken.push(format!("{me} -> {target}: {line}"));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "imports against the layering: {broken:#?}"
+    );
+}
+
+/// Engine files that still open redb tables outside `store/`, pending
+/// their move behind the store's typed API (issue: record model). The list
+/// only shrinks: a file not on it that opens a table fails the test, and a
+/// file on it that no longer does fails it too (take it off).
+const TABLES_NOT_YET_IN_STORE: &[&str] = &[
+    "db/mod.rs",
+    "db/embedding.rs",
+    "db/spaces.rs",
+    "vector/index.rs",
+    "vector/spaces.rs",
+    "text/mod.rs",
+    "conversations/context.rs",
+    "conversations/export.rs",
+    "conversations/prune.rs",
+    "conversations/suggest.rs",
+    "conversations/summary.rs",
+];
+
+#[test]
+fn redb_tables_are_opened_in_the_store_only() {
+    let src = root().join("engine/src");
+    let mut rs = Vec::new();
+    files(&src, ".rs", &mut rs);
+    let mut opening = Vec::new();
+    for file in &rs {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if rel.starts_with("store/") {
+            continue;
+        }
+        let code = engine_code(file);
+        if code.contains("open_table(") || code.contains("open_multimap_table(") {
+            opening.push(rel);
+        }
+    }
+    let unexpected: Vec<&String> = opening
+        .iter()
+        .filter(|f| !TABLES_NOT_YET_IN_STORE.contains(&f.as_str()))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "redb tables opened outside engine/src/store/: {unexpected:?}"
+    );
+    let stale: Vec<&&str> = TABLES_NOT_YET_IN_STORE
+        .iter()
+        .filter(|f| !opening.iter().any(|o| o == *f))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "no longer opens tables; take it off the list: {stale:?}"
+    );
 }

@@ -14,7 +14,7 @@
 
 use crate::embed::{Embedder, Embeddings, ModelIdentity, l2_normalize};
 use crate::error::{Error, Result};
-use crate::spaces::{MAX_DIMENSION, Metric};
+use crate::model::metric::{MAX_DIMENSION, Metric};
 
 /// Deterministic lexical embedder (feature hashing of word unigrams and
 /// bigrams). Identity: provider `hashing`, name `hashing-v1`, cosine.

@@ -35,7 +35,7 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams, Tr
 
 use crate::embed::{Embedder, Embeddings, ModelIdentity, l2_normalize};
 use crate::error::{Error, Result};
-use crate::spaces::Metric;
+use crate::model::metric::Metric;
 
 /// Environment variable naming the models directory.
 const MODELS_ENV: &str = "MEMDB_MODELS";

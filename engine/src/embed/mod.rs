@@ -13,7 +13,7 @@
 //!   words and word pairs). It needs no model, so tests and users who want no
 //!   model can use it; it is never substituted for a configured model.
 //! - [`OpenAiEmbedder`]: any OpenAI-compatible `/v1/embeddings` server
-//!   (OpenAI, Ollama, vLLM, LiteLLM), batched, with retries (`crate::http`).
+//!   (OpenAI, Ollama, vLLM, LiteLLM), batched, with retries (`crate::util::http`).
 //!
 //! The design choice: the identity travels with the vectors. A vector space
 //! records the identity of the embedder that filled it, and vectors from two
@@ -34,7 +34,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::spaces::Metric;
+use crate::model::metric::Metric;
 
 mod hashing;
 mod local;

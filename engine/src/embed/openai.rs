@@ -14,7 +14,7 @@
 //! it reports no text as truncated. An empty text is sent as one space (the
 //! OpenAI API refuses empty strings).
 //!
-//! Transport, retries and key handling: `crate::http`.
+//! Transport, retries and key handling: `crate::util::http`.
 
 use std::time::Duration;
 
@@ -22,8 +22,8 @@ use serde::Deserialize;
 
 use crate::embed::{Embedder, Embeddings, ModelIdentity, l2_normalize};
 use crate::error::{Error, RemoteFailure, Result};
-use crate::http::{self, HttpPolicy, JsonClient};
-use crate::spaces::{MAX_DIMENSION, Metric};
+use crate::model::metric::{MAX_DIMENSION, Metric};
+use crate::util::http::{self, HttpPolicy, JsonClient};
 
 /// Settings of [`OpenAiEmbedder`].
 #[derive(Debug, Clone, PartialEq)]
@@ -60,7 +60,7 @@ pub struct OpenAiConfig {
 
 impl OpenAiConfig {
     /// Default environment variable of the API key.
-    pub const DEFAULT_KEY_ENV: &'static str = "OPENAI_API_KEY";
+    pub const DEFAULT_KEY_ENV: &'static str = crate::util::http::OPENAI_KEY_ENV;
 
     /// A config with the defaults above.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>, dimension: u32) -> Self {

@@ -39,8 +39,10 @@
 
 mod distance;
 mod hnsw;
+pub(crate) mod index;
 mod mapped;
 mod search;
+pub(crate) mod spaces;
 
 #[cfg(feature = "bench-internals")]
 pub(crate) mod bench;

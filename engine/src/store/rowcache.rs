@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use memdb_format::ConversationRecord;
 
-use crate::types::Message;
+use crate::model::types::Message;
 
 /// Bookkeeping bytes charged per entry on top of its strings.
 const ENTRY_OVERHEAD: usize = 128;
@@ -246,9 +246,9 @@ impl RowCache {
     }
 
     /// Counters and size, for metrics.
-    pub(crate) fn stats(&self) -> crate::types::RowCacheStats {
+    pub(crate) fn stats(&self) -> crate::model::types::RowCacheStats {
         let (entries, bytes) = self.len();
-        crate::types::RowCacheStats {
+        crate::model::types::RowCacheStats {
             budget_bytes: self.budget as u64,
             bytes: bytes as u64,
             entries: entries as u64,
@@ -286,8 +286,8 @@ impl Row for Message {
             other => other.to_string().len(),
         };
         let content = match &self.content {
-            crate::types::Content::Text(s) => s.len(),
-            crate::types::Content::Parts(p) => p.iter().map(json_len).sum(),
+            crate::model::types::Content::Text(s) => s.len(),
+            crate::model::types::Content::Parts(p) => p.iter().map(json_len).sum(),
         };
         ENTRY_OVERHEAD + content + self.role.len() + json_len(&self.metadata)
     }
@@ -305,7 +305,7 @@ impl Row for ConversationRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Content;
+    use crate::model::types::Content;
     use uuid::Uuid;
 
     fn msg(conv: u128, text: &str) -> Arc<Message> {

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::db::Memdb;
 use crate::error::{Error, Result};
-use crate::types::{ConversationWithMessages, Filter, Page};
+use crate::model::types::{ConversationWithMessages, Filter, Page};
 
 /// The `format` tag of a JSON export.
 pub const EXPORT_FORMAT: &str = "memdb-export";
@@ -110,7 +110,7 @@ impl Memdb {
                         filter,
                         Page {
                             offset,
-                            limit: crate::db::MAX_LIMIT,
+                            limit: crate::model::filter::MAX_LIMIT,
                         },
                     )?;
                     let n = page.conversations.len();
@@ -128,7 +128,7 @@ impl Memdb {
         Ok(Export {
             format: EXPORT_FORMAT.into(),
             version: EXPORT_VERSION,
-            exported_at: crate::time::now(),
+            exported_at: crate::util::time::now(),
             conversations,
         })
     }
@@ -151,12 +151,13 @@ impl Memdb {
         let (filter, pending) = match selection {
             Selection::One(id) => {
                 // Fails now, with NotFound, rather than mid-stream.
-                crate::db::conversation_with_messages_in(&txn, *id)?;
+                crate::store::conversations::conversation_with_messages_in(&txn, *id)?;
                 (None, VecDeque::from([id.as_u128()]))
             }
-            Selection::Matching(filter) => {
-                (Some(crate::db::normalize_filter(filter)?), VecDeque::new())
-            }
+            Selection::Matching(filter) => (
+                Some(crate::model::filter::normalize_filter(filter)?),
+                VecDeque::new(),
+            ),
         };
         Ok(ExportStream {
             txn,
@@ -164,7 +165,7 @@ impl Memdb {
             pending,
             cursor: None,
             exhausted: false,
-            exported_at: crate::time::now(),
+            exported_at: crate::util::time::now(),
         })
     }
 
@@ -291,7 +292,7 @@ impl ExportStream {
             self.cursor = Some(key);
             read += 1;
             if let Some(rec) = crate::store::get_conversation(&convs, key.1)?
-                && crate::db::matches_filter(filter, &rec)
+                && crate::model::filter::matches_filter(filter, &rec)
             {
                 self.pending.push_back(key.1);
             }
@@ -379,7 +380,7 @@ impl Iterator for ExportStream {
             }
         }
         let id = self.pending.pop_front()?;
-        Some(crate::db::conversation_with_messages_in(
+        Some(crate::store::conversations::conversation_with_messages_in(
             &self.txn,
             Uuid::from_u128(id),
         ))

@@ -5,6 +5,10 @@
 //! transaction as the data it describes, so the oplog can never disagree
 //! with the tables it indexes.
 
+pub(crate) mod conversations;
+pub(crate) mod rowcache;
+pub(crate) mod rows;
+
 use std::path::Path;
 
 use memdb_format::{ConversationRecord, MessageRecord, Op, OplogEntry};

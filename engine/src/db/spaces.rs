@@ -1,327 +1,22 @@
-//! Vector spaces in the store: the registry of spaces, the vectors
-//! themselves, tombstones, and the allowed-record sets that filters resolve
-//! to (SPEC.md §"Vector spaces").
-//!
-//! redb is the source of truth for vectors as for everything else: a vector
-//! write is one transaction that stores the vector bytes and appends a
-//! `PutVector` op to the oplog. The HNSW generations and the in-memory delta
-//! are derived from these rows.
+//! Vector spaces as the engine exposes them: create, drop, upsert, exact and
+//! approximate search, stats, compaction and verification, each one redb
+//! transaction (rows + oplog) followed by the index apply.
 
 use std::collections::{HashMap, HashSet};
 
 use memdb_format::{MessageRecord, Op, SpaceRecord};
-use redb::{ReadTransaction, ReadableTable, WriteTransaction};
-use serde::{Deserialize, Serialize};
+use redb::{ReadTransaction, ReadableTable};
 use uuid::Uuid;
 
 use crate::db::Memdb;
 use crate::error::{Error, Result};
-use crate::store::{self, OpBatch, VECTOR_SPACES, VECTOR_TOMBSTONES, VECTORS};
-use crate::types::Filter;
-
-/// Element type byte of f32 vectors.
-const ELEMENT_F32: u8 = 0;
-/// META key: the id the next vector space gets.
-const NEXT_SPACE_ID: &str = "next_vector_space_id";
-/// Largest accepted dimension.
-pub const MAX_DIMENSION: u32 = 8192;
-
-/// How vectors in a space are compared. Similarities are higher-is-better:
-/// cosine similarity, the dot product, or the negated squared L2 distance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Metric {
-    /// Cosine similarity in [-1, 1]; zero vectors are refused.
-    Cosine,
-    /// Inner product.
-    Dot,
-    /// Negated squared Euclidean distance (0 for identical vectors).
-    L2,
-}
-
-impl Metric {
-    pub(crate) fn code(self) -> u8 {
-        match self {
-            Metric::Cosine => 0,
-            Metric::Dot => 1,
-            Metric::L2 => 2,
-        }
-    }
-    pub(crate) fn from_code(c: u8) -> Option<Metric> {
-        match c {
-            0 => Some(Metric::Cosine),
-            1 => Some(Metric::Dot),
-            2 => Some(Metric::L2),
-            _ => None,
-        }
-    }
-}
-
-impl std::str::FromStr for Metric {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "cosine" => Ok(Metric::Cosine),
-            "dot" => Ok(Metric::Dot),
-            "l2" => Ok(Metric::L2),
-            other => Err(Error::invalid(
-                "metric",
-                format!("unknown metric {other:?}: expected cosine, dot or l2"),
-            )),
-        }
-    }
-}
-
-/// What defines a vector space: its name (conventionally the model name), its
-/// dimension and metric, and HNSW build parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SpaceSpec {
-    /// Unique name, e.g. `all-MiniLM-L6-v2`.
-    pub name: String,
-    /// Vector dimension (1..=8192).
-    pub dimension: u32,
-    /// Comparison metric.
-    pub metric: Metric,
-    /// HNSW M (default 16).
-    #[serde(default)]
-    pub m: Option<u16>,
-    /// HNSW ef_construction (default 200).
-    #[serde(default)]
-    pub ef_construction: Option<u16>,
-    /// Free description of the model (provider, version), stored verbatim.
-    #[serde(default)]
-    pub model: Option<serde_json::Value>,
-}
-
-impl SpaceSpec {
-    /// A space with default build parameters.
-    pub fn new(name: impl Into<String>, dimension: u32, metric: Metric) -> Self {
-        SpaceSpec {
-            name: name.into(),
-            dimension,
-            metric,
-            m: None,
-            ef_construction: None,
-            model: None,
-        }
-    }
-}
-
-/// A stored vector space.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VectorSpace {
-    /// Name.
-    pub name: String,
-    /// Internal id.
-    pub id: u32,
-    /// Dimension.
-    pub dimension: u32,
-    /// Metric.
-    pub metric: Metric,
-    /// HNSW M.
-    pub m: u16,
-    /// HNSW ef_construction.
-    pub ef_construction: u16,
-    /// Model description.
-    pub model: serde_json::Value,
-}
-
-/// Which records a vector search may return. All given conditions must hold.
-/// Scope conditions select **messages** (as in text search; `since`/`until`
-/// bound the message timestamp); `records` is an explicit allow-list.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct VectorFilter {
-    /// Conversation scope (folder, label, status, importance, time).
-    #[serde(default)]
-    pub scope: Filter,
-    /// Only messages of this conversation.
-    #[serde(default)]
-    pub conversation_id: Option<Uuid>,
-    /// Only messages with this role.
-    #[serde(default)]
-    pub role: Option<String>,
-    /// Only these record ids.
-    #[serde(default)]
-    pub records: Option<Vec<Uuid>>,
-}
-
-impl VectorFilter {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.scope == Filter::default()
-            && self.conversation_id.is_none()
-            && self.role.is_none()
-            && self.records.is_none()
-    }
-}
-
-/// One vector-search hit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct VectorHit {
-    /// The record (a message id for message embeddings).
-    pub record: Uuid,
-    /// Similarity, higher is better (see [`Metric`]).
-    pub similarity: f32,
-}
-
-pub(crate) fn space_from(name: &str, r: &SpaceRecord) -> Result<VectorSpace> {
-    Ok(VectorSpace {
-        name: name.to_string(),
-        id: r.id,
-        dimension: r.dimension,
-        metric: Metric::from_code(r.metric).ok_or_else(|| Error::Corrupted {
-            what: format!("vector space {name}"),
-            reason: format!("unknown metric code {}", r.metric),
-        })?,
-        m: r.m,
-        ef_construction: r.ef_construction,
-        model: serde_json::from_str(&r.model_json).unwrap_or(serde_json::Value::Null),
-    })
-}
-
-pub(crate) fn get_space(
-    table: &impl ReadableTable<&'static str, &'static [u8]>,
-    name: &str,
-) -> Result<Option<SpaceRecord>> {
-    match table.get(name)? {
-        Some(v) => Ok(Some(SpaceRecord::decode(v.value())?)),
-        None => Ok(None),
-    }
-}
-
-fn unknown_space(name: &str) -> Error {
-    Error::NotFound {
-        what: "vector space",
-        id: name.to_string(),
-    }
-}
-
-/// Checks a vector against a space: dimension, finiteness, and non-zero
-/// norm under cosine.
-pub(crate) fn check_vector(field: &str, space: &VectorSpace, v: &[f32]) -> Result<()> {
-    if v.len() != space.dimension as usize {
-        return Err(Error::invalid(
-            field,
-            format!(
-                "vector has {} dimensions; space {:?} has {}",
-                v.len(),
-                space.name,
-                space.dimension
-            ),
-        ));
-    }
-    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-        return Err(Error::invalid(
-            field,
-            format!("component {i} is {} (must be finite)", v[i]),
-        ));
-    }
-    if space.metric == Metric::Cosine && v.iter().all(|x| *x == 0.0) {
-        return Err(Error::invalid(
-            field,
-            "zero vector has no direction under cosine",
-        ));
-    }
-    Ok(())
-}
-
-pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + v.len() * 4);
-    out.push(ELEMENT_F32);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out
-}
-
-pub(crate) fn decode_vector(bytes: &[u8], dim: u32) -> Result<Vec<f32>> {
-    match bytes.split_first() {
-        Some((&ELEMENT_F32, body)) if body.len() == dim as usize * 4 => Ok(body
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()),
-        _ => Err(Error::Corrupted {
-            what: "vector".into(),
-            reason: format!("expected f32 x {dim}, found {} bytes", bytes.len()),
-        }),
-    }
-}
-
-/// Similarity of two vectors under `metric` (exact path; the HNSW kernels
-/// compute the same quantities).
-pub(crate) fn similarity(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
-    match metric {
-        Metric::Dot => a.iter().zip(b).map(|(x, y)| x * y).sum(),
-        Metric::L2 => -a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f32>(),
-        Metric::Cosine => {
-            let (mut d, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
-            for (x, y) in a.iter().zip(b) {
-                d += x * y;
-                na += x * x;
-                nb += y * y;
-            }
-            if na == 0.0 || nb == 0.0 {
-                0.0
-            } else {
-                d / (na.sqrt() * nb.sqrt())
-            }
-        }
-    }
-}
-
-/// Removes the vectors of `records` from every space, recording tombstones
-/// and ops. Used by the conversation-delete cascade.
-pub(crate) fn delete_record_vectors(
-    txn: &WriteTransaction,
-    records: &[u128],
-    ops: &mut OpBatch,
-) -> Result<()> {
-    let spaces: Vec<u32> = {
-        let t = txn.open_table(VECTOR_SPACES)?;
-        let mut ids = Vec::new();
-        for row in t.iter()? {
-            ids.push(SpaceRecord::decode(row?.1.value())?.id);
-        }
-        ids
-    };
-    if spaces.is_empty() {
-        return Ok(());
-    }
-    let mut vectors = txn.open_table(VECTORS)?;
-    let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
-    let mut queue = txn.open_table(store::EMBED_QUEUE)?;
-    for &space in &spaces {
-        for &r in records {
-            if vectors.remove((space, r))?.is_some() {
-                tombs.insert((space, r), ops.lsn())?;
-                ops.push(Op::DeleteVector(space, r.to_le_bytes()));
-            }
-            queue.remove((space, r))?;
-        }
-    }
-    Ok(())
-}
-
-/// Writes vectors (already checked against the space) into space `space_id`
-/// inside `txn`, with tombstones for replaced copies and one `PutVector` op
-/// each.
-pub(crate) fn put_vectors<'a>(
-    txn: &WriteTransaction,
-    space_id: u32,
-    items: impl IntoIterator<Item = (u128, &'a Vec<f32>)>,
-    ops: &mut OpBatch,
-) -> Result<()> {
-    let mut vectors = txn.open_table(VECTORS)?;
-    let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
-    for (id, v) in items {
-        let old = vectors.insert((space_id, id), encode_vector(v).as_slice())?;
-        if old.is_some() {
-            // The copy in the current generation (if any) is stale.
-            tombs.insert((space_id, id), ops.lsn())?;
-        }
-        ops.push(Op::PutVector(space_id, id.to_le_bytes()));
-    }
-    Ok(())
-}
+use crate::model::metric::MAX_DIMENSION;
+use crate::model::types::Filter;
+use crate::store::{self, VECTOR_SPACES, VECTOR_TOMBSTONES, VECTORS};
+use crate::vector::spaces::{
+    NEXT_SPACE_ID, SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome, check_vector,
+    decode_vector, get_space, put_vectors, similarity, space_from, unknown_space,
+};
 
 /// Resolves a filter to the set of allowed record ids, or `None` when the
 /// filter allows everything.
@@ -357,7 +52,7 @@ pub(crate) fn allowed_records(db: &Memdb, filter: &VectorFilter) -> Result<Optio
             Some(c) => {
                 let convs = txn.open_table(store::CONVERSATIONS)?;
                 if let Some(rec) = store::get_conversation(&convs, c.as_u128())?
-                    && crate::db::matches_filter(&conv_scope, &rec)
+                    && crate::model::filter::matches_filter(&conv_scope, &rec)
                 {
                     add_conv(c.as_u128())?;
                 }
@@ -469,7 +164,7 @@ impl Memdb {
                 ef_construction,
                 generation: 0,
                 generation_lsn: 0,
-                created_at: crate::time::now().timestamp_micros(),
+                created_at: crate::util::time::now().timestamp_micros(),
                 model_json: model_json.clone(),
             };
             t.insert(name, rec.encode().as_slice())?;
@@ -495,7 +190,7 @@ impl Memdb {
                 .retain_in(range.clone(), |_, _| false)?;
             txn.open_table(store::EMBED_QUEUE)?
                 .retain_in(range, |_, _| false)?;
-            crate::embedding::forget_space(txn, sp.id)?;
+            crate::db::embedding::forget_space(txn, sp.id)?;
             Ok(n)
         })?;
         self.vectors.forget(sp.id);
@@ -618,10 +313,10 @@ impl Memdb {
     ) -> Result<Vec<VectorHit>> {
         let sp = self.vector_space(space)?;
         check_vector("query", &sp, query)?;
-        if k == 0 || k > crate::db::MAX_LIMIT {
+        if k == 0 || k > crate::model::filter::MAX_LIMIT {
             return Err(Error::invalid(
                 "k",
-                format!("{k} is outside 1..={}", crate::db::MAX_LIMIT),
+                format!("{k} is outside 1..={}", crate::model::filter::MAX_LIMIT),
             ));
         }
         let allowed = allowed_records(self, filter)?;
@@ -664,15 +359,19 @@ impl Memdb {
         &self,
         space: &str,
         query: &[f32],
-        params: crate::vindex::VectorSearch,
+        params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
     ) -> Result<Vec<VectorHit>> {
         let sp = self.vector_space(space)?;
         check_vector("query", &sp, query)?;
-        if params.k == 0 || params.k > crate::db::MAX_LIMIT {
+        if params.k == 0 || params.k > crate::model::filter::MAX_LIMIT {
             return Err(Error::invalid(
                 "k",
-                format!("{} is outside 1..={}", params.k, crate::db::MAX_LIMIT),
+                format!(
+                    "{} is outside 1..={}",
+                    params.k,
+                    crate::model::filter::MAX_LIMIT
+                ),
             ));
         }
         if params.ef > 10_000 {
@@ -692,7 +391,7 @@ impl Memdb {
     }
 
     /// Counts and sizes of a space's index.
-    pub fn vector_stats(&self, space: &str) -> Result<crate::vindex::VectorStats> {
+    pub fn vector_stats(&self, space: &str) -> Result<crate::vector::index::VectorStats> {
         let index = self.vectors.ensure(&self.store, space)?;
         self.vectors.stats(&self.store, &index)
     }
@@ -700,9 +399,10 @@ impl Memdb {
     /// Builds the next generation of `space` from the store (on the rayon
     /// pool; writers are blocked only while it is swapped in), then removes
     /// the previous generation file. Returns the new stats.
-    pub fn compact_vectors(&self, space: &str) -> Result<crate::vindex::VectorStats> {
+    pub fn compact_vectors(&self, space: &str) -> Result<crate::vector::index::VectorStats> {
         self.vector_space(space)?;
-        let built = crate::vindex::build_generation(self.vectors.root(), &self.store, space)?;
+        let built =
+            crate::vector::index::build_generation(self.vectors.root(), &self.store, space)?;
         {
             let _g = self.lock_writes();
             self.vectors.install(&self.store, &built)?;
@@ -729,15 +429,4 @@ impl Memdb {
         }
         Ok(out)
     }
-}
-
-/// What [`Memdb::verify_vectors`] found for one space.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerifyOutcome {
-    /// Space name.
-    pub space: String,
-    /// The damage found, if any.
-    pub error: Option<String>,
-    /// Whether the generation was rebuilt from the store.
-    pub rebuilt: bool,
 }

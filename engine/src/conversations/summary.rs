@@ -20,13 +20,14 @@ use memdb_format::{Op, SummaryRecord};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::chat::ChatModel;
-use crate::db::{Memdb, record_text};
+use crate::db::Memdb;
 use crate::error::{Error, Result};
-use crate::keywords;
+use crate::llm::ChatModel;
+use crate::model::records::record_text;
 use crate::store;
-use crate::time::{from_micros, now, to_micros};
-use crate::tokens::estimate_tokens;
+use crate::util::keywords;
+use crate::util::time::{from_micros, now, to_micros};
+use crate::util::tokens::estimate_tokens;
 
 /// A summary level.
 #[derive(
@@ -626,7 +627,7 @@ impl Memdb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{NewConversation, NewMessage};
+    use crate::model::types::{NewConversation, NewMessage};
     use std::sync::Mutex;
 
     fn at(s: &str) -> DateTime<Utc> {

@@ -14,11 +14,12 @@ use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::chat::ChatModel;
-use crate::db::{Memdb, record_text};
+use crate::db::Memdb;
 use crate::error::{Error, Result};
-use crate::keywords::{code_fences, content_words, sentences, words};
+use crate::llm::ChatModel;
+use crate::model::records::record_text;
 use crate::store;
+use crate::util::keywords::{code_fences, content_words, sentences, words};
 
 /// Most suggestions returned.
 pub const MAX_SUGGESTIONS: usize = 5;
@@ -353,7 +354,7 @@ impl Memdb {
                 .collect(),
         };
         for (label, conf, reason) in items {
-            let Ok(label) = crate::validate::label("label", &label) else {
+            let Ok(label) = crate::model::validate::label("label", &label) else {
                 continue;
             };
             if label.chars().count() > 60
@@ -656,7 +657,7 @@ fn heuristic_labels(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{NewConversation, NewMessage};
+    use crate::model::types::{NewConversation, NewMessage};
     use std::sync::Mutex;
 
     #[test]

@@ -57,7 +57,7 @@ impl PlainQueries {
                 && p0 + 1 == *p1
                 && let (Some(a), Some(b)) = (t0.value().as_str(), t1.value().as_str())
             {
-                let pair = Term::from_field_text(pairs, &crate::pairs::pair_text(a, b));
+                let pair = Term::from_field_text(pairs, &crate::text::pairs::pair_text(a, b));
                 return Some(Box::new(TermQuery::new(pair, IndexRecordOption::WithFreqs)));
             }
             return Some(Box::new(PhraseQuery::new_with_offset_and_slop(terms, 0)));

@@ -23,6 +23,10 @@ use std::io::ErrorKind;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The environment variable OpenAI-compatible clients read their key from
+/// by default.
+pub(crate) const OPENAI_KEY_ENV: &str = "OPENAI_API_KEY";
+
 use crate::error::{Error, RemoteFailure, Result};
 
 /// Largest JSON response read (an embeddings batch of 256 x 3072 floats is

@@ -17,6 +17,12 @@
 //! merges are tiered and run
 //! under the writer lock (SPEC.md §5, §6).
 
+pub(crate) mod budget;
+pub(crate) mod checkpoint;
+pub(crate) mod pairs;
+pub(crate) mod plainquery;
+pub(crate) mod softdir;
+
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -44,11 +50,11 @@ use uuid::Uuid;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::pairs::{PAIRS_TOKENIZER, PairTokenizer};
-use crate::plainquery::PlainQueries;
-use crate::softdir::{self, SoftDirectory};
+use crate::model::types::{Filter, Status};
 use crate::store::{self, Store};
-use crate::types::{Filter, Status};
+use crate::text::pairs::{PAIRS_TOKENIZER, PairTokenizer};
+use crate::text::plainquery::PlainQueries;
+use softdir::SoftDirectory;
 
 /// Bumped when the tantivy schema or analysis changes; an index built with
 /// another version is rebuilt on open. 3: the layout of 2 (fast-field ids),
@@ -460,7 +466,7 @@ impl TextIndex {
         let text = match &msg.content {
             ContentRecord::Text(s) => s.as_str(),
             ContentRecord::PartsJson(_) => {
-                parts = crate::db::record_text(msg);
+                parts = crate::model::records::record_text(msg);
                 parts.as_str()
             }
         };
@@ -763,7 +769,7 @@ impl TextIndex {
         // The parser recurses per nesting level and compiles regexes as it
         // goes: every keyword search passes here, and nothing over the
         // budget goes further (SPEC §7.4).
-        crate::budget::check(query_text)?;
+        crate::text::budget::check(query_text)?;
         let user = match self.plain.build(query_text) {
             Some(q) => q,
             None => self.parse(query_text)?,
@@ -779,7 +785,10 @@ impl TextIndex {
             ))
         };
         if let Some(folder) = &filter.folder {
-            must(term(f.folder, &crate::db::normalize_folder(folder)));
+            must(term(
+                f.folder,
+                &crate::model::filter::normalize_folder(folder),
+            ));
         }
         if let Some(label) = &filter.label {
             must(term(f.label, label));
@@ -793,7 +802,7 @@ impl TextIndex {
         if let Some(r) = role {
             must(term(f.role, r));
         }
-        let (lo, hi) = crate::db::importance_bounds(filter);
+        let (lo, hi) = crate::model::filter::importance_bounds(filter);
         if lo > 0 || hi < 10 {
             must(Box::new(RangeQuery::new(
                 Bound::Included(Term::from_field_u64(f.importance, u64::from(lo))),

@@ -10,11 +10,12 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::db::{MAX_LIMIT, Memdb, check_limit, normalize_filter};
+use crate::db::Memdb;
 use crate::error::{Error, Result};
-use crate::spaces::VectorFilter;
-use crate::types::{Filter, SearchHit, TextQuery};
-use crate::vindex::VectorSearch;
+use crate::model::filter::{MAX_LIMIT, check_limit, normalize_filter};
+use crate::model::types::{Filter, ScoreExplain, SearchHit, TextQuery};
+use crate::vector::index::VectorSearch;
+use crate::vector::spaces::VectorFilter;
 
 /// Largest `offset` a search accepts.
 pub const MAX_OFFSET: usize = 10_000;
@@ -44,7 +45,7 @@ pub fn hybrid_keyword_query(query: &str) -> Option<String> {
             let bare: String = w
                 .trim_matches(|c: char| !c.is_alphanumeric())
                 .to_lowercase();
-            !bare.is_empty() && !crate::keywords::is_function_word(&bare)
+            !bare.is_empty() && !crate::util::keywords::is_function_word(&bare)
         })
         .collect();
     if kept.is_empty() {
@@ -213,25 +214,6 @@ impl SearchRequest {
     }
 }
 
-/// How one hit's score was made. In hybrid mode every candidate gets its
-/// similarity, so `similarity` can be present without `semantic_rank`: a
-/// keyword-only candidate's cosine, read from its stored vector.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct ScoreExplain {
-    /// Rank in the keyword ranking (1 = best), if it was there.
-    pub keyword_rank: Option<usize>,
-    /// Its BM25 score; `None` when it is not in the keyword ranking.
-    pub keyword_score: Option<f32>,
-    /// Rank in the semantic ranking (1 = best), if it was there.
-    pub semantic_rank: Option<usize>,
-    /// Its cosine similarity to the query; in hybrid mode also for a
-    /// keyword-only candidate (from its stored vector). `None` when the
-    /// message has no vector yet (or there was no semantic ranking).
-    pub similarity: Option<f32>,
-    /// The fused score (hybrid only).
-    pub fused: Option<f32>,
-}
-
 /// The hits of a search and how they were found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchResults {
@@ -253,7 +235,7 @@ type Ranking = Vec<(u128, f32)>;
 struct SemanticSide {
     ranking: Ranking,
     query: Vec<f32>,
-    space: crate::spaces::VectorSpace,
+    space: crate::vector::spaces::VectorSpace,
 }
 
 /// Min-max bounds of the values present, `None` when there are none.
@@ -389,7 +371,7 @@ impl Memdb {
         if req.mode != SearchMode::Semantic {
             // Over budget is refused outright, not skipped as a keyword
             // side that does not parse is (SPEC §7.4).
-            crate::budget::check(&req.query)?;
+            crate::text::budget::check(&req.query)?;
         }
         let mut notes = Vec::new();
         let window = req.offset + req.limit;

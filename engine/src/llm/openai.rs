@@ -9,7 +9,7 @@
 //! what Ollama, vLLM and LiteLLM accept. An answer cut at `max_tokens` is
 //! returned as it is.
 //!
-//! Transport, retries and key handling: `crate::http`, shared with the
+//! Transport, retries and key handling: `crate::util::http`, shared with the
 //! embedding provider.
 
 use std::time::Duration;
@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::{Error, RemoteFailure, Result};
-use crate::http::{self, HttpPolicy, JsonClient};
+use crate::util::http::{self, HttpPolicy, JsonClient};
 
 /// Settings of [`OpenAiChat`].
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +50,7 @@ impl OpenAiChatConfig {
         OpenAiChatConfig {
             base_url: base_url.into(),
             model: model.into(),
-            api_key_env: Some(crate::OpenAiConfig::DEFAULT_KEY_ENV.into()),
+            api_key_env: Some(crate::util::http::OPENAI_KEY_ENV.into()),
             temperature: None,
             timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
@@ -182,7 +182,7 @@ impl OpenAiChat {
 
 /// The summarizer, label and importance paths (§18) take any `ChatModel`;
 /// this is the one that talks to a real endpoint.
-impl crate::chat::ChatModel for OpenAiChat {
+impl crate::llm::ChatModel for OpenAiChat {
     fn complete(&self, system: &str, user: &str, max_tokens: u32) -> Result<String> {
         OpenAiChat::complete(self, system, user, max_tokens)
     }

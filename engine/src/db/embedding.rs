@@ -18,11 +18,14 @@ use memdb_format::{Op, SpaceRecord};
 use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use crate::db::{Memdb, record_text};
+use crate::db::Memdb;
 use crate::embed::{Embedder, ModelIdentity};
 use crate::error::{Error, Result};
-use crate::spaces::{self, SpaceSpec, VectorSpace, check_vector, decode_vector, encode_vector};
+use crate::model::records::record_text;
 use crate::store::{self, EMBED_QUEUE, META, QUERY_CACHE, QUERY_CACHE_ORDER, VECTOR_SPACES};
+use crate::vector::spaces::{
+    self, SpaceSpec, VectorSpace, check_vector, decode_vector, encode_vector,
+};
 
 /// META key: id of the space holding the message embeddings searched today.
 const ACTIVE: &str = "embed_active_space";

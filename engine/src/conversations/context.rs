@@ -25,14 +25,15 @@ use memdb_format::ConversationRecord;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::db::{Memdb, folder_matches};
+use crate::db::Memdb;
 use crate::error::{Error, Result};
-use crate::search::{SearchMode, SearchRequest};
+use crate::model::filter::folder_matches;
+use crate::model::types::{Content, PINNED_IMPORTANCE, Status, TextQuery};
+use crate::model::validate;
+use crate::query::{SearchMode, SearchRequest};
 use crate::store;
-use crate::time::{from_micros, now, to_micros};
-use crate::tokens::TokenCounter;
-use crate::types::{Content, PINNED_IMPORTANCE, Status, TextQuery};
-use crate::validate;
+use crate::util::time::{from_micros, now, to_micros};
+use crate::util::tokens::TokenCounter;
 
 /// Semantic candidates recalled before ranking (Sekha: 200).
 pub const SEMANTIC_RECALL: usize = 200;
@@ -46,7 +47,7 @@ pub const MAX_CONTEXT_BUDGET: usize = 2_000_000;
 pub const MAX_CONTEXT_LIST: usize = 100;
 /// Longest accepted query, in bytes: the one query limit of every surface
 /// (SPEC §7.4).
-pub const MAX_CONTEXT_QUERY_BYTES: usize = crate::budget::QueryLimits::DEFAULT.max_bytes;
+pub const MAX_CONTEXT_QUERY_BYTES: usize = crate::text::budget::QueryLimits::DEFAULT.max_bytes;
 /// Label-match value when the conversation's label is preferred (Sekha: 5.0,
 /// so a match adds `0.2 · 5 = 1.0` to the score).
 pub const LABEL_MATCH: f64 = 5.0;
@@ -416,13 +417,13 @@ impl Memdb {
         });
 
         // Phase 3: assembly; messages are read only when packing reaches them.
-        let mut texts: HashMap<usize, (crate::types::Message, usize)> = HashMap::new();
+        let mut texts: HashMap<usize, (crate::model::types::Message, usize)> = HashMap::new();
         let packing = pack_with(ranked.len(), req.context_budget, |i| {
             let id = ranked[i].1.id;
             let Some(m) = rows.message(id)? else {
                 return Ok(None); // deleted since the search
             };
-            let msg = crate::types::Message::clone(&m);
+            let msg = crate::model::types::Message::clone(&m);
             let t = req.token_counter.count(&msg.content.text())?;
             texts.insert(i, (msg, t));
             Ok(Some(t))
@@ -496,7 +497,7 @@ impl Memdb {
         min_similarity: f32,
         notes: &mut Vec<String>,
     ) -> Result<Vec<(u128, u128, i64)>> {
-        let pairs = |hits: Vec<crate::types::SearchHit>| -> Vec<(u128, u128, i64)> {
+        let pairs = |hits: Vec<crate::model::types::SearchHit>| -> Vec<(u128, u128, i64)> {
             hits.into_iter()
                 .map(|h| {
                     (
@@ -631,7 +632,7 @@ fn newest_messages(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{NewConversation, NewMessage};
+    use crate::model::types::{NewConversation, NewMessage};
 
     #[test]
     fn recency_halves_every_seven_days_with_a_floor() {

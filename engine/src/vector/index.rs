@@ -25,8 +25,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::spaces::{self, Metric, VectorHit};
+use crate::model::metric::Metric;
 use crate::store::{self, Store, VECTOR_SPACES, VECTOR_TOMBSTONES, VECTORS};
+use crate::vector::spaces::{self, VectorHit};
 use crate::vector::{
     self, Filter, Hnsw, HnswParams, MappedGeneration, NodeSet, SearchParams, VectorError,
 };

@@ -16,9 +16,9 @@ use uuid::Uuid;
 
 use crate::db::Memdb;
 use crate::error::{Error, Result};
+use crate::model::types::{PINNED_IMPORTANCE, Status};
 use crate::store;
-use crate::time::{from_micros, now, to_micros};
-use crate::types::{PINNED_IMPORTANCE, Status};
+use crate::util::time::{from_micros, now, to_micros};
 
 /// Importance at or above which an old conversation is kept (not reviewed).
 pub const KEEP_IMPORTANCE: u8 = 8;
@@ -300,8 +300,8 @@ impl Memdb {
                 format!("{importance_threshold} is outside 0..=10"),
             ));
         }
-        let limit = req.limit.unwrap_or(crate::db::MAX_LIMIT);
-        crate::db::check_limit("limit", limit)?;
+        let limit = req.limit.unwrap_or(crate::model::filter::MAX_LIMIT);
+        crate::model::filter::check_limit("limit", limit)?;
         let now = req.now.unwrap_or_else(now);
         let now_us = to_micros(now);
         let txn = self.store.read()?;
@@ -452,7 +452,7 @@ impl Memdb {
                     PruneAction::Delete => {
                         let removed = store::delete_conversation(txn, ops, key, &old)?;
                         ops.push(Op::DeleteConversation(key.to_le_bytes()));
-                        crate::spaces::delete_record_vectors(txn, &removed, ops)?;
+                        crate::vector::spaces::delete_record_vectors(txn, &removed, ops)?;
                         report.messages_deleted += removed.len() as u64;
                         report.deleted.push(id);
                     }
@@ -466,7 +466,7 @@ impl Memdb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{NewConversation, NewMessage};
+    use crate::model::types::{NewConversation, NewMessage};
     use chrono::Duration;
 
     const T: u32 = 90;

@@ -6,6 +6,9 @@
 //! and (soft-)commit it, so a write that returned is visible to the next
 //! search; a maintenance thread merges and checkpoints the index (§5).
 
+pub(crate) mod embedding;
+mod spaces;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -14,91 +17,21 @@ use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
 use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
 use uuid::Uuid;
 
-use crate::checkpoint::Checkpointer;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::lock::DirLock;
-use crate::rowcache::RowCache;
+use crate::model::filter::{check_limit, normalize_filter};
+use crate::model::records::{conversation_from, message_from, record_text};
+use crate::model::types::*;
+use crate::model::validate;
+use crate::store::conversations::{conversation_with_messages_in, scan_matching_in};
+use crate::store::rowcache::RowCache;
+use crate::store::rows::{RowReader, RowTables};
 use crate::store::{self, OpBatch, Store};
+use crate::text::checkpoint::Checkpointer;
 use crate::text::{Opened, TextIndex};
-use crate::time::{from_micros, now, to_micros};
-use crate::types::*;
-use crate::validate;
-use crate::vindex::VectorIndexes;
-
-/// Message and conversation rows read through the row cache: a hit costs
-/// a hash lookup; a miss reads the snapshot and fills the cache. The redb
-/// snapshot is opened at the first miss (opening one costs more than a
-/// query's worth of hits), unless [`Memdb::row_snapshot`] supplied it.
-pub(crate) struct RowReader<'a> {
-    cache: &'a RowCache,
-    epoch: crate::rowcache::Epoch,
-    store: &'a Store,
-    tables: std::cell::OnceCell<RowTables>,
-}
-
-struct RowTables {
-    msgs: redb::ReadOnlyTable<u128, &'static [u8]>,
-    convs: redb::ReadOnlyTable<u128, &'static [u8]>,
-}
-
-impl RowTables {
-    fn open(txn: &redb::ReadTransaction) -> Result<RowTables> {
-        Ok(RowTables {
-            msgs: txn.open_table(store::MESSAGES)?,
-            convs: txn.open_table(store::CONVERSATIONS)?,
-        })
-    }
-}
-
-impl RowReader<'_> {
-    fn tables(&self) -> Result<&RowTables> {
-        if let Some(t) = self.tables.get() {
-            return Ok(t);
-        }
-        let opened = RowTables::open(&self.store.read()?)?;
-        Ok(self.tables.get_or_init(|| opened))
-    }
-
-    /// The message `id`, if it exists.
-    pub(crate) fn message(&self, id: u128) -> Result<Option<Arc<Message>>> {
-        if let Some(m) = self.cache.message(id) {
-            return Ok(Some(m));
-        }
-        self.load_message(id)
-    }
-
-    /// The message `id` from the snapshot (cached on the way).
-    fn load_message(&self, id: u128) -> Result<Option<Arc<Message>>> {
-        let Some(rec) = store::get_message(&self.tables()?.msgs, id)? else {
-            return Ok(None);
-        };
-        let m = Arc::new(message_from(id, &rec)?);
-        self.cache.insert_message(self.epoch, id, m.clone());
-        Ok(Some(m))
-    }
-
-    /// The conversation row `id`, if it exists.
-    pub(crate) fn conversation(&self, id: u128) -> Result<Option<Arc<ConversationRecord>>> {
-        if let Some(c) = self.cache.conversation(id) {
-            return Ok(Some(c));
-        }
-        self.load_conversation(id)
-    }
-
-    /// The conversation row `id` from the snapshot (cached on the way).
-    fn load_conversation(&self, id: u128) -> Result<Option<Arc<ConversationRecord>>> {
-        let Some(rec) = store::get_conversation(&self.tables()?.convs, id)? else {
-            return Ok(None);
-        };
-        let c = Arc::new(rec);
-        self.cache.insert_conversation(self.epoch, id, c.clone());
-        Ok(Some(c))
-    }
-}
-
-/// Largest page or hit count any call returns.
-pub const MAX_LIMIT: usize = 1000;
+use crate::util::lock::DirLock;
+use crate::util::time::{now, to_micros};
+use crate::vector::index::VectorIndexes;
 
 /// An open memdb data directory. Cheap to share across threads (`&Memdb` is
 /// `Send + Sync`); one process at a time may open a directory.
@@ -115,7 +48,7 @@ pub struct Memdb {
     maintenance_failures: AtomicU64,
     pub(crate) vectors: VectorIndexes,
     recovery: Vec<String>,
-    pub(crate) pipeline: crate::embedding::Pipeline,
+    pub(crate) pipeline: crate::db::embedding::Pipeline,
     /// Decoded rows for hit resolution and context assembly.
     pub(crate) rows: RowCache,
     _lock: DirLock,
@@ -314,7 +247,7 @@ impl Memdb {
             changed,
         } = self.store.write(trim, |txn, ops| {
             let value = f(txn, ops)?;
-            crate::embedding::enqueue_new(txn, ops.ops())?;
+            crate::db::embedding::enqueue_new(txn, ops.ops())?;
             // Query embeddings computed while writers held the lock ride
             // along (a failure here must not fail the write).
             if let Err(e) = self.store_pending_cache(txn) {
@@ -420,7 +353,7 @@ impl Memdb {
             new.importance_score.unwrap_or(DEFAULT_IMPORTANCE),
         )?;
         let metadata_json = validate::metadata("metadata", new.metadata.as_ref())?;
-        validate::messages(&self.config, &new.messages, false)?;
+        validate::messages(&self.config.write_limits(), &new.messages, false)?;
         let t = to_micros(now());
         Ok(ConversationRecord {
             label,
@@ -459,7 +392,7 @@ impl Memdb {
 
     /// Appends messages to a conversation; returns the stored messages.
     pub fn append_messages(&self, id: Uuid, messages: Vec<NewMessage>) -> Result<Vec<Message>> {
-        validate::messages(&self.config, &messages, false)?;
+        validate::messages(&self.config.write_limits(), &messages, false)?;
         let key = id.as_u128();
         self.write(|txn, ops| {
             let old = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, key)?
@@ -679,7 +612,7 @@ impl Memdb {
                 .ok_or_else(|| not_found(id))?;
             let removed = store::delete_conversation(txn, ops, key, &rec)?;
             ops.push(Op::DeleteConversation(key.to_le_bytes()));
-            crate::spaces::delete_record_vectors(txn, &removed, ops)?;
+            crate::vector::spaces::delete_record_vectors(txn, &removed, ops)?;
             Ok(removed.len() as u64)
         })
     }
@@ -945,7 +878,7 @@ impl Memdb {
             });
             messages.push((m.id.as_u128(), m.embedding_id));
         }
-        validate::messages(&self.config, &plain, true)?;
+        validate::messages(&self.config.write_limits(), &plain, true)?;
         Ok(PreparedImport {
             key: id.as_u128(),
             conv,
@@ -1023,16 +956,6 @@ fn not_found(id: Uuid) -> Error {
     }
 }
 
-pub(crate) fn check_limit(field: &str, limit: usize) -> Result<()> {
-    if limit == 0 || limit > MAX_LIMIT {
-        return Err(Error::invalid(
-            field,
-            format!("{limit} is outside 1..={MAX_LIMIT}"),
-        ));
-    }
-    Ok(())
-}
-
 /// Builds a message row, updating the conversation's counters.
 fn message_record(
     conv_key: u128,
@@ -1085,207 +1008,4 @@ fn add_messages(
         out.push(message_from(id, &rec)?);
     }
     Ok(out)
-}
-
-/// The indexed text of a stored message.
-pub(crate) fn record_text(m: &MessageRecord) -> String {
-    match &m.content {
-        ContentRecord::Text(s) => s.clone(),
-        ContentRecord::PartsJson(j) => serde_json::from_str::<Vec<serde_json::Value>>(j)
-            .map(|p| Content::Parts(p).text())
-            .unwrap_or_default(),
-    }
-}
-
-pub(crate) fn conversation_from(id: u128, r: &ConversationRecord) -> Result<Conversation> {
-    Ok(Conversation {
-        id: Uuid::from_u128(id),
-        label: r.label.clone(),
-        folder: r.folder.clone(),
-        status: Status::from_code(r.status).ok_or_else(|| Error::Corrupted {
-            what: format!("conversation {}", Uuid::from_u128(id)),
-            reason: format!("unknown status code {}", r.status),
-        })?,
-        importance_score: r.importance,
-        pinned: r.importance >= PINNED_IMPORTANCE,
-        word_count: r.word_count,
-        session_count: r.session_count,
-        message_count: r.message_count,
-        created_at: from_micros(r.created_at),
-        updated_at: from_micros(r.updated_at),
-        metadata: parse_json_object(&r.metadata_json),
-    })
-}
-
-pub(crate) fn message_from(id: u128, r: &MessageRecord) -> Result<Message> {
-    let content = match &r.content {
-        ContentRecord::Text(s) => Content::Text(s.clone()),
-        ContentRecord::PartsJson(j) => {
-            Content::Parts(serde_json::from_str(j).map_err(|e| Error::Corrupted {
-                what: format!("message {}", Uuid::from_u128(id)),
-                reason: format!("content parts: {e}"),
-            })?)
-        }
-    };
-    Ok(Message {
-        id: Uuid::from_u128(id),
-        conversation_id: Uuid::from_u128(u128::from_le_bytes(r.conversation_id)),
-        role: r.role.clone(),
-        content,
-        timestamp: from_micros(r.timestamp),
-        embedding_id: r.embedding_id.clone(),
-        metadata: parse_json_object(&r.metadata_json),
-    })
-}
-
-fn parse_json_object(s: &str) -> serde_json::Value {
-    serde_json::from_str(s).unwrap_or_else(|_| serde_json::Value::Object(Default::default()))
-}
-
-/// Normalizes a folder filter value the same way stored folders are.
-pub(crate) fn normalize_folder(folder: &str) -> String {
-    validate::folder("filter.folder", folder).unwrap_or_else(|_| folder.to_string())
-}
-
-pub(crate) fn normalize_filter(f: &Filter) -> Result<Filter> {
-    let mut f = f.clone();
-    if let Some(folder) = &f.folder {
-        f.folder = Some(validate::folder("filter.folder", folder)?);
-    }
-    if let Some(i) = f.min_importance {
-        validate::importance("filter.min_importance", i)?;
-    }
-    if let Some(i) = f.max_importance {
-        validate::importance("filter.max_importance", i)?;
-    }
-    if let (Some(a), Some(b)) = (f.since, f.until)
-        && a > b
-    {
-        return Err(Error::invalid("filter.since", "since is after until"));
-    }
-    Ok(f)
-}
-
-/// Inclusive importance bounds implied by a filter.
-pub(crate) fn importance_bounds(f: &Filter) -> (u8, u8) {
-    let mut lo = f.min_importance.unwrap_or(0);
-    let mut hi = f.max_importance.unwrap_or(10);
-    match f.pinned {
-        Some(true) => lo = lo.max(PINNED_IMPORTANCE),
-        Some(false) => hi = hi.min(PINNED_IMPORTANCE - 1),
-        None => {}
-    }
-    (lo, hi)
-}
-
-pub(crate) fn folder_matches(prefix: &str, folder: &str) -> bool {
-    prefix == "/"
-        || folder == prefix
-        || (folder.starts_with(prefix) && folder.as_bytes().get(prefix.len()) == Some(&b'/'))
-}
-
-pub(crate) fn matches_filter(f: &Filter, r: &ConversationRecord) -> bool {
-    let (lo, hi) = importance_bounds(f);
-    f.folder
-        .as_deref()
-        .is_none_or(|p| folder_matches(p, &r.folder))
-        && f.label.as_deref().is_none_or(|l| l == r.label)
-        && f.status.is_none_or(|s| s.code() == r.status)
-        && r.importance >= lo
-        && r.importance <= hi
-        && f.since.is_none_or(|t| r.updated_at >= to_micros(t))
-        && f.until.is_none_or(|t| r.updated_at < to_micros(t))
-}
-
-/// [`Memdb::scan_matching`] over a given snapshot: visits the conversations
-/// matching `filter` (normalized), newest `updated_at` first.
-pub(crate) fn scan_matching_in(
-    txn: &redb::ReadTransaction,
-    filter: &Filter,
-    mut visit: impl FnMut(u128, &ConversationRecord) -> Result<()>,
-) -> Result<()> {
-    let convs = txn.open_table(store::CONVERSATIONS)?;
-    let candidates: Option<Vec<u128>> = if let Some(label) = &filter.label {
-        let t = txn.open_table(store::CONV_BY_LABEL)?;
-        let mut ids = Vec::new();
-        for row in t.range((label.as_str(), 0u128)..=(label.as_str(), u128::MAX))? {
-            ids.push(row?.0.value().1);
-        }
-        Some(ids)
-    } else if let Some(folder) = filter.folder.as_deref().filter(|f| *f != "/") {
-        let t = txn.open_table(store::CONV_BY_FOLDER)?;
-        let mut ids = Vec::new();
-        for row in t.range((folder, 0u128)..=(folder, u128::MAX))? {
-            ids.push(row?.0.value().1);
-        }
-        let sub = format!("{folder}/");
-        let end = format!("{folder}0"); // '0' is the byte after '/'
-        for row in t.range((sub.as_str(), 0u128)..(end.as_str(), 0u128))? {
-            ids.push(row?.0.value().1);
-        }
-        Some(ids)
-    } else if filter.pinned == Some(true) || filter.min_importance.is_some() {
-        let lo = if filter.pinned == Some(true) {
-            PINNED_IMPORTANCE
-        } else {
-            filter.min_importance.unwrap_or(0)
-        };
-        let t = txn.open_table(store::CONV_BY_IMPORTANCE)?;
-        let mut ids = Vec::new();
-        for row in t.range((lo, 0u128)..=(u8::MAX, u128::MAX))? {
-            ids.push(row?.0.value().1);
-        }
-        Some(ids)
-    } else {
-        None
-    };
-    match candidates {
-        Some(ids) => {
-            let mut recs = Vec::with_capacity(ids.len());
-            for id in ids {
-                if let Some(rec) = store::get_conversation(&convs, id)?
-                    && matches_filter(filter, &rec)
-                {
-                    recs.push((id, rec));
-                }
-            }
-            recs.sort_by(|a, b| b.1.updated_at.cmp(&a.1.updated_at).then(b.0.cmp(&a.0)));
-            for (id, rec) in &recs {
-                visit(*id, rec)?;
-            }
-        }
-        None => {
-            let by_updated = txn.open_table(store::CONV_BY_UPDATED)?;
-            for row in by_updated.iter()?.rev() {
-                let (k, _) = row?;
-                let (_, id) = k.value();
-                if let Some(rec) = store::get_conversation(&convs, id)?
-                    && matches_filter(filter, &rec)
-                {
-                    visit(id, &rec)?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The conversation `id` with its messages, oldest first, from one snapshot.
-pub(crate) fn conversation_with_messages_in(
-    txn: &redb::ReadTransaction,
-    id: Uuid,
-) -> Result<ConversationWithMessages> {
-    let rec = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, id.as_u128())?
-        .ok_or_else(|| not_found(id))?;
-    let msgs = txn.open_table(store::MESSAGES)?;
-    let mut messages = Vec::with_capacity(rec.message_count as usize);
-    for mid in store::conversation_message_ids(txn, id.as_u128())? {
-        if let Some(m) = store::get_message(&msgs, mid)? {
-            messages.push(message_from(mid, &m)?);
-        }
-    }
-    Ok(ConversationWithMessages {
-        conversation: conversation_from(id.as_u128(), &rec)?,
-        messages,
-    })
 }

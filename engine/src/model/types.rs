@@ -178,7 +178,7 @@ pub struct NewMessage {
     /// Message time; now when absent.
     #[serde(
         default,
-        with = "crate::time::lenient_opt",
+        with = "crate::util::time::lenient_opt",
         skip_serializing_if = "Option::is_none"
     )]
     pub timestamp: Option<DateTime<Utc>>,
@@ -359,7 +359,7 @@ pub struct SearchHit {
     pub score: f32,
     /// How the score was made, when the request asked to explain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explain: Option<crate::search::ScoreExplain>,
+    pub explain: Option<ScoreExplain>,
 }
 
 /// Totals over the store or a filtered part of it.
@@ -503,4 +503,23 @@ mod tests {
         let (same, _, _) = s.clone().top(10);
         assert_eq!(same, s);
     }
+}
+
+/// How one hit's score was made. In hybrid mode every candidate gets its
+/// similarity, so `similarity` can be present without `semantic_rank`: a
+/// keyword-only candidate's cosine, read from its stored vector.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScoreExplain {
+    /// Rank in the keyword ranking (1 = best), if it was there.
+    pub keyword_rank: Option<usize>,
+    /// Its BM25 score; `None` when it is not in the keyword ranking.
+    pub keyword_score: Option<f32>,
+    /// Rank in the semantic ranking (1 = best), if it was there.
+    pub semantic_rank: Option<usize>,
+    /// Its cosine similarity to the query; in hybrid mode also for a
+    /// keyword-only candidate (from its stored vector). `None` when the
+    /// message has no vector yet (or there was no semantic ranking).
+    pub similarity: Option<f32>,
+    /// The fused score (hybrid only).
+    pub fused: Option<f32>,
 }

@@ -1,9 +1,8 @@
 //! Input validation: every rule that decides whether a write is accepted.
 //! Nothing is written unless the whole request passes.
 
-use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::types::{Content, NewMessage};
+use crate::model::types::{Content, NewMessage};
 
 /// Longest label, in bytes (Sekha's limit).
 pub const MAX_LABEL_BYTES: usize = 500;
@@ -112,7 +111,13 @@ pub(crate) fn metadata(field: &str, m: Option<&serde_json::Value>) -> Result<Str
     }
 }
 
-pub(crate) fn messages(config: &Config, msgs: &[NewMessage], allow_empty: bool) -> Result<()> {
+/// The per-write size limits (from [`crate::Config`]).
+pub(crate) struct WriteLimits {
+    pub(crate) max_messages_per_write: usize,
+    pub(crate) max_message_bytes: usize,
+}
+
+pub(crate) fn messages(config: &WriteLimits, msgs: &[NewMessage], allow_empty: bool) -> Result<()> {
     if msgs.is_empty() && !allow_empty {
         return Err(Error::invalid(
             "messages",
@@ -156,7 +161,7 @@ pub(crate) fn role(field: &str, role: &str) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn content(config: &Config, field: &str, c: &Content) -> Result<()> {
+pub(crate) fn content(config: &WriteLimits, field: &str, c: &Content) -> Result<()> {
     let size = match c {
         Content::Text(s) => s.len(),
         Content::Parts(parts) => {

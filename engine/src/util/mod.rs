@@ -1,0 +1,9 @@
+//! Leaf utilities every layer may use: time parsing, the directory lock,
+//! the blocking HTTP client for remote providers, function-word lists and
+//! token counting. Nothing here knows about records, tables or indexes.
+
+pub(crate) mod http;
+pub(crate) mod keywords;
+pub(crate) mod lock;
+pub(crate) mod time;
+pub(crate) mod tokens;
