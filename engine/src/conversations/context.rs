@@ -28,10 +28,10 @@ use uuid::Uuid;
 use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::filter::folder_matches;
-use crate::model::types::{Content, PINNED_IMPORTANCE, Status, TextQuery};
+use crate::model::types::{Content, Status, TextQuery};
 use crate::model::validate;
 use crate::query::{SearchMode, SearchRequest};
-use crate::store;
+use crate::store::conversations::{self, ConversationsView};
 use crate::util::time::{from_micros, now, to_micros};
 use crate::util::tokens::TokenCounter;
 
@@ -289,7 +289,7 @@ impl Memdb {
         let semantic =
             self.recall_semantic(&req.query, SEMANTIC_RECALL, req.min_similarity, &mut notes)?;
         let (txn, rows) = self.row_snapshot()?;
-        let conv_msgs = txn.open_table(store::CONV_MESSAGES)?;
+        let view = ConversationsView::open(&txn)?;
         let mut conv_cache: HashMap<u128, Option<Arc<ConversationRecord>>> = HashMap::new();
         let mut conv_of = |id: u128| -> Result<Option<Arc<ConversationRecord>>> {
             if let Some(c) = conv_cache.get(&id) {
@@ -347,13 +347,13 @@ impl Memdb {
         let target = pack(&[], req.context_budget).target;
         let per_conv_cap = target.max(1);
         // Pinned: importance ≥ 10, active.
-        let pinned = pinned_conversations(&txn)?;
+        let pinned = conversations::pinned_ids(&txn)?;
         for cid in pinned {
             let Some(c) = conv_of(cid)? else { continue };
             if c.status != Status::Active.code() || is_excluded(&c.folder) {
                 continue;
             }
-            for m in newest_messages(&conv_msgs, cid, i64::MIN, i64::MAX, per_conv_cap)? {
+            for m in view.newest_messages(cid, i64::MIN, i64::MAX, per_conv_cap)? {
                 counts.pinned += 1;
                 add(&mut candidates, m, cid, RecallSource::Pinned, usize::MAX);
             }
@@ -361,15 +361,13 @@ impl Memdb {
         // Recent labeled: the last 7 days of active conversations with a preferred label.
         let since = to_micros(now - Duration::days(RECENT_LABEL_DAYS));
         let until = to_micros(now);
-        let by_label = txn.open_table(store::CONV_BY_LABEL)?;
         for label in &preferred {
-            for row in by_label.range((label.as_str(), 0u128)..=(label.as_str(), u128::MAX))? {
-                let cid = row?.0.value().1;
+            for cid in conversations::ids_with_label(&txn, label)? {
                 let Some(c) = conv_of(cid)? else { continue };
                 if c.status != Status::Active.code() || is_excluded(&c.folder) {
                     continue;
                 }
-                for m in newest_messages(&conv_msgs, cid, since, until, per_conv_cap)? {
+                for m in view.newest_messages(cid, since, until, per_conv_cap)? {
                     counts.recent_label += 1;
                     add(
                         &mut candidates,
@@ -592,41 +590,6 @@ fn validate_request(req: &ContextRequest) -> Result<(Vec<String>, Vec<String>)> 
         .map(|(i, f)| validate::folder(&format!("excluded_folders[{i}]"), f))
         .collect::<Result<Vec<_>>>()?;
     Ok((preferred, excluded))
-}
-
-/// Conversations with importance ≥ 10 (any status; the caller keeps the
-/// active ones), from the importance index, by id.
-fn pinned_conversations(txn: &redb::ReadTransaction) -> Result<Vec<u128>> {
-    let by_importance = txn.open_table(store::CONV_BY_IMPORTANCE)?;
-    let mut out = Vec::new();
-    for row in by_importance.range((PINNED_IMPORTANCE, 0u128)..=(u8::MAX, u128::MAX))? {
-        out.push(row?.0.value().1);
-    }
-    out.sort_unstable();
-    Ok(out)
-}
-
-/// The newest `cap` `(message id, timestamp)` of conversation `cid` with
-/// timestamp in `[since, until]`, read from the index keys alone.
-fn newest_messages(
-    table: &redb::ReadOnlyTable<(u128, i64, u32), u128>,
-    cid: u128,
-    since: i64,
-    until: i64,
-    cap: usize,
-) -> Result<Vec<(u128, i64)>> {
-    let mut out = Vec::new();
-    for row in table
-        .range((cid, since, 0u32)..=(cid, until, u32::MAX))?
-        .rev()
-    {
-        if out.len() >= cap {
-            break;
-        }
-        let (k, v) = row?;
-        out.push((v.value(), k.value().1));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::types::{ConversationWithMessages, Filter, Page};
+use crate::store::conversations::{self, ConversationsView};
 
 /// The `format` tag of a JSON export.
 pub const EXPORT_FORMAT: &str = "memdb-export";
@@ -280,27 +281,19 @@ impl ExportStream {
             self.exhausted = true;
             return Ok(());
         };
-        let by_updated = self.txn.open_table(crate::store::CONV_BY_UPDATED)?;
-        let convs = self.txn.open_table(crate::store::CONVERSATIONS)?;
-        let range = match self.cursor {
-            Some(c) => by_updated.range(..c)?,
-            None => by_updated.range::<(i64, u128)>(..)?,
-        };
-        let mut read = 0;
-        for row in range.rev() {
-            let key = row?.0.value();
+        let keys = conversations::updated_before(&self.txn, self.cursor, EXPORT_BATCH)?;
+        let view = ConversationsView::open(&self.txn)?;
+        for &key in &keys {
             self.cursor = Some(key);
-            read += 1;
-            if let Some(rec) = crate::store::get_conversation(&convs, key.1)?
+            if let Some(rec) = view.conversation(key.1)?
                 && crate::model::filter::matches_filter(filter, &rec)
             {
                 self.pending.push_back(key.1);
             }
-            if read >= EXPORT_BATCH {
-                return Ok(());
-            }
         }
-        self.exhausted = true;
+        if keys.len() < EXPORT_BATCH {
+            self.exhausted = true;
+        }
         Ok(())
     }
 

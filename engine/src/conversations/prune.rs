@@ -9,15 +9,13 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use memdb_format::{ConversationRecord, Op};
-use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::types::{PINNED_IMPORTANCE, Status};
-use crate::store;
+use crate::store::conversations::{self, ConversationsView};
 use crate::util::time::{from_micros, now, to_micros};
 
 /// Importance at or above which an old conversation is kept (not reviewed).
@@ -305,8 +303,7 @@ impl Memdb {
         let now = req.now.unwrap_or_else(now);
         let now_us = to_micros(now);
         let txn = self.store.read()?;
-        let convs = txn.open_table(store::CONVERSATIONS)?;
-        let idx = txn.open_table(store::CONV_MESSAGES)?;
+        let view = ConversationsView::open(&txn)?;
         let mut report = PruneReport {
             suggestions: Vec::new(),
             total_reviewed: 0,
@@ -322,18 +319,10 @@ impl Memdb {
             inactivity_days,
             now,
         };
-        for row in convs.iter()? {
-            let (k, v) = row?;
-            let cid = k.value();
-            let c = ConversationRecord::decode(v.value())?;
+        for row in view.iter()? {
+            let (cid, c) = row?;
             report.total_reviewed += 1;
-            let last = match idx
-                .range((cid, i64::MIN, 0u32)..=(cid, i64::MAX, u32::MAX))?
-                .next_back()
-            {
-                Some(r) => r?.0.value().1,
-                None => c.updated_at,
-            };
+            let last = view.last_message_time(cid)?.unwrap_or(c.updated_at);
             let status = Status::from_code(c.status).unwrap_or(Status::Active);
             let days_idle = whole_days(now_us, last);
             let Some((recommendation, rules, reason)) = judge(
@@ -416,14 +405,8 @@ impl Memdb {
             let mut report = PruneExecuteReport::default();
             let mut targets = Vec::with_capacity(unique.len());
             {
-                let convs = txn.open_table(store::CONVERSATIONS)?;
                 for &(i, id) in &unique {
-                    let rec = store::get_conversation(&convs, id.as_u128())?.ok_or_else(|| {
-                        Error::NotFound {
-                            what: "conversation",
-                            id: id.to_string(),
-                        }
-                    })?;
+                    let rec = conversations::require_for_update(txn, id.as_u128())?;
                     if action == PruneAction::Delete && rec.importance >= PINNED_IMPORTANCE {
                         return Err(Error::invalid(
                             format!("conversation_ids[{i}]"),
@@ -445,13 +428,11 @@ impl Memdb {
                         let mut rec = old.clone();
                         rec.status = Status::Archived.code();
                         rec.updated_at = t.max(old.updated_at);
-                        store::put_conversation(txn, ops, key, &rec, Some(&old))?;
-                        ops.push(Op::PutConversation(key.to_le_bytes()));
+                        conversations::put(txn, ops, key, &rec, Some(&old))?;
                         report.archived.push(id);
                     }
                     PruneAction::Delete => {
-                        let removed = store::delete_conversation(txn, ops, key, &old)?;
-                        ops.push(Op::DeleteConversation(key.to_le_bytes()));
+                        let removed = conversations::delete(txn, ops, key, &old)?;
                         crate::vector::spaces::delete_record_vectors(txn, &removed, ops)?;
                         report.messages_deleted += removed.len() as u64;
                         report.deleted.push(id);

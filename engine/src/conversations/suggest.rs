@@ -10,15 +10,14 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use memdb_format::ConversationRecord;
-use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::db::Memdb;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::llm::ChatModel;
 use crate::model::records::record_text;
-use crate::store;
+use crate::store::conversations::{self, ConversationsView};
 use crate::util::keywords::{code_fences, content_words, sentences, words};
 
 /// Most suggestions returned.
@@ -196,19 +195,15 @@ type LabelCorpus = (BTreeMap<String, LabelStats>, HashMap<String, usize>, usize)
 impl Memdb {
     fn conversation_text(&self, cid: u128) -> Result<(ConversationRecord, Vec<(String, String)>)> {
         let txn = self.store.read()?;
-        let conv = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, cid)?
-            .ok_or_else(|| Error::NotFound {
-                what: "conversation",
-                id: Uuid::from_u128(cid).to_string(),
-            })?;
-        let msgs = txn.open_table(store::MESSAGES)?;
+        let view = ConversationsView::open(&txn)?;
+        let conv = view.require(cid)?;
         let mut out = Vec::new();
         let mut total = 0usize;
-        for mid in store::conversation_message_ids(&txn, cid)? {
+        for mid in conversations::conversation_message_ids(&txn, cid)? {
             if total >= MAX_CONVERSATION_CHARS {
                 break;
             }
-            if let Some(m) = store::get_message(&msgs, mid)? {
+            if let Some(m) = view.message(mid)? {
                 let t = record_text(&m);
                 total += t.len();
                 out.push((m.role.clone(), t));
@@ -221,16 +216,12 @@ impl Memdb {
     /// words over a sample of conversations (first message and label each).
     fn label_corpus(&self, except: u128) -> Result<LabelCorpus> {
         let txn = self.store.read()?;
-        let convs = txn.open_table(store::CONVERSATIONS)?;
-        let msgs = txn.open_table(store::MESSAGES)?;
-        let idx = txn.open_table(store::CONV_MESSAGES)?;
+        let view = ConversationsView::open(&txn)?;
         let mut labels: BTreeMap<String, LabelStats> = BTreeMap::new();
         let mut df: HashMap<String, usize> = HashMap::new();
         let mut docs = 0usize;
-        for row in convs.iter()? {
-            let (k, v) = row?;
-            let cid = k.value();
-            let c = ConversationRecord::decode(v.value())?;
+        for row in view.iter()? {
+            let (cid, c) = row?;
             if cid != except {
                 let e = labels.entry(c.label.clone()).or_insert(LabelStats {
                     count: 0,
@@ -241,13 +232,8 @@ impl Memdb {
             }
             if docs < IDF_SAMPLE {
                 let mut text = c.label.clone();
-                let first = idx
-                    .range((cid, i64::MIN, 0u32)..=(cid, i64::MAX, u32::MAX))?
-                    .next()
-                    .transpose()?
-                    .map(|r| r.1.value());
-                if let Some(mid) = first
-                    && let Some(m) = store::get_message(&msgs, mid)?
+                if let Some(mid) = view.first_message(cid)?
+                    && let Some(m) = view.message(mid)?
                 {
                     text.push('\n');
                     text.push_str(&record_text(&m));
@@ -657,6 +643,7 @@ fn heuristic_labels(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use crate::model::types::{NewConversation, NewMessage};
     use std::sync::Mutex;
 

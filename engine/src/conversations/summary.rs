@@ -16,7 +16,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use memdb_format::{Op, SummaryRecord};
+use memdb_format::SummaryRecord;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -24,7 +24,7 @@ use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::llm::ChatModel;
 use crate::model::records::record_text;
-use crate::store;
+use crate::store::conversations::{self, ConversationsView};
 use crate::util::keywords;
 use crate::util::time::{from_micros, now, to_micros};
 use crate::util::tokens::estimate_tokens;
@@ -486,20 +486,7 @@ impl Memdb {
         };
         let id = Uuid::new_v4().as_u128();
         let key = conv.as_u128();
-        self.write(|txn, ops| {
-            if store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, key)?.is_none() {
-                return Err(Error::NotFound {
-                    what: "conversation",
-                    id: conv.to_string(),
-                });
-            }
-            txn.open_table(store::SUMMARIES)?.insert(
-                (key, rec.level, rec.generated_at, id),
-                rec.encode().as_slice(),
-            )?;
-            ops.push(Op::PutSummary(key.to_le_bytes()));
-            Ok(())
-        })?;
+        self.write(|txn, ops| conversations::put_summary(txn, ops, key, id, &rec))?;
         let mut s = summary_from(key, id, &rec)?;
         s.notes = notes;
         Ok(s)
@@ -512,13 +499,11 @@ impl Memdb {
         until: DateTime<Utc>,
     ) -> Result<Vec<SummarySource>> {
         let txn = self.store.read()?;
-        let idx = txn.open_table(store::CONV_MESSAGES)?;
-        let msgs = txn.open_table(store::MESSAGES)?;
+        let view = ConversationsView::open(&txn)?;
         let key = conv.as_u128();
         let mut out = Vec::new();
-        for row in idx.range((key, to_micros(since), 0u32)..=(key, to_micros(until), u32::MAX))? {
-            let mid = row?.1.value();
-            if let Some(m) = store::get_message(&msgs, mid)? {
+        for (mid, _) in view.messages_between(key, to_micros(since), to_micros(until))? {
+            if let Some(m) = view.message(mid)? {
                 let text = record_text(&m);
                 if !text.trim().is_empty() {
                     out.push(SummarySource {
@@ -543,12 +528,10 @@ impl Memdb {
         let key = conv.as_u128();
         let l = level.code();
         let txn = self.store.read()?;
-        let t = txn.open_table(store::SUMMARIES)?;
         let mut out = Vec::new();
-        for row in
-            t.range((key, l, to_micros(since), 0u128)..=(key, l, to_micros(until), u128::MAX))?
+        for (_, r) in
+            conversations::summaries(&txn, key, l..=l, to_micros(since), to_micros(until))?
         {
-            let r = SummaryRecord::decode(row?.1.value())?;
             out.push(SummarySource {
                 role: level.as_str().into(),
                 timestamp: from_micros(r.generated_at),
@@ -567,16 +550,13 @@ impl Memdb {
         self.get_conversation(conversation_id)?;
         let key = conversation_id.as_u128();
         let txn = self.store.read()?;
-        let t = txn.open_table(store::SUMMARIES)?;
         let (lo, hi) = match level {
             Some(l) => (l.code(), l.code()),
             None => (0, u8::MAX),
         };
         let mut out = Vec::new();
-        for row in t.range((key, lo, i64::MIN, 0u128)..=(key, hi, i64::MAX, u128::MAX))? {
-            let (k, v) = row?;
-            let (_, _, _, id) = k.value();
-            out.push(summary_from(key, id, &SummaryRecord::decode(v.value())?)?);
+        for (id, r) in conversations::summaries(&txn, key, lo..=hi, i64::MIN, i64::MAX)? {
+            out.push(summary_from(key, id, &r)?);
         }
         out.sort_by(|a, b| {
             b.created_at
@@ -599,20 +579,16 @@ impl Memdb {
         self.get_conversation(conversation_id)?;
         let key = conversation_id.as_u128();
         let txn = self.store.read()?;
-        let t = txn.open_table(store::SUMMARIES)?;
         let mut cur = Some(level);
         while let Some(l) = cur {
             let c = l.code();
-            if let Some(row) = t
-                .range((key, c, i64::MIN, 0u128)..=(key, c, i64::MAX, u128::MAX))?
-                .next_back()
+            if let Some((id, r)) =
+                conversations::summaries(&txn, key, c..=c, i64::MIN, i64::MAX)?.pop()
             {
-                let (k, v) = row?;
-                let (_, _, _, id) = k.value();
                 return Ok(ServedSummary {
                     requested_level: level,
                     served_level: l,
-                    summary: summary_from(key, id, &SummaryRecord::decode(v.value())?)?,
+                    summary: summary_from(key, id, &r)?,
                 });
             }
             cur = l.lower();
@@ -785,7 +761,7 @@ mod tests {
         // Deleting the conversation deletes its summaries.
         db.delete_conversation(id).unwrap();
         let txn = db.store.read().unwrap();
-        let t = txn.open_table(store::SUMMARIES).unwrap();
+        let t = txn.open_table(crate::store::SUMMARIES).unwrap();
         assert_eq!(redb::ReadableTable::iter(&t).unwrap().count(), 0);
     }
 

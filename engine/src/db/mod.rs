@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
-use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
+use redb::WriteTransaction;
 use uuid::Uuid;
 
 use crate::config::Config;
@@ -23,7 +23,9 @@ use crate::model::filter::{check_limit, normalize_filter};
 use crate::model::records::{conversation_from, message_from, record_text};
 use crate::model::types::*;
 use crate::model::validate;
-use crate::store::conversations::{conversation_with_messages_in, scan_matching_in};
+use crate::store::conversations::{
+    self, ConversationsView, conversation_with_messages_in, scan_matching_in,
+};
 use crate::store::rowcache::RowCache;
 use crate::store::rows::{RowReader, RowTables};
 use crate::store::{self, OpBatch, Store};
@@ -380,7 +382,7 @@ impl Memdb {
                 let key = Uuid::new_v4().as_u128();
                 let t = conv.created_at;
                 let messages = add_messages(txn, key, &mut conv, &new.messages, t, ops)?;
-                store::put_conversation(txn, ops, key, &conv, None)?;
+                conversations::put(txn, ops, key, &conv, None)?;
                 out.push(ConversationWithMessages {
                     conversation: conversation_from(key, &conv)?,
                     messages,
@@ -395,13 +397,12 @@ impl Memdb {
         validate::messages(&self.config.write_limits(), &messages, false)?;
         let key = id.as_u128();
         self.write(|txn, ops| {
-            let old = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, key)?
-                .ok_or_else(|| not_found(id))?;
+            let old = conversations::require_for_update(txn, key)?;
             let mut conv = old.clone();
             let t = to_micros(now());
             let msgs = add_messages(txn, key, &mut conv, &messages, t, ops)?;
             conv.updated_at = t.max(old.updated_at);
-            store::put_conversation(txn, ops, key, &conv, Some(&old))?;
+            conversations::put(txn, ops, key, &conv, Some(&old))?;
             Ok(msgs)
         })
     }
@@ -409,8 +410,7 @@ impl Memdb {
     /// The conversation `id` (without messages).
     pub fn get_conversation(&self, id: Uuid) -> Result<Conversation> {
         let txn = self.store.read()?;
-        let rec = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, id.as_u128())?
-            .ok_or_else(|| not_found(id))?;
+        let rec = ConversationsView::open(&txn)?.require(id.as_u128())?;
         conversation_from(id.as_u128(), &rec)
     }
 
@@ -422,12 +422,12 @@ impl Memdb {
     /// The message `id`.
     pub fn get_message(&self, id: Uuid) -> Result<Message> {
         let txn = self.store.read()?;
-        let m = store::get_message(&txn.open_table(store::MESSAGES)?, id.as_u128())?.ok_or_else(
-            || Error::NotFound {
+        let m = ConversationsView::open(&txn)?
+            .message(id.as_u128())?
+            .ok_or_else(|| Error::NotFound {
                 what: "message",
                 id: id.to_string(),
-            },
-        )?;
+            })?;
         message_from(id.as_u128(), &m)
     }
 
@@ -443,13 +443,11 @@ impl Memdb {
             // Every conversation matches: the total is the table's length,
             // and only the page's rows are read (newest updated first).
             let txn = self.store.read()?;
-            let convs = txn.open_table(store::CONVERSATIONS)?;
-            let total = convs.len()?;
-            let by_updated = txn.open_table(store::CONV_BY_UPDATED)?;
+            let view = ConversationsView::open(&txn)?;
+            let total = view.conversation_count()?;
             let mut out = Vec::with_capacity(page.limit.min(total as usize));
-            for row in by_updated.iter()?.rev().skip(page.offset).take(page.limit) {
-                let (_, id) = row?.0.value();
-                if let Some(rec) = store::get_conversation(&convs, id)? {
+            for id in conversations::newest_updated(&txn, page.offset, page.limit)? {
+                if let Some(rec) = view.conversation(id)? {
                     out.push(conversation_from(id, &rec)?);
                 }
             }
@@ -482,7 +480,7 @@ impl Memdb {
         let filter = normalize_filter(filter)?;
         if filter == Filter::default() {
             let txn = self.store.read()?;
-            return Ok(txn.open_table(store::CONVERSATIONS)?.len()?);
+            return ConversationsView::open(&txn)?.conversation_count();
         }
         if let Some(status) = filter.status
             && filter
@@ -493,13 +491,7 @@ impl Memdb {
         {
             // Counted from the status index without decoding a row.
             let txn = self.store.read()?;
-            let t = txn.open_table(store::CONV_BY_STATUS)?;
-            let mut n = 0;
-            for row in t.range((status.code(), 0u128)..=(status.code(), u128::MAX))? {
-                row?;
-                n += 1;
-            }
-            return Ok(n);
+            return conversations::count_with_status(&txn, status.code());
         }
         let mut n = 0;
         self.scan_matching(&filter, |_, _| {
@@ -546,8 +538,7 @@ impl Memdb {
             .transpose()?;
         let key = id.as_u128();
         let rec = self.write(|txn, ops| {
-            let old = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, key)?
-                .ok_or_else(|| not_found(id))?;
+            let old = conversations::require_for_update(txn, key)?;
             let mut rec = old.clone();
             if let Some(l) = &label {
                 rec.label.clone_from(l);
@@ -568,14 +559,7 @@ impl Memdb {
                 return Ok(rec);
             }
             rec.updated_at = to_micros(now()).max(old.updated_at);
-            store::put_conversation(txn, ops, key, &rec, Some(&old))?;
-            let scope_changed = rec.label != old.label
-                || rec.folder != old.folder
-                || rec.status != old.status
-                || rec.importance != old.importance;
-            if scope_changed {
-                ops.push(Op::PutConversation(key.to_le_bytes()));
-            }
+            conversations::put(txn, ops, key, &rec, Some(&old))?;
             Ok(rec)
         })?;
         conversation_from(key, &rec)
@@ -608,10 +592,8 @@ impl Memdb {
     pub fn delete_conversation(&self, id: Uuid) -> Result<u64> {
         let key = id.as_u128();
         self.write(|txn, ops| {
-            let rec = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, key)?
-                .ok_or_else(|| not_found(id))?;
-            let removed = store::delete_conversation(txn, ops, key, &rec)?;
-            ops.push(Op::DeleteConversation(key.to_le_bytes()));
+            let rec = conversations::require_for_update(txn, key)?;
+            let removed = conversations::delete(txn, ops, key, &rec)?;
             crate::vector::spaces::delete_record_vectors(txn, &removed, ops)?;
             Ok(removed.len() as u64)
         })
@@ -738,12 +720,9 @@ impl Memdb {
         let text = self.fresh_text()?;
         let _g = self.lock_writes();
         let txn = self.store.read()?;
-        let convs = txn.open_table(store::CONVERSATIONS)?.len()?;
-        let msgs = txn.open_table(store::MESSAGES)?;
-        let mut store_ids = std::collections::BTreeSet::new();
-        for row in msgs.iter()? {
-            store_ids.insert(row?.0.value());
-        }
+        let view = ConversationsView::open(&txn)?;
+        let convs = view.conversation_count()?;
+        let store_ids = view.message_ids()?;
         let indexed_ids = text.all_ids()?;
         let indexed = indexed_ids.len() as u64;
         let indexed_set: std::collections::BTreeSet<u128> = indexed_ids.into_iter().collect();
@@ -893,14 +872,14 @@ impl Memdb {
     /// Writes prepared imports in one transaction.
     pub(crate) fn write_imports(&self, batch: Vec<PreparedImport>) -> Result<()> {
         self.write(|txn, ops| {
-            let mut tables = store::MessageTables::open(txn)?;
+            let mut tables = conversations::MessageTables::open(txn)?;
             for PreparedImport {
                 key,
                 mut conv,
                 messages,
             } in batch
             {
-                if txn.open_table(store::CONVERSATIONS)?.get(key)?.is_some() {
+                if conversations::get_for_update(txn, key)?.is_some() {
                     return Err(Error::Conflict(format!(
                         "conversation {} already exists",
                         Uuid::from_u128(key)
@@ -912,10 +891,9 @@ impl Memdb {
                         embedding_id: emb.clone(),
                         ..message_record(key, &mut conv, m, created)?
                     };
-                    tables.insert(*mid, &rec)?;
-                    ops.push(Op::InsertMessage(mid.to_le_bytes()));
+                    tables.insert(ops, *mid, &rec)?;
                 }
-                store::put_conversation(txn, ops, key, &conv, None)?;
+                conversations::put(txn, ops, key, &conv, None)?;
             }
             Ok(())
         })
@@ -923,9 +901,8 @@ impl Memdb {
 
     pub(crate) fn conversation_exists(&self, id: Uuid) -> Result<bool> {
         let txn = self.store.read()?;
-        Ok(txn
-            .open_table(store::CONVERSATIONS)?
-            .get(id.as_u128())?
+        Ok(ConversationsView::open(&txn)?
+            .conversation(id.as_u128())?
             .is_some())
     }
 }
@@ -946,13 +923,6 @@ impl PreparedImport {
 impl Drop for Memdb {
     fn drop(&mut self) {
         let _ = self.shut_down();
-    }
-}
-
-fn not_found(id: Uuid) -> Error {
-    Error::NotFound {
-        what: "conversation",
-        id: id.to_string(),
     }
 }
 
@@ -999,12 +969,11 @@ fn add_messages(
     ops: &mut OpBatch,
 ) -> Result<Vec<Message>> {
     let mut out = Vec::with_capacity(messages.len());
-    let mut tables = store::MessageTables::open(txn)?;
+    let mut tables = conversations::MessageTables::open(txn)?;
     for m in messages {
         let rec = message_record(conv_key, conv, m, now_us)?;
         let id = Uuid::new_v4().as_u128();
-        tables.insert(id, &rec)?;
-        ops.push(Op::InsertMessage(id.to_le_bytes()));
+        tables.insert(ops, id, &rec)?;
         out.push(message_from(id, &rec)?);
     }
     Ok(out)

@@ -1,16 +1,257 @@
-//! Reading conversations and their messages from a snapshot: the filtered
-//! scan (newest first, through the best secondary index) and "the messages of
-//! a conversation".
+//! The conversation and message tables behind a typed API: the only code
+//! that reads or writes `conversations`, `messages`, `conv_messages`, the
+//! five `conv_by_*` indexes and `summaries`.
+//!
+//! Writes record their own oplog entries: [`put`] notices a scope change
+//! (label, folder, status, importance) by comparing with the previous row
+//! and records `Op::PutConversation`; [`delete`] records
+//! `Op::DeleteConversation`; [`MessageTables::insert`] records
+//! `Op::InsertMessage`. Callers never push these themselves.
+//!
+//! Reads go through [`ConversationsView`] (the three row tables of one
+//! snapshot, opened once) and a few index scans.
 
-use memdb_format::ConversationRecord;
-use redb::ReadableTable;
+use memdb_format::{ConversationRecord, MessageRecord, Op, SummaryRecord};
+use redb::{
+    ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata, Table, WriteTransaction,
+};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::model::filter::matches_filter;
 use crate::model::records::{conversation_from, message_from};
 use crate::model::types::{ConversationWithMessages, Filter, PINNED_IMPORTANCE};
-use crate::store;
+use crate::store::{
+    CONV_BY_FOLDER, CONV_BY_IMPORTANCE, CONV_BY_LABEL, CONV_BY_STATUS, CONV_BY_UPDATED,
+    CONV_MESSAGES, CONVERSATIONS, MESSAGES, OpBatch, SUMMARIES,
+};
+
+/// Reads and decodes a conversation.
+pub(crate) fn get_conversation(
+    table: &impl ReadableTable<u128, &'static [u8]>,
+    id: u128,
+) -> Result<Option<ConversationRecord>> {
+    match table.get(id)? {
+        Some(v) => Ok(Some(ConversationRecord::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Reads and decodes a message.
+pub(crate) fn get_message(
+    table: &impl ReadableTable<u128, &'static [u8]>,
+    id: u128,
+) -> Result<Option<MessageRecord>> {
+    match table.get(id)? {
+        Some(v) => Ok(Some(MessageRecord::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+fn not_found(id: u128) -> Error {
+    Error::NotFound {
+        what: "conversation",
+        id: Uuid::from_u128(id).to_string(),
+    }
+}
+
+// ----- reads -----------------------------------------------------------
+
+/// The conversation, message and per-conversation message-index tables of
+/// one snapshot, opened once (opening a table is a B-tree lookup).
+pub(crate) struct ConversationsView {
+    convs: ReadOnlyTable<u128, &'static [u8]>,
+    msgs: ReadOnlyTable<u128, &'static [u8]>,
+    conv_msgs: ReadOnlyTable<(u128, i64, u32), u128>,
+}
+
+impl ConversationsView {
+    pub(crate) fn open(txn: &ReadTransaction) -> Result<ConversationsView> {
+        Ok(ConversationsView {
+            convs: txn.open_table(CONVERSATIONS)?,
+            msgs: txn.open_table(MESSAGES)?,
+            conv_msgs: txn.open_table(CONV_MESSAGES)?,
+        })
+    }
+
+    /// The conversation row `id`, if it exists.
+    pub(crate) fn conversation(&self, id: u128) -> Result<Option<ConversationRecord>> {
+        get_conversation(&self.convs, id)
+    }
+
+    /// The conversation row `id`, or `NotFound`.
+    pub(crate) fn require(&self, id: u128) -> Result<ConversationRecord> {
+        self.conversation(id)?.ok_or_else(|| not_found(id))
+    }
+
+    /// The message row `id`, if it exists.
+    pub(crate) fn message(&self, id: u128) -> Result<Option<MessageRecord>> {
+        get_message(&self.msgs, id)
+    }
+
+    /// Number of conversations.
+    pub(crate) fn conversation_count(&self) -> Result<u64> {
+        Ok(self.convs.len()?)
+    }
+
+    /// Every conversation row in id order.
+    pub(crate) fn iter(
+        &self,
+    ) -> Result<impl Iterator<Item = Result<(u128, ConversationRecord)>> + '_> {
+        Ok(self.convs.iter()?.map(|row| {
+            let (k, v) = row?;
+            Ok((k.value(), ConversationRecord::decode(v.value())?))
+        }))
+    }
+
+    /// Every message id, in order.
+    pub(crate) fn message_ids(&self) -> Result<std::collections::BTreeSet<u128>> {
+        let mut out = std::collections::BTreeSet::new();
+        for row in self.msgs.iter()? {
+            out.insert(row?.0.value());
+        }
+        Ok(out)
+    }
+
+    /// Every message row in id order.
+    pub(crate) fn messages(
+        &self,
+    ) -> Result<impl Iterator<Item = Result<(u128, MessageRecord)>> + '_> {
+        Ok(self.msgs.iter()?.map(|row| {
+            let (k, v) = row?;
+            Ok((k.value(), MessageRecord::decode(v.value())?))
+        }))
+    }
+
+    /// `(message id, timestamp)` of conversation `cid` with timestamp in
+    /// `[since, until]`, oldest first.
+    pub(crate) fn messages_between(
+        &self,
+        cid: u128,
+        since: i64,
+        until: i64,
+    ) -> Result<Vec<(u128, i64)>> {
+        let mut out = Vec::new();
+        for row in self
+            .conv_msgs
+            .range((cid, since, 0u32)..=(cid, until, u32::MAX))?
+        {
+            let (k, v) = row?;
+            out.push((v.value(), k.value().1));
+        }
+        Ok(out)
+    }
+
+    /// The newest `cap` `(message id, timestamp)` of conversation `cid` with
+    /// timestamp in `[since, until]`, newest first, from the index keys alone.
+    pub(crate) fn newest_messages(
+        &self,
+        cid: u128,
+        since: i64,
+        until: i64,
+        cap: usize,
+    ) -> Result<Vec<(u128, i64)>> {
+        let mut out = Vec::new();
+        for row in self
+            .conv_msgs
+            .range((cid, since, 0u32)..=(cid, until, u32::MAX))?
+            .rev()
+        {
+            if out.len() >= cap {
+                break;
+            }
+            let (k, v) = row?;
+            out.push((v.value(), k.value().1));
+        }
+        Ok(out)
+    }
+
+    /// The first message id of conversation `cid`, if any.
+    pub(crate) fn first_message(&self, cid: u128) -> Result<Option<u128>> {
+        Ok(self
+            .conv_msgs
+            .range((cid, i64::MIN, 0u32)..=(cid, i64::MAX, u32::MAX))?
+            .next()
+            .transpose()?
+            .map(|r| r.1.value()))
+    }
+
+    /// The timestamp of the last message of conversation `cid`, if any.
+    pub(crate) fn last_message_time(&self, cid: u128) -> Result<Option<i64>> {
+        Ok(self
+            .conv_msgs
+            .range((cid, i64::MIN, 0u32)..=(cid, i64::MAX, u32::MAX))?
+            .next_back()
+            .transpose()?
+            .map(|r| r.0.value().1))
+    }
+}
+
+/// Ids of the conversations labeled `label`, by id.
+pub(crate) fn ids_with_label(txn: &ReadTransaction, label: &str) -> Result<Vec<u128>> {
+    let t = txn.open_table(CONV_BY_LABEL)?;
+    let mut ids = Vec::new();
+    for row in t.range((label, 0u128)..=(label, u128::MAX))? {
+        ids.push(row?.0.value().1);
+    }
+    Ok(ids)
+}
+
+/// Conversations with importance ≥ 10 (any status), by id.
+pub(crate) fn pinned_ids(txn: &ReadTransaction) -> Result<Vec<u128>> {
+    let t = txn.open_table(CONV_BY_IMPORTANCE)?;
+    let mut out = Vec::new();
+    for row in t.range((PINNED_IMPORTANCE, 0u128)..=(u8::MAX, u128::MAX))? {
+        out.push(row?.0.value().1);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Up to `n` `(updated_at, id)` keys of the update-time index strictly
+/// below `cursor` (everything when `None`), newest first.
+pub(crate) fn updated_before(
+    txn: &ReadTransaction,
+    cursor: Option<(i64, u128)>,
+    n: usize,
+) -> Result<Vec<(i64, u128)>> {
+    let t = txn.open_table(CONV_BY_UPDATED)?;
+    let range = match cursor {
+        Some(c) => t.range(..c)?,
+        None => t.range::<(i64, u128)>(..)?,
+    };
+    let mut out = Vec::with_capacity(n);
+    for row in range.rev().take(n) {
+        out.push(row?.0.value());
+    }
+    Ok(out)
+}
+
+/// Ids of the `limit` most recently updated conversations after skipping
+/// `offset`, newest first.
+pub(crate) fn newest_updated(
+    txn: &ReadTransaction,
+    offset: usize,
+    limit: usize,
+) -> Result<Vec<u128>> {
+    let t = txn.open_table(CONV_BY_UPDATED)?;
+    let mut out = Vec::with_capacity(limit.min(1024));
+    for row in t.iter()?.rev().skip(offset).take(limit) {
+        out.push(row?.0.value().1);
+    }
+    Ok(out)
+}
+
+/// Number of conversations with status code `status`.
+pub(crate) fn count_with_status(txn: &ReadTransaction, status: u8) -> Result<u64> {
+    let t = txn.open_table(CONV_BY_STATUS)?;
+    let mut n = 0;
+    for row in t.range((status, 0u128)..=(status, u128::MAX))? {
+        row?;
+        n += 1;
+    }
+    Ok(n)
+}
 
 /// [`Memdb::scan_matching`] over a given snapshot: visits the conversations
 /// matching `filter` (normalized), newest `updated_at` first.
@@ -19,16 +260,16 @@ pub(crate) fn scan_matching_in(
     filter: &Filter,
     mut visit: impl FnMut(u128, &ConversationRecord) -> Result<()>,
 ) -> Result<()> {
-    let convs = txn.open_table(store::CONVERSATIONS)?;
+    let convs = txn.open_table(CONVERSATIONS)?;
     let candidates: Option<Vec<u128>> = if let Some(label) = &filter.label {
-        let t = txn.open_table(store::CONV_BY_LABEL)?;
+        let t = txn.open_table(CONV_BY_LABEL)?;
         let mut ids = Vec::new();
         for row in t.range((label.as_str(), 0u128)..=(label.as_str(), u128::MAX))? {
             ids.push(row?.0.value().1);
         }
         Some(ids)
     } else if let Some(folder) = filter.folder.as_deref().filter(|f| *f != "/") {
-        let t = txn.open_table(store::CONV_BY_FOLDER)?;
+        let t = txn.open_table(CONV_BY_FOLDER)?;
         let mut ids = Vec::new();
         for row in t.range((folder, 0u128)..=(folder, u128::MAX))? {
             ids.push(row?.0.value().1);
@@ -45,7 +286,7 @@ pub(crate) fn scan_matching_in(
         } else {
             filter.min_importance.unwrap_or(0)
         };
-        let t = txn.open_table(store::CONV_BY_IMPORTANCE)?;
+        let t = txn.open_table(CONV_BY_IMPORTANCE)?;
         let mut ids = Vec::new();
         for row in t.range((lo, 0u128)..=(u8::MAX, u128::MAX))? {
             ids.push(row?.0.value().1);
@@ -58,7 +299,7 @@ pub(crate) fn scan_matching_in(
         Some(ids) => {
             let mut recs = Vec::with_capacity(ids.len());
             for id in ids {
-                if let Some(rec) = store::get_conversation(&convs, id)?
+                if let Some(rec) = get_conversation(&convs, id)?
                     && matches_filter(filter, &rec)
                 {
                     recs.push((id, rec));
@@ -70,11 +311,11 @@ pub(crate) fn scan_matching_in(
             }
         }
         None => {
-            let by_updated = txn.open_table(store::CONV_BY_UPDATED)?;
+            let by_updated = txn.open_table(CONV_BY_UPDATED)?;
             for row in by_updated.iter()?.rev() {
                 let (k, _) = row?;
                 let (_, id) = k.value();
-                if let Some(rec) = store::get_conversation(&convs, id)?
+                if let Some(rec) = get_conversation(&convs, id)?
                     && matches_filter(filter, &rec)
                 {
                     visit(id, &rec)?;
@@ -90,15 +331,17 @@ pub(crate) fn conversation_with_messages_in(
     txn: &redb::ReadTransaction,
     id: Uuid,
 ) -> Result<ConversationWithMessages> {
-    let rec = store::get_conversation(&txn.open_table(store::CONVERSATIONS)?, id.as_u128())?
-        .ok_or_else(|| Error::NotFound {
-            what: "conversation",
-            id: id.to_string(),
+    let rec =
+        get_conversation(&txn.open_table(CONVERSATIONS)?, id.as_u128())?.ok_or_else(|| {
+            Error::NotFound {
+                what: "conversation",
+                id: id.to_string(),
+            }
         })?;
-    let msgs = txn.open_table(store::MESSAGES)?;
+    let msgs = txn.open_table(MESSAGES)?;
     let mut messages = Vec::with_capacity(rec.message_count as usize);
-    for mid in store::conversation_message_ids(txn, id.as_u128())? {
-        if let Some(m) = store::get_message(&msgs, mid)? {
+    for mid in conversation_message_ids(txn, id.as_u128())? {
+        if let Some(m) = get_message(&msgs, mid)? {
             messages.push(message_from(mid, &m)?);
         }
     }
@@ -106,4 +349,200 @@ pub(crate) fn conversation_with_messages_in(
         conversation: conversation_from(id.as_u128(), &rec)?,
         messages,
     })
+}
+
+// ----- writes ----------------------------------------------------------
+
+/// The conversation row `id` as of the write transaction, if it exists.
+pub(crate) fn get_for_update(
+    txn: &WriteTransaction,
+    id: u128,
+) -> Result<Option<ConversationRecord>> {
+    get_conversation(&txn.open_table(CONVERSATIONS)?, id)
+}
+
+/// The conversation row `id` as of the write transaction, or `NotFound`.
+pub(crate) fn require_for_update(txn: &WriteTransaction, id: u128) -> Result<ConversationRecord> {
+    get_for_update(txn, id)?.ok_or_else(|| not_found(id))
+}
+
+/// Writes a conversation row and keeps its secondary indexes in step with
+/// `old` (the previous row, if any). When a scope field (label, folder,
+/// status, importance) of an existing row changes, records
+/// `Op::PutConversation` so the derived indexes re-scope its messages.
+pub(crate) fn put(
+    txn: &WriteTransaction,
+    ops: &mut OpBatch,
+    id: u128,
+    rec: &ConversationRecord,
+    old: Option<&ConversationRecord>,
+) -> Result<()> {
+    ops.changed.conversations.push(id);
+    txn.open_table(CONVERSATIONS)?
+        .insert(id, rec.encode().as_slice())?;
+    let mut by_updated = txn.open_table(CONV_BY_UPDATED)?;
+    let mut by_folder = txn.open_table(CONV_BY_FOLDER)?;
+    let mut by_label = txn.open_table(CONV_BY_LABEL)?;
+    let mut by_status = txn.open_table(CONV_BY_STATUS)?;
+    let mut by_importance = txn.open_table(CONV_BY_IMPORTANCE)?;
+    if let Some(old) = old {
+        if old.importance != rec.importance {
+            by_importance.remove((old.importance, id))?;
+        }
+        if old.updated_at != rec.updated_at {
+            by_updated.remove((old.updated_at, id))?;
+        }
+        if old.folder != rec.folder {
+            by_folder.remove((old.folder.as_str(), id))?;
+        }
+        if old.label != rec.label {
+            by_label.remove((old.label.as_str(), id))?;
+        }
+        if old.status != rec.status {
+            by_status.remove((old.status, id))?;
+        }
+        let scope_changed = rec.label != old.label
+            || rec.folder != old.folder
+            || rec.status != old.status
+            || rec.importance != old.importance;
+        if scope_changed {
+            ops.push(Op::PutConversation(id.to_le_bytes()));
+        }
+    }
+    by_updated.insert((rec.updated_at, id), ())?;
+    by_folder.insert((rec.folder.as_str(), id), ())?;
+    by_label.insert((rec.label.as_str(), id), ())?;
+    by_status.insert((rec.status, id), ())?;
+    by_importance.insert((rec.importance, id), ())?;
+    Ok(())
+}
+
+/// Removes a conversation, its index rows, its summaries and all of its
+/// messages, and records `Op::DeleteConversation`; returns the removed
+/// message ids (the caller removes their vectors).
+pub(crate) fn delete(
+    txn: &WriteTransaction,
+    ops: &mut OpBatch,
+    id: u128,
+    rec: &ConversationRecord,
+) -> Result<Vec<u128>> {
+    ops.changed.removed.push(id);
+    txn.open_table(CONVERSATIONS)?.remove(id)?;
+    txn.open_table(CONV_BY_UPDATED)?
+        .remove((rec.updated_at, id))?;
+    txn.open_table(CONV_BY_FOLDER)?
+        .remove((rec.folder.as_str(), id))?;
+    txn.open_table(CONV_BY_LABEL)?
+        .remove((rec.label.as_str(), id))?;
+    txn.open_table(CONV_BY_STATUS)?.remove((rec.status, id))?;
+    txn.open_table(CONV_BY_IMPORTANCE)?
+        .remove((rec.importance, id))?;
+    let mut conv_messages = txn.open_table(CONV_MESSAGES)?;
+    let mut messages = txn.open_table(MESSAGES)?;
+    let mut removed = Vec::new();
+    for row in
+        conv_messages.extract_from_if((id, i64::MIN, 0)..=(id, i64::MAX, u32::MAX), |_, _| true)?
+    {
+        let (_, msg) = row?;
+        let msg = msg.value();
+        messages.remove(msg)?;
+        removed.push(msg);
+    }
+    txn.open_table(SUMMARIES)?.retain_in(
+        (id, 0u8, i64::MIN, 0u128)..=(id, u8::MAX, i64::MAX, u128::MAX),
+        |_, _| false,
+    )?;
+    ops.push(Op::DeleteConversation(id.to_le_bytes()));
+    Ok(removed)
+}
+
+/// The two tables a message insert writes, opened once for a batch of
+/// inserts in one write transaction.
+pub(crate) struct MessageTables<'txn> {
+    messages: Table<'txn, u128, &'static [u8]>,
+    conv_messages: Table<'txn, (u128, i64, u32), u128>,
+}
+
+impl<'txn> MessageTables<'txn> {
+    pub(crate) fn open(txn: &'txn WriteTransaction) -> Result<Self> {
+        Ok(MessageTables {
+            messages: txn.open_table(MESSAGES)?,
+            conv_messages: txn.open_table(CONV_MESSAGES)?,
+        })
+    }
+
+    /// Inserts a new message row and its per-conversation index row, and
+    /// records `Op::InsertMessage`. An id that already exists is
+    /// `Error::Conflict`; the row has been overwritten in the transaction by
+    /// then, so the caller must abort it (returning the error from
+    /// [`crate::store::Store::write`]'s closure drops the transaction uncommitted).
+    pub(crate) fn insert(
+        &mut self,
+        ops: &mut OpBatch,
+        id: u128,
+        rec: &MessageRecord,
+    ) -> Result<()> {
+        if self.messages.insert(id, rec.encode().as_slice())?.is_some() {
+            return Err(Error::Conflict(format!(
+                "message {} already exists",
+                Uuid::from_u128(id)
+            )));
+        }
+        let conv = u128::from_le_bytes(rec.conversation_id);
+        self.conv_messages
+            .insert((conv, rec.timestamp, rec.seq), id)?;
+        ops.push(Op::InsertMessage(id.to_le_bytes()));
+        Ok(())
+    }
+}
+
+/// Message ids of a conversation in (timestamp, seq) order.
+pub(crate) fn conversation_message_ids(txn: &ReadTransaction, conv: u128) -> Result<Vec<u128>> {
+    let table = txn.open_table(CONV_MESSAGES)?;
+    let mut out = Vec::new();
+    for row in table.range((conv, i64::MIN, 0)..=(conv, i64::MAX, u32::MAX))? {
+        out.push(row?.1.value());
+    }
+    Ok(out)
+}
+
+// ----- summaries -------------------------------------------------------
+
+/// Stores a summary of conversation `conv` (which must exist) and records
+/// `Op::PutSummary`.
+pub(crate) fn put_summary(
+    txn: &WriteTransaction,
+    ops: &mut OpBatch,
+    conv: u128,
+    id: u128,
+    rec: &SummaryRecord,
+) -> Result<()> {
+    require_for_update(txn, conv)?;
+    txn.open_table(SUMMARIES)?.insert(
+        (conv, rec.level, rec.generated_at, id),
+        rec.encode().as_slice(),
+    )?;
+    ops.push(Op::PutSummary(conv.to_le_bytes()));
+    Ok(())
+}
+
+/// Summaries of conversation `conv` with level in `levels` and generation
+/// time in `[since, until]`, in key order (level, then time, then id):
+/// `(summary id, record)`.
+pub(crate) fn summaries(
+    txn: &ReadTransaction,
+    conv: u128,
+    levels: std::ops::RangeInclusive<u8>,
+    since: i64,
+    until: i64,
+) -> Result<Vec<(u128, SummaryRecord)>> {
+    let t = txn.open_table(SUMMARIES)?;
+    let mut out = Vec::new();
+    for row in
+        t.range((conv, *levels.start(), since, 0u128)..=(conv, *levels.end(), until, u128::MAX))?
+    {
+        let (k, v) = row?;
+        out.push((k.value().3, SummaryRecord::decode(v.value())?));
+    }
+    Ok(out)
 }

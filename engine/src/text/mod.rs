@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
-use redb::ReadableTable;
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::index::SegmentId;
@@ -51,6 +50,7 @@ use uuid::Uuid;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::types::{Filter, Status};
+use crate::store::conversations::{ConversationsView, conversation_message_ids};
 use crate::store::{self, Store};
 use crate::text::pairs::{PAIRS_TOKENIZER, PairTokenizer};
 use crate::text::plainquery::PlainQueries;
@@ -384,18 +384,16 @@ impl TextIndex {
             let t = Self::from_index(&tmp, index, directory, 0, 0, config)?;
             let txn = store.read()?;
             let lsn = store::last_lsn_in(&txn)?;
-            let convs = txn.open_table(store::CONVERSATIONS)?;
-            let msgs = txn.open_table(store::MESSAGES)?;
+            let view = ConversationsView::open(&txn)?;
             let mut scopes = HashMap::new();
             {
                 let mut guard = t.lock_writer();
                 let writer = open_writer(&mut guard)?;
-                for row in msgs.iter()? {
-                    let (k, v) = row?;
-                    let msg = MessageRecord::decode(v.value())?;
+                for row in view.messages()? {
+                    let (id, msg) = row?;
                     let conv_id = u128::from_le_bytes(msg.conversation_id);
-                    if let Some(scope) = scope_of(&mut scopes, &convs, conv_id)? {
-                        writer.add_document(t.document(k.value(), &msg, scope))?;
+                    if let Some(scope) = scope_of(&mut scopes, &view, conv_id)? {
+                        writer.add_document(t.document(id, &msg, scope))?;
                     }
                 }
             }
@@ -513,8 +511,7 @@ impl TextIndex {
         };
         let txn = store.read()?;
         let snapshot = store::last_lsn_in(&txn)?;
-        let convs = txn.open_table(store::CONVERSATIONS)?;
-        let msgs = txn.open_table(store::MESSAGES)?;
+        let view = ConversationsView::open(&txn)?;
         let mut guard = self.lock_writer();
         let writer = open_writer(&mut guard)?;
         // Raised before any document is added, under the writer lock, so a
@@ -550,10 +547,10 @@ impl TextIndex {
                         if !fresh {
                             batch.push(UserOperation::Delete(self.id_term(id)));
                         }
-                        if let Some(msg) = store::get_message(&msgs, id)?
+                        if let Some(msg) = view.message(id)?
                             && let Some(scope) = scope_of(
                                 &mut scopes,
-                                &convs,
+                                &view,
                                 u128::from_le_bytes(msg.conversation_id),
                             )?
                         {
@@ -568,9 +565,9 @@ impl TextIndex {
                             f.conv,
                             Uuid::from_u128(cid).hyphenated().encode_lower(&mut [0; 36]),
                         )));
-                        if let Some(scope) = scope_of(&mut scopes, &convs, cid)? {
-                            for mid in store::conversation_message_ids(&txn, cid)? {
-                                if let Some(msg) = store::get_message(&msgs, mid)? {
+                        if let Some(scope) = scope_of(&mut scopes, &view, cid)? {
+                            for mid in conversation_message_ids(&txn, cid)? {
+                                if let Some(msg) = view.message(mid)? {
                                     batch.push(UserOperation::Add(self.document(mid, &msg, scope)));
                                     added.insert(mid);
                                 }
@@ -915,13 +912,13 @@ impl TextIndex {
 /// when the conversation does not exist.
 fn scope_of<'a>(
     cache: &'a mut HashMap<u128, Option<Scope>>,
-    convs: &impl ReadableTable<u128, &'static [u8]>,
+    view: &ConversationsView,
     cid: u128,
 ) -> Result<Option<&'a Scope>> {
     let scope = match cache.entry(cid) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(e) => {
-            let scope = store::get_conversation(convs, cid)?.map(|c| Scope::new(cid, &c));
+            let scope = view.conversation(cid)?.map(|c| Scope::new(cid, &c));
             e.insert(scope)
         }
     };
