@@ -70,6 +70,7 @@ pub use conversations::summary::{
 };
 pub use db::Memdb;
 pub use db::embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
+pub use db::namespace::{MAX_NAMESPACE_BYTES, NamespaceInfo, validate_namespace};
 pub use embed::{
     Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, OpenAiConfig,
     OpenAiEmbedder, default_models_dir,

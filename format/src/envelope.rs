@@ -80,7 +80,13 @@ pub enum FormatError {
 }
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    let out = vec![RECORD_VERSION];
+    encode_as(RECORD_VERSION, value)
+}
+
+/// Encodes `value` behind the version byte `version` (a record type whose
+/// layout has more than one version writes its newest).
+pub(crate) fn encode_as<T: Serialize>(version: u8, value: &T) -> Vec<u8> {
+    let out = vec![version];
     // postcard only fails on writers that run out of space or on types it
     // cannot represent (maps with non-serializable keys); a Vec never runs out
     // and our record types contain neither, so an error here is a bug.
@@ -102,6 +108,23 @@ pub(crate) fn decode<T: DeserializeOwned>(
             supported: RECORD_VERSION,
         });
     }
+    decode_body(what, body)
+}
+
+/// The version byte of an envelope and the body behind it.
+pub(crate) fn split<'a>(
+    what: &'static str,
+    bytes: &'a [u8],
+) -> Result<(u8, &'a [u8]), FormatError> {
+    let (&version, body) = bytes.split_first().ok_or(FormatError::Empty { what })?;
+    Ok((version, body))
+}
+
+/// Decodes a postcard body that must be consumed exactly.
+pub(crate) fn decode_body<T: DeserializeOwned>(
+    what: &'static str,
+    body: &[u8],
+) -> Result<T, FormatError> {
     let (value, rest) = postcard::take_from_bytes(body).map_err(|e| FormatError::Corrupt {
         what,
         reason: e.to_string(),

@@ -41,5 +41,8 @@ pub use generation::{
     MAX_LEVELS, MAX_NEIGHBORS, Metric, NO_ENTRY_POINT, Neighbors, SECTION_ALIGN, Section,
     SectionInfo,
 };
-pub use records::{ContentRecord, ConversationRecord, MessageRecord, Op, OplogEntry, SpaceRecord};
+pub use records::{
+    CONVERSATION_RECORD_VERSION, ContentRecord, ConversationRecord, MessageRecord, NamespaceRecord,
+    Op, OplogEntry, SpaceRecord,
+};
 pub use summary::SummaryRecord;

@@ -7,7 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::envelope::{self, FormatError};
 
+/// The version byte of a conversation row as this build writes it. Version
+/// 1 (before namespaces) is read as namespace 0 (`default`).
+pub const CONVERSATION_RECORD_VERSION: u8 = 2;
+
 /// A conversation row (table `conversations`, key = UUID as `u128`).
+/// Layout version 2 ([`CONVERSATION_RECORD_VERSION`]); version 1 had every
+/// field but the trailing `namespace`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConversationRecord {
     /// Human label, 1..=500 bytes.
@@ -32,6 +38,73 @@ pub struct ConversationRecord {
     pub updated_at: i64,
     /// Free metadata, a JSON object serialized as text.
     pub metadata_json: String,
+    /// The namespace the conversation (and its messages) belongs to: the id
+    /// of a row of table `namespaces`; 0 is `default`.
+    pub namespace: u32,
+}
+
+/// Layout version 1 of [`ConversationRecord`] (no namespace).
+#[derive(Deserialize)]
+struct ConversationRecordV1 {
+    label: String,
+    folder: String,
+    status: u8,
+    importance: u8,
+    word_count: u64,
+    session_count: u32,
+    message_count: u32,
+    next_seq: u32,
+    created_at: i64,
+    updated_at: i64,
+    metadata_json: String,
+}
+
+impl ConversationRecord {
+    /// Encodes into the envelope, layout version [`CONVERSATION_RECORD_VERSION`].
+    pub fn encode(&self) -> Vec<u8> {
+        envelope::encode_as(CONVERSATION_RECORD_VERSION, self)
+    }
+
+    /// Decodes layout version 1 (as namespace 0) or 2; never panics.
+    pub fn decode(bytes: &[u8]) -> Result<Self, FormatError> {
+        const WHAT: &str = "conversation record";
+        match envelope::split(WHAT, bytes)? {
+            (CONVERSATION_RECORD_VERSION, body) => envelope::decode_body(WHAT, body),
+            (1, body) => {
+                let v1: ConversationRecordV1 = envelope::decode_body(WHAT, body)?;
+                Ok(ConversationRecord {
+                    label: v1.label,
+                    folder: v1.folder,
+                    status: v1.status,
+                    importance: v1.importance,
+                    word_count: v1.word_count,
+                    session_count: v1.session_count,
+                    message_count: v1.message_count,
+                    next_seq: v1.next_seq,
+                    created_at: v1.created_at,
+                    updated_at: v1.updated_at,
+                    metadata_json: v1.metadata_json,
+                    namespace: 0,
+                })
+            }
+            (found, _) => Err(FormatError::UnsupportedVersion {
+                what: WHAT,
+                found,
+                supported: CONVERSATION_RECORD_VERSION,
+            }),
+        }
+    }
+}
+
+/// A namespace (table `namespaces`, key = its name): the unit every record
+/// belongs to and an API key may be limited to. `default` (id 0) always
+/// exists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceRecord {
+    /// Small integer id stored in records and index keys; never reused.
+    pub id: u32,
+    /// Creation time, µs since the epoch (UTC).
+    pub created_at: i64,
 }
 
 /// A message's content as stored.
@@ -133,7 +206,7 @@ macro_rules! codec {
     };
 }
 
-codec!(ConversationRecord, "conversation record");
+codec!(NamespaceRecord, "namespace record");
 codec!(MessageRecord, "message record");
 codec!(OplogEntry, "oplog entry");
 codec!(SpaceRecord, "vector space record");
@@ -156,14 +229,36 @@ mod tests {
             created_at: 1,
             updated_at: 2,
             metadata_json: "{}".into(),
+            namespace: 7,
         }
+    }
+
+    #[test]
+    fn a_version_1_conversation_reads_as_namespace_0() {
+        // The bytes a build before namespaces wrote for `conv()`.
+        let mut c = conv();
+        let v1 = [1u8, 1, b'l', 1, b'/', 0, 5, 3, 1, 2, 2, 2, 4, 2, b'{', b'}'];
+        c.namespace = 0;
+        assert_eq!(ConversationRecord::decode(&v1).unwrap(), c);
+        // Re-encoded, it is version 2 and keeps every field.
+        let v2 = c.encode();
+        assert_eq!(v2[0], CONVERSATION_RECORD_VERSION);
+        assert_eq!(&v2[1..v1.len()], &v1[1..]);
+        assert_eq!(ConversationRecord::decode(&v2).unwrap(), c);
+        // A v1 body with a namespace appended is trailing garbage, not v2.
+        let mut bad = v1.to_vec();
+        bad.push(3);
+        assert!(matches!(
+            ConversationRecord::decode(&bad),
+            Err(FormatError::Corrupt { .. })
+        ));
     }
 
     #[test]
     fn round_trips_and_rejects_other_versions() {
         let c = conv();
         let mut bytes = c.encode();
-        assert_eq!(bytes[0], crate::RECORD_VERSION);
+        assert_eq!(bytes[0], CONVERSATION_RECORD_VERSION);
         assert_eq!(ConversationRecord::decode(&bytes).unwrap(), c);
         bytes[0] = 9;
         assert!(matches!(
@@ -221,6 +316,7 @@ mod tests {
             let _ = MessageRecord::decode(&bytes);
             let _ = OplogEntry::decode(&bytes);
             let _ = SpaceRecord::decode(&bytes);
+            let _ = NamespaceRecord::decode(&bytes);
         }
 
         #[test]

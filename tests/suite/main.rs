@@ -13,6 +13,7 @@ mod http_stub;
 mod mcp_http;
 mod mcp_stdio;
 mod model;
+mod namespaces;
 mod orchestration;
 mod recovery;
 mod remote;

@@ -347,7 +347,8 @@ impl Memdb {
         let target = pack(&[], req.context_budget).target;
         let per_conv_cap = target.max(1);
         // Pinned: importance ≥ 10, active.
-        let pinned = conversations::pinned_ids(&txn)?;
+        let ns = self.ns_read()?;
+        let pinned = conversations::pinned_ids(&txn, ns)?;
         for cid in pinned {
             let Some(c) = conv_of(cid)? else { continue };
             if c.status != Status::Active.code() || is_excluded(&c.folder) {
@@ -362,7 +363,7 @@ impl Memdb {
         let since = to_micros(now - Duration::days(RECENT_LABEL_DAYS));
         let until = to_micros(now);
         for label in &preferred {
-            for cid in conversations::ids_with_label(&txn, label)? {
+            for cid in conversations::ids_with_label(&txn, ns, label)? {
                 let Some(c) = conv_of(cid)? else { continue };
                 if c.status != Status::Active.code() || is_excluded(&c.folder) {
                     continue;

@@ -149,10 +149,13 @@ impl Memdb {
     /// in batches from a cursor; filters are applied row by row).
     pub fn export_stream(&self, selection: &Selection) -> Result<ExportStream> {
         let txn = self.store.read()?;
+        let ns = self.ns_read()?;
         let (filter, pending) = match selection {
             Selection::One(id) => {
                 // Fails now, with NotFound, rather than mid-stream.
-                crate::store::conversations::conversation_with_messages_in(&txn, *id)?;
+                let (_, in_ns) =
+                    crate::store::conversations::conversation_with_messages_in(&txn, *id)?;
+                self.ns_check("conversation", *id, in_ns)?;
                 (None, VecDeque::from([id.as_u128()]))
             }
             Selection::Matching(filter) => (
@@ -162,6 +165,7 @@ impl Memdb {
         };
         Ok(ExportStream {
             txn,
+            ns,
             filter,
             pending,
             cursor: None,
@@ -246,6 +250,8 @@ pub const EXPORT_BATCH: usize = 256;
 /// An export read from one snapshot (see [`Memdb::export_stream`]).
 pub struct ExportStream {
     txn: redb::ReadTransaction,
+    /// The namespace exported.
+    ns: u32,
     /// `None` for a single conversation (already in `pending`).
     filter: Option<Filter>,
     /// Ids read and not yet exported.
@@ -281,7 +287,7 @@ impl ExportStream {
             self.exhausted = true;
             return Ok(());
         };
-        let keys = conversations::updated_before(&self.txn, self.cursor, EXPORT_BATCH)?;
+        let keys = conversations::updated_before(&self.txn, self.ns, self.cursor, EXPORT_BATCH)?;
         let view = ConversationsView::open(&self.txn)?;
         for &key in &keys {
             self.cursor = Some(key);
@@ -373,10 +379,13 @@ impl Iterator for ExportStream {
             }
         }
         let id = self.pending.pop_front()?;
-        Some(crate::store::conversations::conversation_with_messages_in(
-            &self.txn,
-            Uuid::from_u128(id),
-        ))
+        Some(
+            crate::store::conversations::conversation_with_messages_in(
+                &self.txn,
+                Uuid::from_u128(id),
+            )
+            .map(|(c, _)| c),
+        )
     }
 }
 

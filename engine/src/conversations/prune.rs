@@ -319,8 +319,12 @@ impl Memdb {
             inactivity_days,
             now,
         };
+        let ns = self.ns_read()?;
         for row in view.iter()? {
             let (cid, c) = row?;
+            if c.namespace != ns {
+                continue;
+            }
             report.total_reviewed += 1;
             let last = view.last_message_time(cid)?.unwrap_or(c.updated_at);
             let status = Status::from_code(c.status).unwrap_or(Status::Active);
@@ -407,6 +411,7 @@ impl Memdb {
             {
                 for &(i, id) in &unique {
                     let rec = conversations::require_for_update(txn, id.as_u128())?;
+                    self.ns_check("conversation", id, rec.namespace)?;
                     if action == PruneAction::Delete && rec.importance >= PINNED_IMPORTANCE {
                         return Err(Error::invalid(
                             format!("conversation_ids[{i}]"),

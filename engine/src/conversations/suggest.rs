@@ -197,6 +197,7 @@ impl Memdb {
         let txn = self.store.read()?;
         let view = ConversationsView::open(&txn)?;
         let conv = view.require(cid)?;
+        self.ns_check("conversation", Uuid::from_u128(cid), conv.namespace)?;
         let mut out = Vec::new();
         let mut total = 0usize;
         for mid in conversations::conversation_message_ids(&txn, cid)? {
@@ -220,8 +221,12 @@ impl Memdb {
         let mut labels: BTreeMap<String, LabelStats> = BTreeMap::new();
         let mut df: HashMap<String, usize> = HashMap::new();
         let mut docs = 0usize;
+        let ns = self.ns_read()?;
         for row in view.iter()? {
             let (cid, c) = row?;
+            if c.namespace != ns {
+                continue;
+            }
             if cid != except {
                 let e = labels.entry(c.label.clone()).or_insert(LabelStats {
                     count: 0,

@@ -18,7 +18,7 @@ use memdb_format::{Op, SpaceRecord};
 use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use crate::db::Memdb;
+use crate::db::{Engine, Memdb};
 use crate::embed::{Embedder, ModelIdentity};
 use crate::error::{Error, Result};
 use crate::model::records::record_text;
@@ -237,6 +237,55 @@ fn describe(m: &ModelIdentity) -> String {
 struct Spaces {
     active: Option<(VectorSpace, ModelIdentity)>,
     next: Option<(VectorSpace, ModelIdentity)>,
+}
+
+impl Engine {
+    fn pipeline_cache_pending(&self) -> std::sync::MutexGuard<'_, Vec<(String, Vec<u8>)>> {
+        self.pipeline
+            .cache_pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn has_pending_cache(&self) -> bool {
+        !self.pipeline_cache_pending().is_empty()
+    }
+
+    /// Moves the pending query embeddings into the redb cache, inside
+    /// `txn` (a writer's transaction or a volatile one), evicting the oldest
+    /// entries beyond the configured size. Caller holds the write lock.
+    pub(crate) fn store_pending_cache(&self, txn: &redb::WriteTransaction) -> Result<()> {
+        let batch = std::mem::take(&mut *self.pipeline_cache_pending());
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let cap = self.config.query_cache_entries as u64;
+        let mut order = txn.open_table(QUERY_CACHE_ORDER)?;
+        let mut cache = txn.open_table(QUERY_CACHE)?;
+        let first = order.last()?.map_or(1, |(k, _)| k.value() + 1);
+        for (seq, (key, mut value)) in (first..).zip(batch) {
+            value[..8].copy_from_slice(&seq.to_le_bytes());
+            if let Some(old) = cache.insert(key.as_str(), value.as_slice())? {
+                let old_seq = old.value().get(..8).map(|b| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(b);
+                    u64::from_le_bytes(a)
+                });
+                drop(old);
+                if let Some(s) = old_seq {
+                    order.remove(s)?;
+                }
+            }
+            order.insert(seq, key.as_str())?;
+        }
+        while order.len()? > cap {
+            let Some((_, k)) = order.pop_first()? else {
+                break;
+            };
+            cache.remove(k.value())?;
+        }
+        Ok(())
+    }
 }
 
 impl Memdb {
@@ -766,53 +815,6 @@ impl Memdb {
             }
         }
         Ok((v, truncated))
-    }
-
-    fn pipeline_cache_pending(&self) -> std::sync::MutexGuard<'_, Vec<(String, Vec<u8>)>> {
-        self.pipeline
-            .cache_pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn has_pending_cache(&self) -> bool {
-        !self.pipeline_cache_pending().is_empty()
-    }
-
-    /// Moves the pending query embeddings into the redb cache, inside
-    /// `txn` (a writer's transaction or a volatile one), evicting the oldest
-    /// entries beyond the configured size. Caller holds the write lock.
-    pub(crate) fn store_pending_cache(&self, txn: &redb::WriteTransaction) -> Result<()> {
-        let batch = std::mem::take(&mut *self.pipeline_cache_pending());
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let cap = self.config().query_cache_entries as u64;
-        let mut order = txn.open_table(QUERY_CACHE_ORDER)?;
-        let mut cache = txn.open_table(QUERY_CACHE)?;
-        let first = order.last()?.map_or(1, |(k, _)| k.value() + 1);
-        for (seq, (key, mut value)) in (first..).zip(batch) {
-            value[..8].copy_from_slice(&seq.to_le_bytes());
-            if let Some(old) = cache.insert(key.as_str(), value.as_slice())? {
-                let old_seq = old.value().get(..8).map(|b| {
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(b);
-                    u64::from_le_bytes(a)
-                });
-                drop(old);
-                if let Some(s) = old_seq {
-                    order.remove(s)?;
-                }
-            }
-            order.insert(seq, key.as_str())?;
-        }
-        while order.len()? > cap {
-            let Some((_, k)) = order.pop_first()? else {
-                break;
-            };
-            cache.remove(k.value())?;
-        }
-        Ok(())
     }
 
     /// Messages queued for space `space`, counted up to `cap` (every

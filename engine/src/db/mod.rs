@@ -7,6 +7,7 @@
 //! search; a maintenance thread merges and checkpoints the index (§5).
 
 pub(crate) mod embedding;
+pub(crate) mod namespace;
 mod spaces;
 
 use std::path::{Path, PathBuf};
@@ -35,9 +36,26 @@ use crate::util::lock::DirLock;
 use crate::util::time::{now, to_micros};
 use crate::vector::index::VectorIndexes;
 
-/// An open memdb data directory. Cheap to share across threads (`&Memdb` is
-/// `Send + Sync`); one process at a time may open a directory.
+/// An open memdb data directory, seen from one namespace (`default` from
+/// [`Memdb::open`]; [`Memdb::namespace`] gives a handle on another). Cheap
+/// to share across threads (`&Memdb` is `Send + Sync`) and to clone (the
+/// engine behind it is shared); one process at a time may open a directory.
+#[derive(Clone)]
 pub struct Memdb {
+    engine: Arc<Engine>,
+    pub(crate) ns: namespace::Ns,
+}
+
+impl std::ops::Deref for Memdb {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+/// The state every namespace handle of one open directory shares: the
+/// store, the derived indexes, the write lock and the maintenance threads.
+pub struct Engine {
     dir: PathBuf,
     config: Config,
     pub(crate) store: Store,
@@ -53,6 +71,11 @@ pub struct Memdb {
     pub(crate) pipeline: crate::db::embedding::Pipeline,
     /// Decoded rows for hit resolution and context assembly.
     pub(crate) rows: RowCache,
+    /// How many namespaces the store has: with one, no search needs a
+    /// namespace clause (every record is in it).
+    pub(crate) namespace_count: std::sync::atomic::AtomicUsize,
+    /// Set once the engine has shut down ([`Memdb::close`] or drop).
+    closed: std::sync::atomic::AtomicBool,
     _lock: DirLock,
 }
 
@@ -60,6 +83,7 @@ impl std::fmt::Debug for Memdb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memdb")
             .field("dir", &self.dir)
+            .field("namespace", &self.ns.name())
             .finish_non_exhaustive()
     }
 }
@@ -112,8 +136,11 @@ impl Memdb {
                 .set_background_merges();
             Checkpointer::start(Arc::clone(&text), config.text_checkpoint_interval)?
         };
-        let db = Memdb {
+        let namespace_count = std::sync::atomic::AtomicUsize::new(namespace::count(&store)?);
+        let engine = Engine {
             dir,
+            namespace_count,
+            closed: std::sync::atomic::AtomicBool::new(false),
             rows: RowCache::new(config.row_cache_bytes),
             config,
             store,
@@ -126,6 +153,10 @@ impl Memdb {
             recovery,
             pipeline: Default::default(),
             _lock: lock,
+        };
+        let db = Memdb {
+            engine: Arc::new(engine),
+            ns: namespace::Ns::default_namespace(),
         };
         {
             let _g = db.lock_writes();
@@ -150,23 +181,6 @@ impl Memdb {
     /// The configuration in effect.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    pub(crate) fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.write_lock.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The write lock if nobody holds it.
-    pub(crate) fn try_lock_writes(&self) -> std::result::Result<std::sync::MutexGuard<'_, ()>, ()> {
-        match self.write_lock.try_lock() {
-            Ok(g) => Ok(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => Ok(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => Err(()),
-        }
-    }
-
-    fn text(&self) -> Arc<TextIndex> {
-        self.text.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Brings the text index to the store's LSN: replays the oplog from the
@@ -226,6 +240,7 @@ impl Memdb {
         f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
     ) -> Result<T> {
         let (value, inserted) = self.write_locked(f)?;
+        self.ns_committed()?;
         if inserted {
             self.after_insert();
         }
@@ -369,6 +384,8 @@ impl Memdb {
             created_at: t,
             updated_at: t,
             metadata_json,
+            // Set by the write (which may create the namespace).
+            namespace: 0,
         })
     }
 
@@ -378,7 +395,9 @@ impl Memdb {
     ) -> Result<Vec<ConversationWithMessages>> {
         self.write(|txn, ops| {
             let mut out = Vec::with_capacity(prepared.len());
+            let ns = self.ns_write(txn)?;
             for (mut conv, new) in prepared {
+                conv.namespace = ns;
                 let key = Uuid::new_v4().as_u128();
                 let t = conv.created_at;
                 let messages = add_messages(txn, key, &mut conv, &new.messages, t, ops)?;
@@ -398,6 +417,7 @@ impl Memdb {
         let key = id.as_u128();
         self.write(|txn, ops| {
             let old = conversations::require_for_update(txn, key)?;
+            self.ns_check("conversation", id, old.namespace)?;
             let mut conv = old.clone();
             let t = to_micros(now());
             let msgs = add_messages(txn, key, &mut conv, &messages, t, ops)?;
@@ -411,23 +431,29 @@ impl Memdb {
     pub fn get_conversation(&self, id: Uuid) -> Result<Conversation> {
         let txn = self.store.read()?;
         let rec = ConversationsView::open(&txn)?.require(id.as_u128())?;
+        self.ns_check("conversation", id, rec.namespace)?;
         conversation_from(id.as_u128(), &rec)
     }
 
     /// The conversation `id` with its messages, oldest first.
     pub fn get_conversation_with_messages(&self, id: Uuid) -> Result<ConversationWithMessages> {
-        conversation_with_messages_in(&self.store.read()?, id)
+        let found = conversation_with_messages_in(&self.store.read()?, id)?;
+        self.ns_check("conversation", id, found.1)?;
+        Ok(found.0)
     }
 
     /// The message `id`.
     pub fn get_message(&self, id: Uuid) -> Result<Message> {
         let txn = self.store.read()?;
-        let m = ConversationsView::open(&txn)?
-            .message(id.as_u128())?
-            .ok_or_else(|| Error::NotFound {
-                what: "message",
-                id: id.to_string(),
-            })?;
+        let view = ConversationsView::open(&txn)?;
+        let m = view.message(id.as_u128())?.ok_or_else(|| Error::NotFound {
+            what: "message",
+            id: id.to_string(),
+        })?;
+        let conv_ns = view
+            .conversation(u128::from_le_bytes(m.conversation_id))?
+            .map_or(u32::MAX, |c| c.namespace);
+        self.ns_check("message", id, conv_ns)?;
         message_from(id.as_u128(), &m)
     }
 
@@ -443,10 +469,11 @@ impl Memdb {
             // Every conversation matches: the total is the table's length,
             // and only the page's rows are read (newest updated first).
             let txn = self.store.read()?;
+            let ns = self.ns_read()?;
             let view = ConversationsView::open(&txn)?;
-            let total = view.conversation_count()?;
+            let total = store::namespaces::conversation_count(&txn, ns)?;
             let mut out = Vec::with_capacity(page.limit.min(total as usize));
-            for id in conversations::newest_updated(&txn, page.offset, page.limit)? {
+            for id in conversations::newest_updated(&txn, ns, page.offset, page.limit)? {
                 if let Some(rec) = view.conversation(id)? {
                     out.push(conversation_from(id, &rec)?);
                 }
@@ -480,7 +507,7 @@ impl Memdb {
         let filter = normalize_filter(filter)?;
         if filter == Filter::default() {
             let txn = self.store.read()?;
-            return ConversationsView::open(&txn)?.conversation_count();
+            return store::namespaces::conversation_count(&txn, self.ns_read()?);
         }
         if let Some(status) = filter.status
             && filter
@@ -491,7 +518,7 @@ impl Memdb {
         {
             // Counted from the status index without decoding a row.
             let txn = self.store.read()?;
-            return conversations::count_with_status(&txn, status.code());
+            return conversations::count_with_status(&txn, self.ns_read()?, status.code());
         }
         let mut n = 0;
         self.scan_matching(&filter, |_, _| {
@@ -508,7 +535,7 @@ impl Memdb {
         filter: &Filter,
         visit: impl FnMut(u128, &ConversationRecord) -> Result<()>,
     ) -> Result<()> {
-        scan_matching_in(&self.store.read()?, filter, visit)
+        scan_matching_in(&self.store.read()?, self.ns_read()?, filter, visit)
     }
 
     /// Applies `update` to conversation `id`; returns the updated conversation.
@@ -539,6 +566,7 @@ impl Memdb {
         let key = id.as_u128();
         let rec = self.write(|txn, ops| {
             let old = conversations::require_for_update(txn, key)?;
+            self.ns_check("conversation", id, old.namespace)?;
             let mut rec = old.clone();
             if let Some(l) = &label {
                 rec.label.clone_from(l);
@@ -593,6 +621,7 @@ impl Memdb {
         let key = id.as_u128();
         self.write(|txn, ops| {
             let rec = conversations::require_for_update(txn, key)?;
+            self.ns_check("conversation", id, rec.namespace)?;
             let removed = conversations::delete(txn, ops, key, &rec)?;
             crate::vector::spaces::delete_record_vectors(txn, &removed, ops)?;
             Ok(removed.len() as u64)
@@ -617,6 +646,7 @@ impl Memdb {
         let text = self.fresh_text()?;
         text.search(
             &query.query,
+            self.ns_clause()?,
             &filter,
             query.conversation_id,
             query.role.as_deref(),
@@ -801,10 +831,35 @@ impl Memdb {
     /// Dropping a `Memdb` does the same; `close` reports errors instead of
     /// ignoring them.
     pub fn close(self) -> Result<()> {
-        self.shut_down()
+        self.engine.shut_down()
+    }
+}
+
+impl Engine {
+    pub(crate) fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.write_lock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The write lock if nobody holds it.
+    pub(crate) fn try_lock_writes(&self) -> std::result::Result<std::sync::MutexGuard<'_, ()>, ()> {
+        match self.write_lock.try_lock() {
+            Ok(g) => Ok(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Ok(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => Err(()),
+        }
+    }
+
+    fn text(&self) -> Arc<TextIndex> {
+        self.text.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Saves the pending query cache, stops the checkpointer and closes the
+    /// text index, once: later calls (a drop after [`Memdb::close`]) do
+    /// nothing.
     fn shut_down(&self) -> Result<()> {
+        if self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
         if self.has_pending_cache() {
             let _g = self.lock_writes();
             let _ = self
@@ -822,7 +877,9 @@ impl Memdb {
         text.checkpoint()?;
         text.close()
     }
+}
 
+impl Memdb {
     /// Validates one exported conversation and builds its rows.
     pub(crate) fn prepare_import(&self, item: ConversationWithMessages) -> Result<PreparedImport> {
         let c = item.conversation;
@@ -839,6 +896,8 @@ impl Memdb {
             created_at: to_micros(c.created_at),
             updated_at: to_micros(c.updated_at),
             metadata_json: validate::metadata("metadata", Some(&c.metadata))?,
+            // Set by the write: the importing handle's namespace.
+            namespace: 0,
         };
         let mut messages = Vec::with_capacity(item.messages.len());
         let mut plain = Vec::with_capacity(item.messages.len());
@@ -872,6 +931,7 @@ impl Memdb {
     /// Writes prepared imports in one transaction.
     pub(crate) fn write_imports(&self, batch: Vec<PreparedImport>) -> Result<()> {
         self.write(|txn, ops| {
+            let ns = self.ns_write(txn)?;
             let mut tables = conversations::MessageTables::open(txn)?;
             for PreparedImport {
                 key,
@@ -885,6 +945,7 @@ impl Memdb {
                         Uuid::from_u128(key)
                     )));
                 }
+                conv.namespace = ns;
                 let created = conv.created_at;
                 for (mid, m, emb) in &messages {
                     let rec = MessageRecord {
@@ -920,7 +981,7 @@ impl PreparedImport {
     }
 }
 
-impl Drop for Memdb {
+impl Drop for Engine {
     fn drop(&mut self) {
         let _ = self.shut_down();
     }

@@ -20,8 +20,17 @@ use crate::vector::spaces::{
 
 /// Resolves a filter to the set of allowed record ids, or `None` when the
 /// filter allows everything.
-pub(crate) fn allowed_records(db: &Memdb, filter: &VectorFilter) -> Result<Option<HashSet<u128>>> {
-    if filter.is_empty() {
+///
+/// `ns_bound` (message spaces searched through [`Memdb::search`]) also
+/// limits the set to the messages of the handle's namespace, when the store
+/// has more than one: records of other namespaces are never candidates.
+pub(crate) fn allowed_records(
+    db: &Memdb,
+    filter: &VectorFilter,
+    ns_bound: bool,
+) -> Result<Option<HashSet<u128>>> {
+    let ns_bound = ns_bound && db.ns_clause()?.is_some();
+    if filter.is_empty() && !ns_bound {
         return Ok(None);
     }
     let scope_only = VectorFilter {
@@ -29,7 +38,7 @@ pub(crate) fn allowed_records(db: &Memdb, filter: &VectorFilter) -> Result<Optio
         ..filter.clone()
     };
     let mut allowed: Option<HashSet<u128>> = None;
-    if !scope_only.is_empty() {
+    if !scope_only.is_empty() || ns_bound {
         let txn = db.store.read()?;
         let mut set = HashSet::new();
         let conv_scope = Filter {
@@ -52,6 +61,7 @@ pub(crate) fn allowed_records(db: &Memdb, filter: &VectorFilter) -> Result<Optio
             Some(c) => {
                 let convs = txn.open_table(store::CONVERSATIONS)?;
                 if let Some(rec) = store::get_conversation(&convs, c.as_u128())?
+                    && rec.namespace == db.ns_read()?
                     && crate::model::filter::matches_filter(&conv_scope, &rec)
                 {
                     add_conv(c.as_u128())?;
@@ -319,7 +329,7 @@ impl Memdb {
                 format!("{k} is outside 1..={}", crate::model::filter::MAX_LIMIT),
             ));
         }
-        let allowed = allowed_records(self, filter)?;
+        let allowed = allowed_records(self, filter, false)?;
         let txn = self.store.read()?;
         let t = txn.open_table(VECTORS)?;
         let mut hits = Vec::new();
@@ -362,6 +372,29 @@ impl Memdb {
         params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
     ) -> Result<Vec<VectorHit>> {
+        self.search_vectors_in(space, query, params, filter, false)
+    }
+
+    /// [`Memdb::search_vectors`] over a message space, limited to the
+    /// handle's namespace (see [`allowed_records`]).
+    pub(crate) fn search_message_vectors(
+        &self,
+        space: &str,
+        query: &[f32],
+        params: crate::vector::index::VectorSearch,
+        filter: &VectorFilter,
+    ) -> Result<Vec<VectorHit>> {
+        self.search_vectors_in(space, query, params, filter, true)
+    }
+
+    fn search_vectors_in(
+        &self,
+        space: &str,
+        query: &[f32],
+        params: crate::vector::index::VectorSearch,
+        filter: &VectorFilter,
+        ns_bound: bool,
+    ) -> Result<Vec<VectorHit>> {
         let sp = self.vector_space(space)?;
         check_vector("query", &sp, query)?;
         if params.k == 0 || params.k > crate::model::filter::MAX_LIMIT {
@@ -380,7 +413,7 @@ impl Memdb {
                 format!("{} is outside 0..=10000", params.ef),
             ));
         }
-        let allowed = allowed_records(self, filter)?;
+        let allowed = allowed_records(self, filter, ns_bound)?;
         if self.vectors.take_damaged(sp.id) {
             // The background check after open found this generation's
             // sections damaged: rebuild it from the store before answering.

@@ -483,7 +483,7 @@ impl Memdb {
             k,
             ef: k.max(VectorSearch::default().ef),
         };
-        let hits = self.search_vectors(&space.name, &query, params, &vf)?;
+        let hits = self.search_message_vectors(&space.name, &query, params, &vf)?;
         let floor = req.min_similarity.unwrap_or(f32::NEG_INFINITY);
         Ok(SemanticSide {
             ranking: hits

@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::model::filter::matches_filter;
 use crate::model::records::{conversation_from, message_from};
 use crate::model::types::{ConversationWithMessages, Filter, PINNED_IMPORTANCE};
+use crate::store::namespaces;
 use crate::store::{
     CONV_BY_FOLDER, CONV_BY_IMPORTANCE, CONV_BY_LABEL, CONV_BY_STATUS, CONV_BY_UPDATED,
     CONV_MESSAGES, CONVERSATIONS, MESSAGES, OpBatch, SUMMARIES,
@@ -187,66 +188,75 @@ impl ConversationsView {
     }
 }
 
-/// Ids of the conversations labeled `label`, by id.
-pub(crate) fn ids_with_label(txn: &ReadTransaction, label: &str) -> Result<Vec<u128>> {
+/// Ids of namespace `ns`'s conversations labeled `label`, by id.
+pub(crate) fn ids_with_label(txn: &ReadTransaction, ns: u32, label: &str) -> Result<Vec<u128>> {
     let t = txn.open_table(CONV_BY_LABEL)?;
     let mut ids = Vec::new();
-    for row in t.range((label, 0u128)..=(label, u128::MAX))? {
-        ids.push(row?.0.value().1);
+    for row in t.range((ns, label, 0u128)..=(ns, label, u128::MAX))? {
+        ids.push(row?.0.value().2);
     }
     Ok(ids)
 }
 
-/// Conversations with importance ≥ 10 (any status), by id.
-pub(crate) fn pinned_ids(txn: &ReadTransaction) -> Result<Vec<u128>> {
+/// Namespace `ns`'s conversations with importance ≥ 10 (any status), by id.
+pub(crate) fn pinned_ids(txn: &ReadTransaction, ns: u32) -> Result<Vec<u128>> {
     let t = txn.open_table(CONV_BY_IMPORTANCE)?;
     let mut out = Vec::new();
-    for row in t.range((PINNED_IMPORTANCE, 0u128)..=(u8::MAX, u128::MAX))? {
-        out.push(row?.0.value().1);
+    for row in t.range((ns, PINNED_IMPORTANCE, 0u128)..=(ns, u8::MAX, u128::MAX))? {
+        out.push(row?.0.value().2);
     }
     out.sort_unstable();
     Ok(out)
 }
 
-/// Up to `n` `(updated_at, id)` keys of the update-time index strictly
-/// below `cursor` (everything when `None`), newest first.
+/// Up to `n` `(updated_at, id)` keys of namespace `ns`'s update-time index
+/// strictly below `cursor` (everything when `None`), newest first.
 pub(crate) fn updated_before(
     txn: &ReadTransaction,
+    ns: u32,
     cursor: Option<(i64, u128)>,
     n: usize,
 ) -> Result<Vec<(i64, u128)>> {
     let t = txn.open_table(CONV_BY_UPDATED)?;
+    let lo = (ns, i64::MIN, 0u128);
     let range = match cursor {
-        Some(c) => t.range(..c)?,
-        None => t.range::<(i64, u128)>(..)?,
+        Some((at, id)) => t.range(lo..(ns, at, id))?,
+        None => t.range(lo..=(ns, i64::MAX, u128::MAX))?,
     };
     let mut out = Vec::with_capacity(n);
     for row in range.rev().take(n) {
-        out.push(row?.0.value());
+        let (_, at, id) = row?.0.value();
+        out.push((at, id));
     }
     Ok(out)
 }
 
-/// Ids of the `limit` most recently updated conversations after skipping
-/// `offset`, newest first.
+/// Ids of namespace `ns`'s `limit` most recently updated conversations
+/// after skipping `offset`, newest first.
 pub(crate) fn newest_updated(
     txn: &ReadTransaction,
+    ns: u32,
     offset: usize,
     limit: usize,
 ) -> Result<Vec<u128>> {
     let t = txn.open_table(CONV_BY_UPDATED)?;
     let mut out = Vec::with_capacity(limit.min(1024));
-    for row in t.iter()?.rev().skip(offset).take(limit) {
-        out.push(row?.0.value().1);
+    for row in t
+        .range((ns, i64::MIN, 0u128)..=(ns, i64::MAX, u128::MAX))?
+        .rev()
+        .skip(offset)
+        .take(limit)
+    {
+        out.push(row?.0.value().2);
     }
     Ok(out)
 }
 
-/// Number of conversations with status code `status`.
-pub(crate) fn count_with_status(txn: &ReadTransaction, status: u8) -> Result<u64> {
+/// Number of namespace `ns`'s conversations with status code `status`.
+pub(crate) fn count_with_status(txn: &ReadTransaction, ns: u32, status: u8) -> Result<u64> {
     let t = txn.open_table(CONV_BY_STATUS)?;
     let mut n = 0;
-    for row in t.range((status, 0u128)..=(status, u128::MAX))? {
+    for row in t.range((ns, status, 0u128)..=(ns, status, u128::MAX))? {
         row?;
         n += 1;
     }
@@ -257,6 +267,7 @@ pub(crate) fn count_with_status(txn: &ReadTransaction, status: u8) -> Result<u64
 /// matching `filter` (normalized), newest `updated_at` first.
 pub(crate) fn scan_matching_in(
     txn: &redb::ReadTransaction,
+    ns: u32,
     filter: &Filter,
     mut visit: impl FnMut(u128, &ConversationRecord) -> Result<()>,
 ) -> Result<()> {
@@ -264,20 +275,20 @@ pub(crate) fn scan_matching_in(
     let candidates: Option<Vec<u128>> = if let Some(label) = &filter.label {
         let t = txn.open_table(CONV_BY_LABEL)?;
         let mut ids = Vec::new();
-        for row in t.range((label.as_str(), 0u128)..=(label.as_str(), u128::MAX))? {
-            ids.push(row?.0.value().1);
+        for row in t.range((ns, label.as_str(), 0u128)..=(ns, label.as_str(), u128::MAX))? {
+            ids.push(row?.0.value().2);
         }
         Some(ids)
     } else if let Some(folder) = filter.folder.as_deref().filter(|f| *f != "/") {
         let t = txn.open_table(CONV_BY_FOLDER)?;
         let mut ids = Vec::new();
-        for row in t.range((folder, 0u128)..=(folder, u128::MAX))? {
-            ids.push(row?.0.value().1);
+        for row in t.range((ns, folder, 0u128)..=(ns, folder, u128::MAX))? {
+            ids.push(row?.0.value().2);
         }
         let sub = format!("{folder}/");
         let end = format!("{folder}0"); // '0' is the byte after '/'
-        for row in t.range((sub.as_str(), 0u128)..(end.as_str(), 0u128))? {
-            ids.push(row?.0.value().1);
+        for row in t.range((ns, sub.as_str(), 0u128)..(ns, end.as_str(), 0u128))? {
+            ids.push(row?.0.value().2);
         }
         Some(ids)
     } else if filter.pinned == Some(true) || filter.min_importance.is_some() {
@@ -288,8 +299,8 @@ pub(crate) fn scan_matching_in(
         };
         let t = txn.open_table(CONV_BY_IMPORTANCE)?;
         let mut ids = Vec::new();
-        for row in t.range((lo, 0u128)..=(u8::MAX, u128::MAX))? {
-            ids.push(row?.0.value().1);
+        for row in t.range((ns, lo, 0u128)..=(ns, u8::MAX, u128::MAX))? {
+            ids.push(row?.0.value().2);
         }
         Some(ids)
     } else {
@@ -300,6 +311,7 @@ pub(crate) fn scan_matching_in(
             let mut recs = Vec::with_capacity(ids.len());
             for id in ids {
                 if let Some(rec) = get_conversation(&convs, id)?
+                    && rec.namespace == ns
                     && matches_filter(filter, &rec)
                 {
                     recs.push((id, rec));
@@ -312,10 +324,14 @@ pub(crate) fn scan_matching_in(
         }
         None => {
             let by_updated = txn.open_table(CONV_BY_UPDATED)?;
-            for row in by_updated.iter()?.rev() {
+            for row in by_updated
+                .range((ns, i64::MIN, 0u128)..=(ns, i64::MAX, u128::MAX))?
+                .rev()
+            {
                 let (k, _) = row?;
-                let (_, id) = k.value();
+                let (_, _, id) = k.value();
                 if let Some(rec) = get_conversation(&convs, id)?
+                    && rec.namespace == ns
                     && matches_filter(filter, &rec)
                 {
                     visit(id, &rec)?;
@@ -326,11 +342,12 @@ pub(crate) fn scan_matching_in(
     Ok(())
 }
 
-/// The conversation `id` with its messages, oldest first, from one snapshot.
+/// The conversation `id` with its messages, oldest first, from one
+/// snapshot, and the conversation's namespace id.
 pub(crate) fn conversation_with_messages_in(
     txn: &redb::ReadTransaction,
     id: Uuid,
-) -> Result<ConversationWithMessages> {
+) -> Result<(ConversationWithMessages, u32)> {
     let rec =
         get_conversation(&txn.open_table(CONVERSATIONS)?, id.as_u128())?.ok_or_else(|| {
             Error::NotFound {
@@ -345,10 +362,13 @@ pub(crate) fn conversation_with_messages_in(
             messages.push(message_from(mid, &m)?);
         }
     }
-    Ok(ConversationWithMessages {
-        conversation: conversation_from(id.as_u128(), &rec)?,
-        messages,
-    })
+    Ok((
+        ConversationWithMessages {
+            conversation: conversation_from(id.as_u128(), &rec)?,
+            messages,
+        },
+        rec.namespace,
+    ))
 }
 
 // ----- writes ----------------------------------------------------------
@@ -366,10 +386,44 @@ pub(crate) fn require_for_update(txn: &WriteTransaction, id: u128) -> Result<Con
     get_for_update(txn, id)?.ok_or_else(|| not_found(id))
 }
 
+/// Inserts the index rows of conversation `id` and counts it in its
+/// namespace (a new row, or the migration filling the indexes).
+pub(crate) fn index(txn: &WriteTransaction, id: u128, rec: &ConversationRecord) -> Result<()> {
+    let ns = rec.namespace;
+    txn.open_table(CONV_BY_UPDATED)?
+        .insert((ns, rec.updated_at, id), ())?;
+    txn.open_table(CONV_BY_FOLDER)?
+        .insert((ns, rec.folder.as_str(), id), ())?;
+    txn.open_table(CONV_BY_LABEL)?
+        .insert((ns, rec.label.as_str(), id), ())?;
+    txn.open_table(CONV_BY_STATUS)?
+        .insert((ns, rec.status, id), ())?;
+    txn.open_table(CONV_BY_IMPORTANCE)?
+        .insert((ns, rec.importance, id), ())?;
+    namespaces::add_to_count(txn, ns, 1)
+}
+
+/// Removes the index rows of conversation `id` and uncounts it.
+fn unindex(txn: &WriteTransaction, id: u128, rec: &ConversationRecord) -> Result<()> {
+    let ns = rec.namespace;
+    txn.open_table(CONV_BY_UPDATED)?
+        .remove((ns, rec.updated_at, id))?;
+    txn.open_table(CONV_BY_FOLDER)?
+        .remove((ns, rec.folder.as_str(), id))?;
+    txn.open_table(CONV_BY_LABEL)?
+        .remove((ns, rec.label.as_str(), id))?;
+    txn.open_table(CONV_BY_STATUS)?
+        .remove((ns, rec.status, id))?;
+    txn.open_table(CONV_BY_IMPORTANCE)?
+        .remove((ns, rec.importance, id))?;
+    namespaces::add_to_count(txn, ns, -1)
+}
+
 /// Writes a conversation row and keeps its secondary indexes in step with
 /// `old` (the previous row, if any). When a scope field (label, folder,
 /// status, importance) of an existing row changes, records
-/// `Op::PutConversation` so the derived indexes re-scope its messages.
+/// `Op::PutConversation` so the derived indexes re-scope its messages. A
+/// conversation never changes namespace.
 pub(crate) fn put(
     txn: &WriteTransaction,
     ops: &mut OpBatch,
@@ -380,40 +434,48 @@ pub(crate) fn put(
     ops.changed.conversations.push(id);
     txn.open_table(CONVERSATIONS)?
         .insert(id, rec.encode().as_slice())?;
-    let mut by_updated = txn.open_table(CONV_BY_UPDATED)?;
-    let mut by_folder = txn.open_table(CONV_BY_FOLDER)?;
-    let mut by_label = txn.open_table(CONV_BY_LABEL)?;
-    let mut by_status = txn.open_table(CONV_BY_STATUS)?;
-    let mut by_importance = txn.open_table(CONV_BY_IMPORTANCE)?;
-    if let Some(old) = old {
-        if old.importance != rec.importance {
-            by_importance.remove((old.importance, id))?;
-        }
-        if old.updated_at != rec.updated_at {
-            by_updated.remove((old.updated_at, id))?;
-        }
-        if old.folder != rec.folder {
-            by_folder.remove((old.folder.as_str(), id))?;
-        }
-        if old.label != rec.label {
-            by_label.remove((old.label.as_str(), id))?;
-        }
-        if old.status != rec.status {
-            by_status.remove((old.status, id))?;
-        }
-        let scope_changed = rec.label != old.label
-            || rec.folder != old.folder
-            || rec.status != old.status
-            || rec.importance != old.importance;
-        if scope_changed {
-            ops.push(Op::PutConversation(id.to_le_bytes()));
-        }
+    let Some(old) = old else {
+        return index(txn, id, rec);
+    };
+    if old.namespace != rec.namespace {
+        return Err(Error::invalid(
+            "namespace",
+            "a conversation cannot move to another namespace",
+        ));
     }
-    by_updated.insert((rec.updated_at, id), ())?;
-    by_folder.insert((rec.folder.as_str(), id), ())?;
-    by_label.insert((rec.label.as_str(), id), ())?;
-    by_status.insert((rec.status, id), ())?;
-    by_importance.insert((rec.importance, id), ())?;
+    let ns = rec.namespace;
+    if old.updated_at != rec.updated_at {
+        let mut t = txn.open_table(CONV_BY_UPDATED)?;
+        t.remove((ns, old.updated_at, id))?;
+        t.insert((ns, rec.updated_at, id), ())?;
+    }
+    if old.folder != rec.folder {
+        let mut t = txn.open_table(CONV_BY_FOLDER)?;
+        t.remove((ns, old.folder.as_str(), id))?;
+        t.insert((ns, rec.folder.as_str(), id), ())?;
+    }
+    if old.label != rec.label {
+        let mut t = txn.open_table(CONV_BY_LABEL)?;
+        t.remove((ns, old.label.as_str(), id))?;
+        t.insert((ns, rec.label.as_str(), id), ())?;
+    }
+    if old.status != rec.status {
+        let mut t = txn.open_table(CONV_BY_STATUS)?;
+        t.remove((ns, old.status, id))?;
+        t.insert((ns, rec.status, id), ())?;
+    }
+    if old.importance != rec.importance {
+        let mut t = txn.open_table(CONV_BY_IMPORTANCE)?;
+        t.remove((ns, old.importance, id))?;
+        t.insert((ns, rec.importance, id), ())?;
+    }
+    let scope_changed = rec.label != old.label
+        || rec.folder != old.folder
+        || rec.status != old.status
+        || rec.importance != old.importance;
+    if scope_changed {
+        ops.push(Op::PutConversation(id.to_le_bytes()));
+    }
     Ok(())
 }
 
@@ -428,15 +490,7 @@ pub(crate) fn delete(
 ) -> Result<Vec<u128>> {
     ops.changed.removed.push(id);
     txn.open_table(CONVERSATIONS)?.remove(id)?;
-    txn.open_table(CONV_BY_UPDATED)?
-        .remove((rec.updated_at, id))?;
-    txn.open_table(CONV_BY_FOLDER)?
-        .remove((rec.folder.as_str(), id))?;
-    txn.open_table(CONV_BY_LABEL)?
-        .remove((rec.label.as_str(), id))?;
-    txn.open_table(CONV_BY_STATUS)?.remove((rec.status, id))?;
-    txn.open_table(CONV_BY_IMPORTANCE)?
-        .remove((rec.importance, id))?;
+    unindex(txn, id, rec)?;
     let mut conv_messages = txn.open_table(CONV_MESSAGES)?;
     let mut messages = txn.open_table(MESSAGES)?;
     let mut removed = Vec::new();

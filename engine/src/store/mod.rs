@@ -6,6 +6,7 @@
 //! with the tables it indexes.
 
 pub(crate) mod conversations;
+pub(crate) mod namespaces;
 
 // Row readers the vector and embedding code still call with their own
 // tables (their move behind the typed API is in progress).
@@ -24,7 +25,7 @@ use redb::{
 use crate::error::{Error, Result};
 
 /// Newest schema version this build writes and reads.
-pub(crate) const SCHEMA_VERSION: u64 = 2;
+pub(crate) const SCHEMA_VERSION: u64 = 3;
 
 pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 pub(crate) const CONVERSATIONS: TableDefinition<u128, &[u8]> =
@@ -33,22 +34,42 @@ pub(crate) const MESSAGES: TableDefinition<u128, &[u8]> = TableDefinition::new("
 /// (conversation, message timestamp µs, seq) → message id.
 pub(crate) const CONV_MESSAGES: TableDefinition<(u128, i64, u32), u128> =
     TableDefinition::new("conv_messages");
-/// (updated_at µs, conversation) → ().
-pub(crate) const CONV_BY_UPDATED: TableDefinition<(i64, u128), ()> =
-    TableDefinition::new("conv_by_updated");
-/// (folder, conversation) → ().
-pub(crate) const CONV_BY_FOLDER: TableDefinition<(&str, u128), ()> =
-    TableDefinition::new("conv_by_folder");
-/// (label, conversation) → ().
-pub(crate) const CONV_BY_LABEL: TableDefinition<(&str, u128), ()> =
-    TableDefinition::new("conv_by_label");
-/// (status code, conversation) → ().
-pub(crate) const CONV_BY_STATUS: TableDefinition<(u8, u128), ()> =
-    TableDefinition::new("conv_by_status");
-/// Conversations by importance (pinned = 10): pinned recall and importance
-/// filters without decoding every row. Added in schema version 2.
-pub(crate) const CONV_BY_IMPORTANCE: TableDefinition<(u8, u128), ()> =
+// The conversation indexes lead with the namespace id (schema 3), so every
+// listing, count and scan stays inside one namespace.
+/// (namespace, updated_at µs, conversation) → ().
+pub(crate) const CONV_BY_UPDATED: TableDefinition<(u32, i64, u128), ()> =
+    TableDefinition::new("ns_conv_by_updated");
+/// (namespace, folder, conversation) → ().
+pub(crate) const CONV_BY_FOLDER: TableDefinition<(u32, &str, u128), ()> =
+    TableDefinition::new("ns_conv_by_folder");
+/// (namespace, label, conversation) → ().
+pub(crate) const CONV_BY_LABEL: TableDefinition<(u32, &str, u128), ()> =
+    TableDefinition::new("ns_conv_by_label");
+/// (namespace, status code, conversation) → ().
+pub(crate) const CONV_BY_STATUS: TableDefinition<(u32, u8, u128), ()> =
+    TableDefinition::new("ns_conv_by_status");
+/// (namespace, importance, conversation) → (): pinned recall (importance 10)
+/// and importance filters without decoding every row.
+pub(crate) const CONV_BY_IMPORTANCE: TableDefinition<(u32, u8, u128), ()> =
+    TableDefinition::new("ns_conv_by_importance");
+/// Namespace name → envelope(`NamespaceRecord`).
+pub(crate) const NAMESPACES: TableDefinition<&str, &[u8]> = TableDefinition::new("namespaces");
+/// Namespace id → name (the reverse of [`NAMESPACES`]).
+pub(crate) const NAMESPACE_NAMES: TableDefinition<u32, &str> =
+    TableDefinition::new("namespace_names");
+/// Namespace id → number of conversations in it.
+pub(crate) const NAMESPACE_COUNTS: TableDefinition<u32, u64> =
+    TableDefinition::new("namespace_counts");
+
+// The conversation indexes of schema versions 1 and 2 (no namespace);
+// dropped by the migration to version 3.
+const LEGACY_BY_UPDATED: TableDefinition<(i64, u128), ()> = TableDefinition::new("conv_by_updated");
+const LEGACY_BY_FOLDER: TableDefinition<(&str, u128), ()> = TableDefinition::new("conv_by_folder");
+const LEGACY_BY_LABEL: TableDefinition<(&str, u128), ()> = TableDefinition::new("conv_by_label");
+const LEGACY_BY_STATUS: TableDefinition<(u8, u128), ()> = TableDefinition::new("conv_by_status");
+const LEGACY_BY_IMPORTANCE: TableDefinition<(u8, u128), ()> =
     TableDefinition::new("conv_by_importance");
+
 /// LSN → encoded [`OplogEntry`].
 pub(crate) const OPLOG: TableDefinition<u64, &[u8]> = TableDefinition::new("oplog");
 /// Vector space name → envelope(`SpaceRecord`).
@@ -121,18 +142,34 @@ const KEY_LAST_LSN: &str = "last_lsn";
 const KEY_TEXT_LSN: &str = "text_index_lsn";
 
 /// Forward migrations: `MIGRATIONS[v - 1]` upgrades a store from version `v`
-/// to `v + 1`. Version 1 is the first layout, so the list is empty today.
-const MIGRATIONS: &[fn(&WriteTransaction) -> Result<()>] = &[migrate_1_to_2];
+/// to `v + 1`.
+const MIGRATIONS: &[fn(&WriteTransaction) -> Result<()>] = &[migrate_1_to_2, migrate_2_to_3];
 
-/// Version 2 added `conv_by_importance`: fill it from the conversations.
-fn migrate_1_to_2(txn: &WriteTransaction) -> Result<()> {
-    let convs = txn.open_table(CONVERSATIONS)?;
-    let mut by_importance = txn.open_table(CONV_BY_IMPORTANCE)?;
-    for row in convs.iter()? {
-        let (k, v) = row?;
-        let rec = ConversationRecord::decode(v.value())?;
-        by_importance.insert((rec.importance, k.value()), ())?;
+/// Version 2 added the importance index; version 3 rebuilds every
+/// conversation index anyway, so there is nothing left to do here.
+fn migrate_1_to_2(_txn: &WriteTransaction) -> Result<()> {
+    Ok(())
+}
+
+/// Version 3 added namespaces: every conversation index leads with the
+/// namespace id. Rows written before are in namespace 0 (`default`; the
+/// record decoder reads a version-1 conversation row as namespace 0), so
+/// the new indexes and counts are filled from the rows, and the old
+/// indexes are dropped. Rows themselves are not rewritten.
+fn migrate_2_to_3(txn: &WriteTransaction) -> Result<()> {
+    {
+        let convs = txn.open_table(CONVERSATIONS)?;
+        for row in convs.iter()? {
+            let (k, v) = row?;
+            let rec = ConversationRecord::decode(v.value())?;
+            conversations::index(txn, k.value(), &rec)?;
+        }
     }
+    txn.delete_table(LEGACY_BY_UPDATED)?;
+    txn.delete_table(LEGACY_BY_FOLDER)?;
+    txn.delete_table(LEGACY_BY_LABEL)?;
+    txn.delete_table(LEGACY_BY_STATUS)?;
+    txn.delete_table(LEGACY_BY_IMPORTANCE)?;
     Ok(())
 }
 
@@ -163,6 +200,9 @@ impl Store {
             txn.open_table(CONV_BY_LABEL)?;
             txn.open_table(CONV_BY_STATUS)?;
             txn.open_table(CONV_BY_IMPORTANCE)?;
+            txn.open_table(NAMESPACES)?;
+            txn.open_table(NAMESPACE_NAMES)?;
+            txn.open_table(NAMESPACE_COUNTS)?;
             txn.open_table(OPLOG)?;
             txn.open_table(VECTOR_SPACES)?;
             txn.open_table(VECTORS)?;
@@ -192,6 +232,7 @@ impl Store {
                 }
             }
         }
+        namespaces::ensure_default(&txn)?;
         txn.commit()?;
         Ok(Store { db })
     }
@@ -308,7 +349,7 @@ mod tests {
     fn conv(importance: u8) -> ConversationRecord {
         ConversationRecord {
             label: "l".into(),
-            folder: "/".into(),
+            folder: "/w".into(),
             status: 0,
             importance,
             word_count: 0,
@@ -318,30 +359,36 @@ mod tests {
             created_at: 1,
             updated_at: 1,
             metadata_json: "{}".into(),
+            namespace: 0,
         }
     }
 
     #[test]
-    fn a_version_1_store_gets_its_importance_index_on_open() {
+    fn a_version_2_store_gets_namespaced_indexes_on_open() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("memdb.redb");
         {
-            let store = Store::open(&path).unwrap();
-            let txn = store.db.begin_write().unwrap();
-            let mut ops = OpBatch {
-                ops: Vec::new(),
-                lsn: 1,
-                changed: Changed::default(),
-            };
-            conversations::put(&txn, &mut ops, 1, &conv(10), None).unwrap();
-            conversations::put(&txn, &mut ops, 2, &conv(3), None).unwrap();
-            assert_eq!(ops.changed.conversations, vec![1, 2]);
-            // Make it look like version 1: no importance index yet.
-            txn.open_table(CONV_BY_IMPORTANCE)
-                .unwrap()
-                .retain(|_, _| false)
-                .unwrap();
-            txn.open_table(META).unwrap().insert(KEY_SCHEMA, 1).unwrap();
+            // A version-2 store by hand: version-1 rows, the old indexes.
+            let db = Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut convs = txn.open_table(CONVERSATIONS).unwrap();
+                for (id, importance) in [(1u128, 10u8), (2, 3)] {
+                    let mut v1 = conv(importance).encode();
+                    v1[0] = 1;
+                    v1.pop(); // the namespace varint (0) version 1 lacks
+                    assert_eq!(ConversationRecord::decode(&v1).unwrap(), conv(importance));
+                    convs.insert(id, v1.as_slice()).unwrap();
+                }
+                let mut old = txn.open_table(LEGACY_BY_IMPORTANCE).unwrap();
+                old.insert((10, 1), ()).unwrap();
+                old.insert((3, 2), ()).unwrap();
+                txn.open_table(LEGACY_BY_UPDATED)
+                    .unwrap()
+                    .insert((1, 1), ())
+                    .unwrap();
+                txn.open_table(META).unwrap().insert(KEY_SCHEMA, 2).unwrap();
+            }
             txn.commit().unwrap();
         }
         let store = Store::open(&path).unwrap();
@@ -352,7 +399,53 @@ mod tests {
             SCHEMA_VERSION
         );
         let idx = txn.open_table(CONV_BY_IMPORTANCE).unwrap();
-        let rows: Vec<(u8, u128)> = idx.iter().unwrap().map(|r| r.unwrap().0.value()).collect();
-        assert_eq!(rows, vec![(3, 2), (10, 1)]);
+        let rows: Vec<(u32, u8, u128)> =
+            idx.iter().unwrap().map(|r| r.unwrap().0.value()).collect();
+        assert_eq!(rows, vec![(0, 3, 2), (0, 10, 1)]);
+        let folders = txn.open_table(CONV_BY_FOLDER).unwrap();
+        assert_eq!(folders.len().unwrap(), 2);
+        assert_eq!(namespaces::conversation_count(&txn, 0).unwrap(), 2);
+        assert_eq!(namespaces::lookup(&txn, "default").unwrap(), Some(0));
+        // The old indexes are gone.
+        let names: Vec<String> = txn
+            .list_tables()
+            .unwrap()
+            .map(|t| redb::TableHandle::name(&t).to_string())
+            .collect();
+        assert!(
+            !names.iter().any(|n| n.starts_with("conv_by_")),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn put_records_a_scope_change_and_keeps_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("memdb.redb")).unwrap();
+        let txn = store.db.begin_write().unwrap();
+        let mut ops = OpBatch {
+            ops: Vec::new(),
+            lsn: 1,
+            changed: Changed::default(),
+        };
+        conversations::put(&txn, &mut ops, 1, &conv(5), None).unwrap();
+        assert!(ops.ops().is_empty(), "a new row needs no re-scope");
+        let mut touched = conv(5);
+        touched.updated_at = 2;
+        conversations::put(&txn, &mut ops, 1, &touched, Some(&conv(5))).unwrap();
+        assert!(ops.ops().is_empty(), "updated_at is not a scope field");
+        conversations::put(&txn, &mut ops, 1, &conv(7), Some(&touched)).unwrap();
+        assert_eq!(ops.ops(), &[Op::PutConversation(1u128.to_le_bytes())]);
+        let mut moved = conv(7);
+        moved.namespace = 3;
+        assert!(conversations::put(&txn, &mut ops, 1, &moved, Some(&conv(7))).is_err());
+        conversations::delete(&txn, &mut ops, 1, &conv(7)).unwrap();
+        assert_eq!(
+            ops.ops().last(),
+            Some(&Op::DeleteConversation(1u128.to_le_bytes()))
+        );
+        txn.commit().unwrap();
+        let txn = store.read().unwrap();
+        assert_eq!(namespaces::conversation_count(&txn, 0).unwrap(), 0);
     }
 }

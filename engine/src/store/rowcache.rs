@@ -333,6 +333,7 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             metadata_json: "{}".into(),
+            namespace: 0,
         })
     }
 

@@ -61,7 +61,7 @@ use softdir::SoftDirectory;
 /// bumped because commit 98050f2 wrote version-2 indexes while background
 /// merges could still leave duplicate documents (SPEC.md §5), so those are
 /// not trusted. 4: adds `content_pairs` (two-word phrases, `pairs.rs`).
-const TEXT_SCHEMA_VERSION: u32 = 4;
+const TEXT_SCHEMA_VERSION: u32 = 5;
 const LOWER_TOKENIZER: &str = "memdb_lower";
 const ID_HI: &str = "id_hi";
 const ID_LO: &str = "id_lo";
@@ -91,6 +91,7 @@ struct Fields {
     status: Field,
     ts: Field,
     importance: Field,
+    namespace: Field,
 }
 
 /// Indexing of `content`: stemmed words with freqs and positions.
@@ -130,6 +131,7 @@ fn schema() -> (Schema, Fields) {
         status: b.add_text_field("status", STRING),
         ts: b.add_i64_field("timestamp", INDEXED | FAST),
         importance: b.add_u64_field("importance", INDEXED | FAST),
+        namespace: b.add_u64_field("namespace", INDEXED),
     };
     (b.build(), fields)
 }
@@ -155,6 +157,7 @@ struct Scope {
     folders: Vec<String>,
     status: &'static str,
     importance: u64,
+    namespace: u64,
 }
 
 impl Scope {
@@ -165,6 +168,7 @@ impl Scope {
             folders: folder_ancestors(&conv.folder),
             status: Status::from_code(conv.status).unwrap_or_default().as_str(),
             importance: u64::from(conv.importance),
+            namespace: u64::from(conv.namespace),
         }
     }
 }
@@ -487,6 +491,7 @@ impl TextIndex {
         doc.add_text(f.status, scope.status);
         doc.add_i64(f.ts, msg.timestamp);
         doc.add_u64(f.importance, scope.importance);
+        doc.add_u64(f.namespace, scope.namespace);
         doc
     }
 
@@ -753,9 +758,12 @@ impl TextIndex {
     }
 
     /// Runs a query and returns (message id, score), best first.
+    /// `namespace` is `None` when the store has one namespace.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn search(
         &self,
         query_text: &str,
+        namespace: Option<u32>,
         filter: &Filter,
         conversation: Option<Uuid>,
         role: Option<&str>,
@@ -781,6 +789,12 @@ impl TextIndex {
                 IndexRecordOption::Basic,
             ))
         };
+        if let Some(ns) = namespace {
+            must(Box::new(TermQuery::new(
+                Term::from_field_u64(f.namespace, u64::from(ns)),
+                IndexRecordOption::Basic,
+            )));
+        }
         if let Some(folder) = &filter.folder {
             must(term(
                 f.folder,
