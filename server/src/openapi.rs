@@ -205,6 +205,21 @@ mod tests {
         assert_eq!(documented, declared);
     }
 
+    /// OpenAPI requires it, and client generators name methods after them
+    /// (the SDK routes `/mcp/memory/*` and the tools shared two).
+    #[test]
+    fn operation_ids_are_unique() {
+        let doc = document();
+        let mut seen = BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let id = op["operationId"].as_str().unwrap_or_default().to_string();
+                assert!(!id.is_empty(), "{method} {path} has no operationId");
+                assert!(seen.insert(id.clone()), "{method} {path}: {id} twice");
+            }
+        }
+    }
+
     fn refs(v: &Value, out: &mut Vec<String>) {
         match v {
             Value::Object(map) => {

@@ -86,6 +86,7 @@ where
 
 /// The tools with their input schemas.
 #[utoipa::path(get, path = "/api/v1/mcp/tools", tag = "mcp",
+    operation_id = "list_tools",
     responses((status = 200, body = Vec<ToolDef>), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list() -> Json<Vec<ToolDef>> {
