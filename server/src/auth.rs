@@ -1,7 +1,9 @@
 //! Bearer-token authentication and the read/write split.
 //!
 //! Every route but `/health` sits behind [`require`], which also decides
-//! from the method and route template whether the route writes. Keys are compared in constant time against every
+//! from the method and route template whether the route writes, by looking
+//! the route up in the contract tables ([`crate::contract`]): a route is a
+//! read only if declared one. Keys are compared in constant time against every
 //! configured key (no early exit on the first match), so timing reveals
 //! neither which key matched nor how much of a key was right. Read-only keys
 //! get 403 on writes.
@@ -12,6 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
+use crate::contract::Permission;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -95,50 +98,25 @@ fn authenticate(state: &AppState, req: &Request) -> Result<(Access, KeyId), &'st
     state.keys.identify(token).ok_or("invalid API key")
 }
 
-/// The routes that only read, by method and route template. Every other
-/// route needs a key that may write: authorization fails closed, so a route
-/// added without being declared here is refused to read-only keys. `HEAD`
-/// is a read wherever `GET` is.
-pub const READS: &[(&str, &str)] = &[
-    ("GET", "/api/v1/conversations"),
-    ("GET", "/api/v1/conversations/count"),
-    ("GET", "/api/v1/conversations/{id}"),
-    ("POST", "/api/v1/query"),
-    ("POST", "/api/v1/search/fts"),
-    ("POST", "/api/v1/context/assemble"),
-    ("POST", "/api/v1/prune/dry-run"),
-    ("POST", "/api/v1/labels/suggest"),
-    ("POST", "/api/v1/messages/score"),
-    ("GET", "/api/v1/export"),
-    ("GET", "/api/v1/stats"),
-    ("GET", "/api/v1/mcp/tools"),
-    ("POST", "/mcp/tools/memory_search"),
-    ("POST", "/mcp/tools/memory_get_context"),
-    ("POST", "/mcp/tools/memory_prune"),
-    ("POST", "/mcp/tools/memory_export"),
-    ("POST", "/mcp/tools/memory_stats"),
-    ("POST", "/mcp/memory/search"),
-    ("POST", "/mcp/memory/stats"),
-    ("GET", "/metrics"),
-    ("GET", "/openapi.json"),
-];
-
 /// The MCP endpoint: any valid key may use it (open, call, close a
 /// session); the MCP handler refuses write tools to read-only keys and
 /// binds each session to the key that opened it.
 pub const MCP_ROUTE: &str = "/mcp";
 
-/// Whether `route` is declared a read for `method` (see [`READS`]).
+/// Whether the contract declares `route` a read for `method` (a public
+/// route, such as `/health`, is a read too). `HEAD` is a read wherever `GET`
+/// is.
 pub fn is_read(method: &Method, route: &str) -> bool {
-    let method = if method == Method::HEAD {
-        "GET"
-    } else {
-        method.as_str()
-    };
-    READS.iter().any(|&(m, r)| m == method && r == route)
+    matches!(
+        crate::contract::permission(method, route),
+        Some(Permission::Read | Permission::Public)
+    )
 }
 
-/// The access a route needs: reads are declared, everything else writes.
+/// The access a route needs: reads are declared in the contract tables
+/// ([`crate::contract::ROUTES`], [`crate::contract::TOOLS`]); everything
+/// else writes. Authorization fails closed: a route served without being
+/// declared a read is refused to read-only keys.
 pub fn needed(method: &Method, route: &str) -> Access {
     if route == MCP_ROUTE || is_read(method, route) {
         Access::Read
@@ -214,5 +192,18 @@ mod tests {
         assert_eq!(needed(&Method::POST, "/api/v1/new-thing"), Access::Write);
         assert_eq!(needed(&Method::GET, "/api/v1/new-thing"), Access::Write);
         assert_eq!(needed(&Method::POST, MCP_ROUTE), Access::Read);
+        assert_eq!(needed(&Method::DELETE, MCP_ROUTE), Access::Read);
+        assert_eq!(
+            needed(&Method::POST, "/mcp/tools/memory_search"),
+            Access::Read
+        );
+        assert_eq!(
+            needed(&Method::POST, "/mcp/tools/memory_store"),
+            Access::Write
+        );
+        assert_eq!(
+            needed(&Method::POST, "/mcp/tools/memory_nothing"),
+            Access::Write
+        );
     }
 }

@@ -25,6 +25,12 @@
 //! stdio in `memdb mcp`); the `/mcp/tools/*` routes are Sekha's
 //! JSON-over-HTTP shim. Both call the functions of [`tools`].
 //!
+//! The contract: every REST route and MCP tool is one entry of the tables
+//! in [`contract`] (method, path or name, descriptions, argument type,
+//! function, text rendering, read or write); the router, the read/write
+//! decision of [`auth`], the MCP tool list and dispatch and the OpenAPI
+//! document ([`openapi`]) are derived from them.
+//!
 //! What it is not: a search engine (see `memdb`).
 
 #![cfg_attr(
@@ -35,6 +41,7 @@
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod contract;
 pub mod error;
 pub mod extract;
 pub mod guard;

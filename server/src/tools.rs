@@ -2,10 +2,12 @@
 //! schemas (names, types, bounds, defaults, required) and one function per
 //! tool over the engine.
 //!
-//! The HTTP shim (`POST /mcp/tools/{tool}`, `routes::mcp`) and the native MCP
-//! server both call these functions, so a tool behaves the same on either
-//! surface. Results are the `data` of Sekha's `{success, data, error}`
-//! envelope, shaped so sekha-mcp's formatters find every field they read.
+//! The tool table ([`crate::contract::TOOLS`]) names each tool's function
+//! here; from it the HTTP shim (`POST /mcp/tools/{tool}`, `routes::mcp`) and
+//! the native MCP server both call these functions, so a tool behaves the
+//! same on either surface. Results are the `data` of Sekha's `{success,
+//! data, error}` envelope, shaped so sekha-mcp's formatters find every field
+//! they read.
 
 use chrono::{DateTime, Utc};
 use memdb::{ConversationUpdate, Filter, Memdb, NewConversation, NewMessage, Selection, Status};
@@ -37,51 +39,6 @@ pub struct ToolDef {
     #[serde(rename = "inputSchema")]
     #[schema(value_type = Object)]
     pub input_schema: Value,
-}
-
-fn schema_of<T: utoipa::PartialSchema>() -> Value {
-    serde_json::to_value(T::schema()).unwrap_or(Value::Null)
-}
-
-/// The seven tools with their input schemas (generated from the argument types).
-pub fn definitions() -> Vec<ToolDef> {
-    vec![
-        ToolDef {
-            name: "memory_store",
-            description: "Store a new conversation in memory",
-            input_schema: schema_of::<MemoryStoreArgs>(),
-        },
-        ToolDef {
-            name: "memory_search",
-            description: "Search conversations; scores are similarities, higher is better",
-            input_schema: schema_of::<MemorySearchArgs>(),
-        },
-        ToolDef {
-            name: "memory_update",
-            description: "Update conversation metadata (label, folder, importance score, status)",
-            input_schema: schema_of::<MemoryUpdateArgs>(),
-        },
-        ToolDef {
-            name: "memory_get_context",
-            description: "Retrieve a conversation with its full message history",
-            input_schema: schema_of::<MemoryGetContextArgs>(),
-        },
-        ToolDef {
-            name: "memory_prune",
-            description: "Suggest old or low-importance conversations to archive",
-            input_schema: schema_of::<MemoryPruneArgs>(),
-        },
-        ToolDef {
-            name: "memory_export",
-            description: "Export a conversation to JSON or Markdown",
-            input_schema: schema_of::<MemoryExportArgs>(),
-        },
-        ToolDef {
-            name: "memory_stats",
-            description: "Memory statistics, optionally for one folder or label",
-            input_schema: schema_of::<MemoryStatsArgs>(),
-        },
-    ]
 }
 
 // ----- memory_store -----------------------------------------------------------

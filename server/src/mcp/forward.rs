@@ -117,7 +117,10 @@ impl Forwarder {
     pub fn call(&self, tool: &str, args: &Value) -> Result<Value, String> {
         let body = serde_json::to_vec(args).map_err(|e| e.to_string())?;
         let (status, response) = self
-            .post(&format!("/mcp/tools/{tool}"), &body)
+            .post(
+                &format!("{}{tool}", crate::contract::TOOL_ROUTE_PREFIX),
+                &body,
+            )
             .map_err(|e| format!("memdb-server at {} is unreachable: {e}", self.url()))?;
         let envelope: Value = serde_json::from_slice(&response).map_err(|_| {
             format!(

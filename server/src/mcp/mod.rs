@@ -2,12 +2,14 @@
 //! memory tools over stdio (`memdb mcp`, [`stdio`]) and streamable HTTP
 //! (`/mcp` on memdb-server, [`http_service`]).
 //!
-//! The tools are the functions of [`crate::tools`], the same ones the REST
-//! shim `POST /mcp/tools/{tool}` calls: this module only parses arguments,
-//! checks access, runs the function on the blocking pool and renders its
-//! result as text ([`text`]) plus structured content (the same data as the
-//! REST envelope's `data`). Input schemas come from the argument types
-//! ([`schema`]). When another process (a memdb-server) holds the data
+//! The tools are the entries of the contract's tool table
+//! ([`crate::contract::TOOLS`]): their functions in [`crate::tools`] are the
+//! same ones the REST shim `POST /mcp/tools/{tool}` calls. `tools/list` and
+//! `tools/call` are derived from that table: this module only checks access
+//! (the entry says read or write), runs the entry's function on the blocking
+//! pool and renders its result as text (the entry's function in [`text`])
+//! plus structured content (the same data as the REST envelope's `data`).
+//! Input schemas come from the argument types ([`schema`]). When another process (a memdb-server) holds the data
 //! directory, `memdb mcp` forwards each call to that server ([`forward`]).
 //!
 //! Errors: unknown tools are JSON-RPC `invalid params` errors; bad
@@ -32,15 +34,13 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Access;
+use crate::contract::{self, TOOLS, ToolEntry};
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::tools::{self, *};
 
 pub use forward::{Endpoint, Forwarder};
 
@@ -51,90 +51,35 @@ whole conversation with memory_get_context, save conversations worth remembering
 memory_store, and organize them with memory_update. memory_stats, memory_export and \
 memory_prune (suggestions only) help to review what is stored.";
 
-/// One tool: name, description, whether it writes, and its input schema.
-struct ToolSpec {
-    name: &'static str,
-    description: &'static str,
-    writes: bool,
-    schema: fn() -> Arc<rmcp::model::JsonObject>,
-}
-
-const TOOLS: &[ToolSpec] = &[
-    ToolSpec {
-        name: "memory_store",
-        description: "Save a conversation (label, folder, messages with roles) to long-term \
-            memory. Use it when an exchange holds facts, decisions or preferences worth \
-            recalling in later sessions. Returns the new conversation_id.",
-        writes: true,
-        schema: schema::input_schema::<MemoryStoreArgs>,
-    },
-    ToolSpec {
-        name: "memory_search",
-        description: "Search long-term memory for messages relevant to a natural-language \
-            query (hybrid keyword + semantic when an embedding model is configured). Use it \
-            before answering anything that may depend on earlier conversations. Returns \
-            messages with their conversation id, label and folder, best first; scores are \
-            similarities, higher is better.",
-        writes: false,
-        schema: schema::input_schema::<MemorySearchArgs>,
-    },
-    ToolSpec {
-        name: "memory_update",
-        description: "Change a stored conversation's label, folder, importance (0-10; 10 \
-            pins it) or status (active or archived). Use it to organize memory, to mark a \
-            conversation as more or less important, or to archive one memory_prune \
-            suggested.",
-        writes: true,
-        schema: schema::input_schema::<MemoryUpdateArgs>,
-    },
-    ToolSpec {
-        name: "memory_get_context",
-        description: "Fetch one conversation with its full message history by \
-            conversation_id. Use it after memory_search when you need the whole exchange \
-            around a hit, not just the matching message.",
-        writes: false,
-        schema: schema::input_schema::<MemoryGetContextArgs>,
-    },
-    ToolSpec {
-        name: "memory_prune",
-        description: "Suggest conversations to archive, review or delete: idle longer than \
-            threshold_days or less important than importance_threshold, each with a reason \
-            and the tokens it would save. Changes nothing; use it to keep memory lean, then \
-            archive with memory_update.",
-        writes: false,
-        schema: schema::input_schema::<MemoryPruneArgs>,
-    },
-    ToolSpec {
-        name: "memory_export",
-        description: "Export one conversation as JSON (memdb's importable export document) \
-            or Markdown (for people). Use it to back up, share or show a conversation \
-            verbatim.",
-        writes: false,
-        schema: schema::input_schema::<MemoryExportArgs>,
-    },
-    ToolSpec {
-        name: "memory_stats",
-        description: "Statistics of the memory, or of one folder or label: conversations \
-            (active, archived, pinned), messages, words, average importance, and counts per \
-            folder and label. Use it for an overview before searching or pruning.",
-        writes: false,
-        schema: schema::input_schema::<MemoryStatsArgs>,
-    },
-];
-
-/// The tool definitions as MCP lists them.
+/// The tool definitions as MCP lists them, from the contract's tool table.
 pub fn tool_list() -> Vec<Tool> {
     TOOLS
         .iter()
         .map(|t| {
-            Tool::new(t.name, t.description, (t.schema)()).with_annotations(
+            Tool::new(t.name(), t.description(), t.input_schema()).with_annotations(
                 ToolAnnotations::new()
-                    .read_only(!t.writes)
+                    .read_only(t.access() == Access::Read)
                     .destructive(false)
                     .open_world(false),
             )
         })
         .collect()
+}
+
+/// The tool error a read-only key gets for a write tool: it names the
+/// tools the key may call.
+fn read_only_message() -> String {
+    let reads: Vec<&str> = TOOLS
+        .iter()
+        .filter(|t| t.access() == Access::Read)
+        .map(|t| t.name())
+        .collect();
+    let list = match reads.split_last() {
+        None => "no tool".to_string(),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    };
+    format!("this API key is read-only: it may call only {list}")
 }
 
 /// Where tool calls go.
@@ -178,36 +123,6 @@ impl From<ApiError> for ToolFailure {
     }
 }
 
-impl ToolFailure {
-    fn invalid(message: String) -> Self {
-        ToolFailure { message, code: 400 }
-    }
-}
-
-async fn run_local<A, T>(
-    db: Arc<Memdb>,
-    args: Value,
-    f: fn(&Memdb, A) -> Result<T, ApiError>,
-) -> Result<Value, ToolFailure>
-where
-    A: DeserializeOwned + Send + 'static,
-    T: Serialize + Send + 'static,
-{
-    let args: A = serde_path_to_error::deserialize(args).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        ToolFailure::invalid(if path == "." {
-            format!("invalid arguments: {inner}")
-        } else {
-            format!("invalid arguments: {path}: {inner}")
-        })
-    })?;
-    let out = tokio::task::spawn_blocking(move || f(&db, args))
-        .await
-        .map_err(ApiError::internal)??;
-    serde_json::to_value(out).map_err(|e| ApiError::internal(e).into())
-}
-
 impl MemdbMcp {
     /// A handler for a local client (stdio): every tool is allowed.
     pub fn stdio(backend: Backend) -> Self {
@@ -236,53 +151,49 @@ impl MemdbMcp {
         }
     }
 
-    async fn dispatch(&self, tool: &'static str, args: Value) -> Result<Value, ToolFailure> {
-        let db = match &self.backend {
-            Backend::Local(db) => db.clone(),
+    async fn dispatch(
+        &self,
+        tool: &'static dyn ToolEntry,
+        args: Value,
+    ) -> Result<Value, ToolFailure> {
+        match &self.backend {
+            Backend::Local(db) => {
+                let db = db.clone();
+                Ok(
+                    tokio::task::spawn_blocking(move || tool.call_json(&db, args))
+                        .await
+                        .map_err(ApiError::internal)??,
+                )
+            }
             Backend::Remote(fwd) => {
                 let fwd = fwd.clone();
-                return tokio::task::spawn_blocking(move || fwd.call(tool, &args))
+                let name = tool.name();
+                tokio::task::spawn_blocking(move || fwd.call(name, &args))
                     .await
                     .map_err(ApiError::internal)?
-                    .map_err(|message| ToolFailure { message, code: 502 });
+                    .map_err(|message| ToolFailure { message, code: 502 })
             }
-        };
-        match tool {
-            "memory_store" => run_local(db, args, tools::memory_store).await,
-            "memory_search" => run_local(db, args, tools::memory_search).await,
-            "memory_update" => run_local(db, args, tools::memory_update).await,
-            "memory_get_context" => run_local(db, args, tools::memory_get_context).await,
-            "memory_prune" => run_local(db, args, tools::memory_prune).await,
-            "memory_export" => run_local(db, args, tools::memory_export).await,
-            "memory_stats" => run_local(db, args, tools::memory_stats).await,
-            other => Err(ToolFailure::invalid(format!("unknown tool {other}"))),
         }
     }
 
     /// Runs a call and shapes its result (success or tool error).
     async fn call(&self, request: CallToolRequestParams, may_write: bool) -> CallToolResult {
-        let Some(spec) = TOOLS.iter().find(|t| t.name == request.name) else {
+        let Some(tool) = contract::tool(&request.name) else {
             // Checked by the caller; kept total for safety.
             return tool_error(&request.name, "unknown tool", 400);
         };
-        if spec.writes && !may_write {
-            return tool_error(
-                spec.name,
-                "this API key is read-only: it may call only memory_search, \
-                 memory_get_context, memory_prune, memory_export and memory_stats",
-                403,
-            );
+        if tool.access() == Access::Write && !may_write {
+            return tool_error(tool.name(), &read_only_message(), 403);
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        match self.dispatch(spec.name, args).await {
+        match self.dispatch(tool, args).await {
             Ok(data) => {
-                let mut result = CallToolResult::success(vec![ContentBlock::text(text::render(
-                    spec.name, &data,
-                ))]);
+                let mut result =
+                    CallToolResult::success(vec![ContentBlock::text(tool.render(&data))]);
                 result.structured_content = Some(data);
                 result
             }
-            Err(f) => tool_error(spec.name, &f.message, f.code),
+            Err(f) => tool_error(tool.name(), &f.message, f.code),
         }
     }
 }
@@ -315,8 +226,8 @@ impl ServerHandler for MemdbMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !TOOLS.iter().any(|t| t.name == request.name) {
-            let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        if contract::tool(&request.name).is_none() {
+            let names: Vec<&str> = TOOLS.iter().map(|t| t.name()).collect();
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool {:?}; the tools are {}",
@@ -359,44 +270,79 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seven_tools_with_object_schemas_and_descriptions() {
+    fn tools_list_is_the_contracts_tool_table() {
         let tools = tool_list();
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(
-            names,
-            [
-                "memory_store",
-                "memory_search",
-                "memory_update",
-                "memory_get_context",
-                "memory_prune",
-                "memory_export",
-                "memory_stats"
-            ]
-        );
-        for t in &tools {
-            assert_eq!(t.input_schema["type"], "object", "{}", t.name);
-            assert!(t.description.as_ref().is_some_and(|d| d.len() > 80));
+        assert_eq!(tools.len(), TOOLS.len());
+        for (listed, t) in tools.iter().zip(TOOLS) {
+            assert_eq!(listed.name, t.name());
+            assert_eq!(listed.description.as_deref(), Some(t.description()));
+            assert_eq!(*listed.input_schema, *t.input_schema());
+            assert_eq!(listed.input_schema["type"], "object", "{}", t.name());
+            assert!(t.description().len() > 80, "{}", t.name());
+            let read_only = listed.annotations.as_ref().and_then(|a| a.read_only_hint);
+            assert_eq!(read_only, Some(t.access() == Access::Read), "{}", t.name());
         }
-        // The same tools the REST shim lists.
-        let rest: Vec<&str> = tools::definitions().iter().map(|d| d.name).collect();
-        let mut a = names.clone();
-        let mut b = rest;
-        a.sort();
-        b.sort();
-        assert_eq!(a, b);
     }
 
     #[test]
     fn write_tools_are_exactly_the_rest_write_routes() {
         for t in TOOLS {
-            let route = format!("/mcp/tools/{}", t.name);
             assert_eq!(
-                t.writes,
-                !crate::auth::is_read(&axum::http::Method::POST, &route),
+                t.access() == Access::Write,
+                !crate::auth::is_read(&axum::http::Method::POST, &t.path()),
                 "{}",
-                t.name
+                t.name()
             );
         }
+    }
+
+    #[test]
+    fn read_only_message_names_the_read_tools() {
+        assert_eq!(
+            read_only_message(),
+            "this API key is read-only: it may call only memory_search, \
+             memory_get_context, memory_prune, memory_export and memory_stats"
+        );
+    }
+
+    fn call(name: &str, args: Value, may_write: bool) -> CallToolResult {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Memdb::open(dir.path()).unwrap());
+        let handler = MemdbMcp::http(db);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut request = CallToolRequestParams::new(name.to_string());
+        if let Value::Object(map) = args {
+            request = request.with_arguments(map);
+        }
+        rt.block_on(handler.call(request, may_write))
+    }
+
+    fn code(r: &CallToolResult) -> Option<u64> {
+        r.structured_content
+            .as_ref()
+            .and_then(|c| c.get("code"))
+            .and_then(Value::as_u64)
+    }
+
+    #[test]
+    fn write_tools_are_refused_without_write_access_and_reads_are_not() {
+        for t in TOOLS {
+            let r = call(t.name(), json!({}), false);
+            if t.access() == Access::Write {
+                assert_eq!(r.is_error, Some(true), "{}", t.name());
+                assert_eq!(code(&r), Some(403), "{}", t.name());
+            } else {
+                assert_ne!(code(&r), Some(403), "{}", t.name());
+            }
+            // A writing key gets past the check (to the arguments).
+            assert_ne!(code(&call(t.name(), json!({}), true)), Some(403));
+        }
+        let r = call("memory_stats", json!({}), false);
+        assert_eq!(r.is_error, Some(false));
+        let data = r.structured_content.unwrap();
+        assert_eq!(data["total_conversations"], 0);
     }
 }

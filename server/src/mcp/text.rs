@@ -4,6 +4,8 @@
 //! same data as structured content. The text is rendered from the JSON data
 //! (the `data` of the tool's `{success, data, error}` envelope), so a result
 //! forwarded from a running memdb-server reads exactly like a local one.
+//! One function per tool; the contract ([`crate::contract::TOOLS`]) names
+//! which one renders which tool.
 
 use std::fmt::Write as _;
 
@@ -34,52 +36,57 @@ fn excerpt(text: &str) -> String {
     }
 }
 
-/// The text content of a successful `tool` call with result `data`.
-pub fn render(tool: &str, data: &Value) -> String {
-    match tool {
-        "memory_store" => format!(
-            "Stored conversation {} \"{}\" in {} ({} messages).",
+/// `memory_store`: the new conversation.
+pub fn store(data: &Value) -> String {
+    format!(
+        "Stored conversation {} \"{}\" in {} ({} messages).",
+        s(data, "conversation_id"),
+        s(data, "label"),
+        s(data, "folder"),
+        n(data, "message_count")
+    )
+}
+
+/// `memory_update`: the fields that changed.
+pub fn update(data: &Value) -> String {
+    let fields: Vec<&str> = data
+        .get("updated_fields")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if fields.is_empty() {
+        format!(
+            "Conversation {}: no field changed.",
+            s(data, "conversation_id")
+        )
+    } else {
+        format!(
+            "Updated conversation {}: {}.",
             s(data, "conversation_id"),
-            s(data, "label"),
-            s(data, "folder"),
-            n(data, "message_count")
-        ),
-        "memory_search" => search(data),
-        "memory_update" => {
-            let fields: Vec<&str> = data
-                .get("updated_fields")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if fields.is_empty() {
-                format!(
-                    "Conversation {}: no field changed.",
-                    s(data, "conversation_id")
-                )
-            } else {
-                format!(
-                    "Updated conversation {}: {}.",
-                    s(data, "conversation_id"),
-                    fields.join(", ")
-                )
-            }
-        }
-        "memory_get_context" => context(data),
-        "memory_prune" => prune(data),
-        "memory_export" => format!(
-            "Export of conversation {} as {}:\n\n{}",
-            data.get("conversation")
-                .map(|c| s(c, "conversation_id"))
-                .unwrap_or(""),
-            s(data, "format"),
-            s(data, "content")
-        ),
-        "memory_stats" => stats(data),
-        _ => serde_json::to_string_pretty(data).unwrap_or_default(),
+            fields.join(", ")
+        )
     }
 }
 
-fn search(data: &Value) -> String {
+/// `memory_export`: the rendered document under a one-line header.
+pub fn export(data: &Value) -> String {
+    format!(
+        "Export of conversation {} as {}:\n\n{}",
+        data.get("conversation")
+            .map(|c| s(c, "conversation_id"))
+            .unwrap_or(""),
+        s(data, "format"),
+        s(data, "content")
+    )
+}
+
+/// Any data as pretty-printed JSON, for a tool without a text of its own.
+pub fn json(data: &Value) -> String {
+    serde_json::to_string_pretty(data).unwrap_or_default()
+}
+
+/// `memory_search`: one numbered entry per hit, then the engine's notes.
+pub fn search(data: &Value) -> String {
     let results = data
         .get("results")
         .and_then(Value::as_array)
@@ -116,7 +123,8 @@ fn search(data: &Value) -> String {
     out
 }
 
-fn context(data: &Value) -> String {
+/// `memory_get_context`: the conversation, then every message.
+pub fn context(data: &Value) -> String {
     let mut out = format!(
         "Conversation {} \"{}\" in {} ({}, importance {}, {} messages, updated {})",
         s(data, "conversation_id"),
@@ -141,7 +149,8 @@ fn context(data: &Value) -> String {
     out
 }
 
-fn prune(data: &Value) -> String {
+/// `memory_prune`: the totals, then one line per suggestion.
+pub fn prune(data: &Value) -> String {
     let suggestions = data
         .get("suggestions")
         .and_then(Value::as_array)
@@ -171,7 +180,8 @@ fn prune(data: &Value) -> String {
     out
 }
 
-fn stats(data: &Value) -> String {
+/// `memory_stats`: the counts, then folders and labels.
+pub fn stats(data: &Value) -> String {
     let mut out = format!(
         "{} conversations ({} active, {} archived, {} pinned), {} messages, {} words, \
          average importance {:.1}.",
@@ -203,13 +213,10 @@ mod tests {
 
     #[test]
     fn search_text_lists_hits_with_scores() {
-        let t = render(
-            "memory_search",
-            &json!({"query": "rust", "mode": "keyword", "notes": ["n1"],
+        let t = search(&json!({"query": "rust", "mode": "keyword", "notes": ["n1"],
                 "results": [{"score": 0.5, "label": "L", "folder": "/f",
                 "conversation_id": "c", "message_id": "m", "timestamp": "t",
-                "content": "hello   world"}]}),
-        );
+                "content": "hello   world"}]}));
         assert!(t.starts_with("1 result(s) for \"rust\""), "{t}");
         assert!(t.contains("[0.500] \"L\" (/f)"), "{t}");
         assert!(t.contains("hello world"), "{t}");
@@ -226,8 +233,7 @@ mod tests {
 
     #[test]
     fn stats_text_counts() {
-        let t = render(
-            "memory_stats",
+        let t = stats(
             &json!({"total_conversations": 2, "active": 1, "archived": 1, "pinned": 0,
                 "total_messages": 5, "total_words": 40, "average_importance": 5.5,
                 "by_folder": {"/a": 2}, "by_label": {}}),

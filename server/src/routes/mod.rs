@@ -1,4 +1,5 @@
-//! The router: every route, its auth, and the layers around them.
+//! The router: every route of the contract tables ([`crate::contract`]),
+//! its auth, and the layers around them.
 //!
 //! Layers, outermost first: CORS (only when origins are configured),
 //! metrics (labels from a closed set), Host/Origin validation
@@ -19,69 +20,32 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
 use std::time::Duration;
 
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
+use crate::contract::{self, Permission};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The authenticated routes (before auth and the other layers).
-fn api_routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/conversations",
-            post(conversations::create).get(conversations::list),
-        )
-        .route("/api/v1/conversations/count", get(conversations::count))
-        .route(
-            "/api/v1/conversations/{id}",
-            get(conversations::get).delete(conversations::delete),
-        )
-        .route(
-            "/api/v1/conversations/{id}/label",
-            put(conversations::set_label),
-        )
-        .route(
-            "/api/v1/conversations/{id}/folder",
-            put(conversations::set_folder),
-        )
-        .route("/api/v1/conversations/{id}/pin", put(conversations::pin))
-        .route(
-            "/api/v1/conversations/{id}/archive",
-            put(conversations::archive),
-        )
-        .route("/api/v1/query", post(search::query))
-        .route("/api/v1/search/fts", post(search::fts))
-        .route("/api/v1/rebuild-embeddings", post(search::rebuild))
-        .route("/api/v1/context/assemble", post(orchestration::assemble))
-        .route("/api/v1/summarize", post(orchestration::summarize))
-        .route("/api/v1/prune/dry-run", post(orchestration::prune_dry_run))
-        .route("/api/v1/prune/execute", post(orchestration::prune_execute))
-        .route(
-            "/api/v1/labels/suggest",
-            post(orchestration::suggest_labels),
-        )
-        .route("/api/v1/messages/score", post(orchestration::score_message))
-        .route("/api/v1/export", get(system::export))
-        .route("/api/v1/stats", get(system::stats))
-        .route("/api/v1/mcp/tools", get(mcp::list))
-        .route("/mcp/tools/memory_store", post(mcp::memory_store))
-        .route("/mcp/tools/memory_search", post(mcp::memory_search))
-        .route("/mcp/tools/memory_update", post(mcp::memory_update))
-        .route(
-            "/mcp/tools/memory_get_context",
-            post(mcp::memory_get_context),
-        )
-        .route("/mcp/tools/memory_prune", post(mcp::memory_prune))
-        .route("/mcp/tools/memory_export", post(mcp::memory_export))
-        .route("/mcp/tools/memory_stats", post(mcp::memory_stats))
-        .route("/mcp/memory/search", post(search::memory_search))
-        .route("/mcp/memory/stats", post(system::memory_stats))
-        .route("/metrics", get(system::metrics))
-        .route("/openapi.json", get(system::openapi))
+/// The contract's routes with (`public`) or without the [`Permission::Public`]
+/// ones, and with the authenticated ones every tool's shim route, before
+/// auth and the other layers.
+fn table_routes(public: bool) -> Router<AppState> {
+    let mut router = Router::new();
+    for r in contract::ROUTES
+        .iter()
+        .filter(|r| (r.permission == Permission::Public) == public)
+    {
+        router = router.route(r.path, (r.handler)(r.method.filter()));
+    }
+    if !public {
+        for t in contract::TOOLS {
+            router = router.route(&t.path(), t.handler());
+        }
+    }
+    router
 }
 
 // The fallbacks authenticate first: without a valid key every path but
@@ -138,7 +102,7 @@ pub fn router(state: AppState) -> Router {
     // The whole-request timeout covers every route but `/mcp`, whose GET
     // is a long-lived event stream.
     let request_timeout = Duration::from_secs(state.config.request_timeout_secs);
-    let authed = api_routes()
+    let authed = table_routes(false)
         .route_layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
@@ -147,7 +111,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(from_fn_with_state(state.clone(), crate::auth::require));
     let app = Router::new()
         .merge(authed)
-        .route("/health", get(system::health))
+        .merge(table_routes(true))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.body_limit))
@@ -162,4 +126,150 @@ pub fn router(state: AppState) -> Router {
         None => app,
     };
     app.with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use axum::body::Body;
+    use serde_json::Value;
+    use tower::ServiceExt as _;
+
+    use super::*;
+    use crate::contract::{ROUTES, TOOL_METHOD, TOOLS};
+
+    const WRITE_KEY: &str = "write-key-0123456789abcdefghijklmnopqrstuvwxyz";
+    const READ_KEY: &str = "read-key-0123456789abcdefghijklmnopqrstuvwxyz";
+
+    struct App {
+        router: Router,
+        _dir: tempfile::TempDir,
+        id: String,
+    }
+
+    fn app() -> App {
+        let dir = tempfile::tempdir().unwrap();
+        let db = memdb::Memdb::open(dir.path()).unwrap();
+        let id = db
+            .create_conversation(memdb::NewConversation::new(
+                "Contract",
+                vec![memdb::NewMessage::new("user", "every route answers")],
+            ))
+            .unwrap()
+            .conversation
+            .id
+            .to_string();
+        let config = crate::ServerConfig {
+            api_keys: vec![WRITE_KEY.into()],
+            readonly_api_keys: vec![READ_KEY.into()],
+            rate_limit_per_second: 0.0,
+            ..crate::ServerConfig::default()
+        };
+        App {
+            router: crate::router(Arc::new(db), config),
+            _dir: dir,
+            id,
+        }
+    }
+
+    /// Status and JSON body (`null` when not JSON) of one request; a body
+    /// of `{}` goes with POST and PUT.
+    async fn send(app: &App, method: &Method, path: &str, key: Option<&str>) -> (u16, Value) {
+        let path = path.replace("{id}", &app.id);
+        let mut req = Request::builder().method(method.clone()).uri(path);
+        if let Some(k) = key {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {k}"));
+        }
+        let body = if *method == Method::POST || *method == Method::PUT {
+            req = req.header(header::CONTENT_TYPE, "application/json");
+            Body::from("{}")
+        } else {
+            Body::empty()
+        };
+        let r = app
+            .router
+            .clone()
+            .oneshot(req.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let bytes = axum::body::to_bytes(r.into_body(), 1 << 26).await.unwrap();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// Whether an answer came from the route's handler, not from auth or
+    /// the fallbacks.
+    fn reached(status: u16, body: &Value) -> bool {
+        !matches!(status, 401 | 403 | 405) && body["error"] != "no such route"
+    }
+
+    /// Every (method, path, permission) the tables declare, tools included.
+    fn entries() -> Vec<(Method, String, Permission)> {
+        ROUTES
+            .iter()
+            .map(|r| (r.method.method(), r.path.to_string(), r.permission))
+            .chain(
+                TOOLS
+                    .iter()
+                    .map(|t| (TOOL_METHOD.method(), t.path(), t.access().into())),
+            )
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn every_entry_is_served_with_its_declared_access() {
+        let app = app();
+        for (method, path, permission) in entries() {
+            let what = format!("{method} {path}");
+            let (status, body) = send(&app, &method, &path, None).await;
+            if permission == Permission::Public {
+                assert_eq!(status, 200, "{what}: {body}");
+                continue;
+            }
+            assert_eq!(status, 401, "{what} without a key: {body}");
+            let (status, body) = send(&app, &method, &path, Some(READ_KEY)).await;
+            match permission {
+                Permission::Write => {
+                    assert_eq!(status, 403, "{what} with a read key: {body}");
+                    assert_eq!(body["error"], "this API key is read-only", "{what}");
+                }
+                _ => assert!(
+                    reached(status, &body),
+                    "{what} with a read key: {status} {body}"
+                ),
+            }
+            if method == Method::GET {
+                let (status, body) = send(&app, &Method::HEAD, &path, Some(READ_KEY)).await;
+                assert!(reached(status, &body), "HEAD {path}: {status}");
+            }
+            let (status, body) = send(&app, &method, &path, Some(WRITE_KEY)).await;
+            assert!(
+                reached(status, &body),
+                "{what} with a write key: {status} {body}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn anything_undeclared_is_401_then_404_or_405() {
+        let app = app();
+        for (method, path, status_with_key) in [
+            (Method::GET, "/api/v1/nothing", 404),
+            (Method::POST, "/mcp/tools/memory_nothing", 404),
+            (Method::PATCH, "/api/v1/conversations", 405),
+            (Method::GET, "/mcp/tools/memory_store", 405),
+            (Method::DELETE, "/api/v1/stats", 405),
+        ] {
+            let (status, _) = send(&app, &method, path, None).await;
+            assert_eq!(status, 401, "{method} {path}");
+            for key in [READ_KEY, WRITE_KEY] {
+                let (status, _) = send(&app, &method, path, Some(key)).await;
+                assert_eq!(status, status_with_key, "{method} {path}");
+            }
+        }
+    }
 }

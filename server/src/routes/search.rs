@@ -90,6 +90,7 @@ async fn run_query(
 
 /// Search for the SDK's `MCPClient.memory_search` (same answer as `/api/v1/query`).
 #[utoipa::path(post, path = "/mcp/memory/search", tag = "mcp",
+    operation_id = "mcp_memory_search",
     request_body = MemorySearchBody,
     responses(
         (status = 200, body = QueryOut),

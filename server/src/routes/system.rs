@@ -238,6 +238,7 @@ pub async fn stats(
 
 /// Statistics for the SDK's `MCPClient.memory_stats` (not enveloped).
 #[utoipa::path(post, path = "/mcp/memory/stats", tag = "mcp",
+    operation_id = "mcp_memory_stats",
     request_body = MemoryStatsBody,
     responses((status = 200, body = StatsOut),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
