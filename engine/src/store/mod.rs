@@ -6,8 +6,11 @@
 //! with the tables it indexes.
 
 pub(crate) mod conversations;
+pub(crate) mod embed_queue;
+pub(crate) mod query_cache;
 pub(crate) mod rowcache;
 pub(crate) mod rows;
+pub(crate) mod vectors;
 
 use std::path::Path;
 
