@@ -264,12 +264,7 @@ fn engine_imports_point_down_the_layer_table() {
 /// their move behind the store's typed API (issue: record model). The list
 /// only shrinks: a file not on it that opens a table fails the test, and a
 /// file on it that no longer does fails it too (take it off).
-const TABLES_NOT_YET_IN_STORE: &[&str] = &[
-    "db/embedding.rs",
-    "db/spaces.rs",
-    "vector/index.rs",
-    "vector/spaces.rs",
-];
+const TABLES_NOT_YET_IN_STORE: &[&str] = &[];
 
 #[test]
 fn redb_tables_are_opened_in_the_store_only() {

@@ -14,23 +14,18 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use memdb_format::{Op, SpaceRecord};
-use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
+use memdb_format::Op;
+use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
 
 use crate::db::{Engine, Memdb};
 use crate::embed::{Embedder, ModelIdentity};
 use crate::error::{Error, Result};
 use crate::model::records::record_text;
-use crate::store::{self, EMBED_QUEUE, META, QUERY_CACHE, QUERY_CACHE_ORDER, VECTOR_SPACES};
-use crate::vector::spaces::{
-    self, SpaceSpec, VectorSpace, check_vector, decode_vector, encode_vector,
-};
+use crate::store::embed_queue::{self, MessageSpace, QueueReader, QueueWriter, queued};
+use crate::store::{self, query_cache};
+use crate::vector::spaces::{self, SpaceSpec, VectorSpace, check_vector};
 
-/// META key: id of the space holding the message embeddings searched today.
-const ACTIVE: &str = "embed_active_space";
-/// META key: id of the space a rebuild is filling (switched to when full).
-const NEXT: &str = "embed_next_space";
 /// Queries longer than this are embedded but not cached.
 const MAX_CACHED_QUERY_BYTES: usize = 4096;
 
@@ -131,82 +126,26 @@ pub(crate) struct Pipeline {
 /// Most query embeddings held in memory waiting to be cached.
 const MAX_CACHE_PENDING: usize = 1024;
 
-fn meta_space(txn: &impl MetaRead, key: &str) -> Result<Option<u32>> {
-    txn.meta_get(key)
-}
-
-/// Reads META in read or write transactions alike.
-trait MetaRead {
-    fn meta_get(&self, key: &str) -> Result<Option<u32>>;
-}
-
-impl MetaRead for redb::ReadTransaction {
-    fn meta_get(&self, key: &str) -> Result<Option<u32>> {
-        Ok(self
-            .open_table(META)?
-            .get(key)?
-            .map(|v| v.value() as u32)
-            .filter(|id| *id > 0))
-    }
-}
-
-impl MetaRead for WriteTransaction {
-    fn meta_get(&self, key: &str) -> Result<Option<u32>> {
-        Ok(self
-            .open_table(META)?
-            .get(key)?
-            .map(|v| v.value() as u32)
-            .filter(|id| *id > 0))
-    }
-}
-
 /// Queues the messages created by this transaction for every message space
 /// (active and rebuilding). Called inside every write transaction.
 pub(crate) fn enqueue_new(txn: &WriteTransaction, ops: &[Op]) -> Result<()> {
-    let mut ids = ops.iter().filter_map(|op| match op {
+    let ids = ops.iter().filter_map(|op| match op {
         Op::InsertMessage(id) => Some(u128::from_le_bytes(*id)),
         _ => None,
     });
-    let Some(first) = ids.next() else {
-        return Ok(());
-    };
-    let targets: Vec<u32> = [meta_space(txn, ACTIVE)?, meta_space(txn, NEXT)?]
-        .into_iter()
-        .flatten()
-        .collect();
-    if targets.is_empty() {
-        return Ok(());
-    }
-    let mut queue = txn.open_table(EMBED_QUEUE)?;
-    for id in std::iter::once(first).chain(ids) {
-        for &s in &targets {
-            queue.insert((s, id), ())?;
-        }
-    }
-    Ok(())
+    embed_queue::enqueue_for_message_spaces(txn, ids)
 }
 
 /// Clears the META pointers to a space being deleted.
 pub(crate) fn forget_space(txn: &WriteTransaction, id: u32) -> Result<()> {
-    let mut meta = txn.open_table(META)?;
-    for key in [ACTIVE, NEXT] {
-        if meta.get(key)?.map(|v| v.value()) == Some(u64::from(id)) {
-            meta.remove(key)?;
-        }
-    }
-    Ok(())
+    embed_queue::forget_message_space(txn, id)
 }
 
 fn space_by_id(txn: &redb::ReadTransaction, id: u32) -> Result<Option<VectorSpace>> {
-    let t = txn.open_table(VECTOR_SPACES)?;
-    for row in t.iter()? {
-        let (k, v) = row?;
-        let rec = SpaceRecord::decode(v.value())?;
-        if rec.id == id {
-            return Ok(Some(spaces::space_from(k.value(), &rec)?));
-        }
+    match store::vectors::space_by_id(txn, id)? {
+        Some((name, rec)) => Ok(Some(spaces::space_from(&name, &rec)?)),
+        None => Ok(None),
     }
-    Ok(None)
 }
 
 fn model_of(space: &VectorSpace) -> Result<ModelIdentity> {
@@ -214,16 +153,6 @@ fn model_of(space: &VectorSpace) -> Result<ModelIdentity> {
         what: format!("vector space {:?}", space.name),
         reason: format!("model identity: {e}"),
     })
-}
-
-fn queued(txn: &redb::ReadTransaction, space: u32) -> Result<u64> {
-    let q = txn.open_table(EMBED_QUEUE)?;
-    let mut n = 0;
-    for row in q.range((space, 0u128)..=(space, u128::MAX))? {
-        row?;
-        n += 1;
-    }
-    Ok(n)
 }
 
 fn describe(m: &ModelIdentity) -> String {
@@ -260,31 +189,7 @@ impl Engine {
             return Ok(());
         }
         let cap = self.config.query_cache_entries as u64;
-        let mut order = txn.open_table(QUERY_CACHE_ORDER)?;
-        let mut cache = txn.open_table(QUERY_CACHE)?;
-        let first = order.last()?.map_or(1, |(k, _)| k.value() + 1);
-        for (seq, (key, mut value)) in (first..).zip(batch) {
-            value[..8].copy_from_slice(&seq.to_le_bytes());
-            if let Some(old) = cache.insert(key.as_str(), value.as_slice())? {
-                let old_seq = old.value().get(..8).map(|b| {
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(b);
-                    u64::from_le_bytes(a)
-                });
-                drop(old);
-                if let Some(s) = old_seq {
-                    order.remove(s)?;
-                }
-            }
-            order.insert(seq, key.as_str())?;
-        }
-        while order.len()? > cap {
-            let Some((_, k)) = order.pop_first()? else {
-                break;
-            };
-            cache.remove(k.value())?;
-        }
-        Ok(())
+        query_cache::insert(txn, batch, cap)
     }
 }
 
@@ -295,8 +200,8 @@ impl Memdb {
 
     fn message_spaces(&self) -> Result<Spaces> {
         let txn = self.store.read()?;
-        let load = |key| -> Result<Option<(VectorSpace, ModelIdentity)>> {
-            match meta_space(&txn, key)? {
+        let load = |which| -> Result<Option<(VectorSpace, ModelIdentity)>> {
+            match embed_queue::message_space(&txn, which)? {
                 None => Ok(None),
                 Some(id) => match space_by_id(&txn, id)? {
                     None => Ok(None),
@@ -308,8 +213,8 @@ impl Memdb {
             }
         };
         Ok(Spaces {
-            active: load(ACTIVE)?,
-            next: load(NEXT)?,
+            active: load(MessageSpace::Active)?,
+            next: load(MessageSpace::Next)?,
         })
     }
 
@@ -321,14 +226,14 @@ impl Memdb {
             return Ok(());
         };
         if self.message_spaces()?.active.is_none() {
-            self.start_space(&e.identity(), ACTIVE)?;
+            self.start_space(&e.identity(), MessageSpace::Active)?;
         }
         Ok(())
     }
 
-    /// Creates a fresh space for `model`, points `key` at it and queues
+    /// Creates a fresh space for `model`, points `which` at it and queues
     /// every message for it, in one transaction.
-    fn start_space(&self, model: &ModelIdentity, key: &'static str) -> Result<VectorSpace> {
+    fn start_space(&self, model: &ModelIdentity, which: MessageSpace) -> Result<VectorSpace> {
         let existing: Vec<String> = self.vector_spaces()?.into_iter().map(|s| s.name).collect();
         let base = format!("messages/{}/{}", model.provider, model.name);
         let mut name = base.clone();
@@ -344,13 +249,8 @@ impl Memdb {
         );
         let space = self.create_vector_space(&spec)?;
         self.write(|txn, _ops| {
-            let mut queue = txn.open_table(EMBED_QUEUE)?;
-            let msgs = txn.open_table(store::MESSAGES)?;
-            for row in msgs.iter()? {
-                queue.insert((space.id, row?.0.value()), ())?;
-            }
-            txn.open_table(META)?.insert(key, u64::from(space.id))?;
-            Ok(())
+            embed_queue::enqueue_all_messages(txn, space.id)?;
+            embed_queue::set_message_space(txn, which, space.id)
         })?;
         Ok(space)
     }
@@ -547,17 +447,16 @@ impl Memdb {
         let mut texts: BTreeMap<u128, String> = BTreeMap::new();
         {
             let txn = self.store.read()?;
-            let queue = txn.open_table(EMBED_QUEUE)?;
-            let msgs = txn.open_table(store::MESSAGES)?;
+            let queue = QueueReader::open(&txn)?;
             for s in targets {
-                for row in queue.range((s.id, 0u128)..=(s.id, u128::MAX))? {
+                for mid in queue.queued(s.id)? {
                     if entries.len() >= max {
                         break;
                     }
-                    let (sid, mid) = row?.0.value();
-                    entries.push((sid, mid));
+                    let mid = mid?;
+                    entries.push((s.id, mid));
                     if let std::collections::btree_map::Entry::Vacant(v) = texts.entry(mid)
-                        && let Some(m) = store::get_message(&msgs, mid)?
+                        && let Some(m) = queue.message(mid)?
                     {
                         v.insert(record_text(&m));
                     }
@@ -603,9 +502,9 @@ impl Memdb {
             let mut skipped = 0u64;
             let mut by_space: BTreeMap<u32, Vec<(u128, &Vec<f32>)>> = BTreeMap::new();
             {
-                let mut queue = txn.open_table(EMBED_QUEUE)?;
+                let mut queue = QueueWriter::open(txn)?;
                 for &(sid, mid) in &entries {
-                    if queue.remove((sid, mid))?.is_none() {
+                    if !queue.remove(sid, mid)? {
                         continue;
                     }
                     match vectors.get(&mid) {
@@ -618,7 +517,7 @@ impl Memdb {
                 }
             }
             for (sid, items) in by_space {
-                spaces::put_vectors(txn, sid, items, ops)?;
+                store::vectors::put_vectors(txn, sid, items, ops)?;
             }
             Ok((embedded, skipped))
         })?;
@@ -637,12 +536,7 @@ impl Memdb {
             return Ok(false);
         }
         let old = spaces.active.map(|(s, _)| s);
-        self.write(|txn, _ops| {
-            let mut meta = txn.open_table(META)?;
-            meta.insert(ACTIVE, u64::from(next.id))?;
-            meta.remove(NEXT)?;
-            Ok(())
-        })?;
+        self.write(|txn, _ops| embed_queue::promote_next(txn, next.id))?;
         if let Some(old) = old
             && old.id != next.id
         {
@@ -679,12 +573,12 @@ impl Memdb {
                         self.delete_vector_space(&s.name)?;
                     }
                     self.remove_orphan_spaces()?;
-                    let key = if spaces.active.is_some() {
-                        NEXT
+                    let which = if spaces.active.is_some() {
+                        MessageSpace::Next
                     } else {
-                        ACTIVE
+                        MessageSpace::Active
                     };
-                    self.start_space(&id, key)?;
+                    self.start_space(&id, which)?;
                 }
             }
         }
@@ -714,10 +608,7 @@ impl Memdb {
         if self.embedder().is_none() {
             return;
         }
-        let queued = self
-            .store
-            .read()
-            .and_then(|t| Ok(t.open_table(EMBED_QUEUE)?.len()?));
+        let queued = self.store.read().and_then(|t| embed_queue::len(&t));
         let small = self.config().embed_on_write
             && queued
                 .as_ref()
@@ -752,11 +643,7 @@ impl Memdb {
         space: &VectorSpace,
         query: &str,
     ) -> Result<(Vec<f32>, bool)> {
-        let id = e.identity();
-        let key = format!(
-            "{}\u{1f}{}\u{1f}{}\u{1f}{:?}\u{1f}{}",
-            id.provider, id.name, id.dimension, id.metric, query
-        );
+        let key = query_cache::key(&e.identity(), query);
         let cap = self.config().query_cache_entries;
         let cacheable = cap > 0 && query.len() <= MAX_CACHED_QUERY_BYTES;
         if cacheable {
@@ -769,20 +656,11 @@ impl Memdb {
             drop(pending);
             let stored = match hit {
                 Some(v) => Some(v),
-                None => self
-                    .store
-                    .read()?
-                    .open_table(QUERY_CACHE)?
-                    .get(key.as_str())?
-                    .map(|v| v.value().to_vec()),
+                None => query_cache::get(&self.store.read()?, &key)?,
             };
-            if let Some(bytes) = stored
-                && bytes.len() > 9
+            if let Some(found) = stored.and_then(|b| query_cache::decode_entry(&b, space.dimension))
             {
-                let truncated = bytes[8] == 1;
-                if let Ok(vec) = decode_vector(&bytes[9..], space.dimension) {
-                    return Ok((vec, truncated));
-                }
+                return Ok(found);
             }
         }
         let out = e.embed_report(&[query])?;
@@ -795,11 +673,7 @@ impl Memdb {
         check_vector("query", space, &v)
             .map_err(|err| Error::Embedding(format!("unusable query embedding: {err}")))?;
         if cacheable {
-            // Value layout: 8 bytes of sequence (filled in when stored),
-            // the truncation flag, the vector.
-            let mut value = vec![0u8; 8];
-            value.push(u8::from(truncated));
-            value.extend_from_slice(&encode_vector(&v));
+            let value = query_cache::encode_entry(&v, truncated);
             let mut pending = self.pipeline_cache_pending();
             if pending.len() < MAX_CACHE_PENDING {
                 pending.push((key, value));
@@ -821,22 +695,12 @@ impl Memdb {
     /// semantic search asks, so a large backlog is not walked in full):
     /// `(count, true)` means "at least `count`".
     pub(crate) fn pending_for(&self, space: u32, cap: u64) -> Result<(u64, bool)> {
-        let txn = self.store.read()?;
-        let q = txn.open_table(EMBED_QUEUE)?;
-        let mut n = 0;
-        for row in q.range((space, 0u128)..=(space, u128::MAX))? {
-            row?;
-            n += 1;
-            if n == cap {
-                return Ok((n, true));
-            }
-        }
-        Ok((n, false))
+        embed_queue::queued_up_to(&self.store.read()?, space, cap)
     }
 
     /// Entries in the query-embedding cache.
     pub fn query_cache_len(&self) -> Result<u64> {
-        Ok(self.store.read()?.open_table(QUERY_CACHE)?.len()?)
+        query_cache::len(&self.store.read()?)
     }
 }
 

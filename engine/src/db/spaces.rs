@@ -4,18 +4,18 @@
 
 use std::collections::{HashMap, HashSet};
 
-use memdb_format::{MessageRecord, Op, SpaceRecord};
-use redb::{ReadTransaction, ReadableTable};
+use memdb_format::SpaceRecord;
 use uuid::Uuid;
 
 use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::metric::MAX_DIMENSION;
 use crate::model::types::Filter;
-use crate::store::{self, VECTOR_SPACES, VECTOR_TOMBSTONES, VECTORS};
+use crate::store;
+use crate::store::vectors::{FilterRows, VectorRows};
 use crate::vector::spaces::{
-    NEXT_SPACE_ID, SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome, check_vector,
-    decode_vector, get_space, put_vectors, similarity, space_from, unknown_space,
+    SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome, check_vector, similarity,
+    space_from, unknown_space,
 };
 
 /// Resolves a filter to the set of allowed record ids, or `None` when the
@@ -40,6 +40,7 @@ pub(crate) fn allowed_records(
     let mut allowed: Option<HashSet<u128>> = None;
     if !scope_only.is_empty() || ns_bound {
         let txn = db.store.read()?;
+        let tables = FilterRows::open(&txn)?;
         let mut set = HashSet::new();
         let conv_scope = Filter {
             since: None,
@@ -55,12 +56,11 @@ pub(crate) fn allowed_records(
             .until
             .map_or(i64::MAX, |t| t.timestamp_micros());
         let mut add_conv = |id: u128| -> Result<()> {
-            collect_messages(&txn, id, lo, hi, filter.role.as_deref(), &mut set)
+            tables.collect_messages(id, lo, hi, filter.role.as_deref(), &mut set)
         };
         match filter.conversation_id {
             Some(c) => {
-                let convs = txn.open_table(store::CONVERSATIONS)?;
-                if let Some(rec) = store::get_conversation(&convs, c.as_u128())?
+                if let Some(rec) = tables.conversation(c.as_u128())?
                     && rec.namespace == db.ns_read()?
                     && crate::model::filter::matches_filter(&conv_scope, &rec)
                 {
@@ -79,35 +79,6 @@ pub(crate) fn allowed_records(
         });
     }
     Ok(allowed)
-}
-
-fn collect_messages(
-    txn: &ReadTransaction,
-    conv: u128,
-    lo: i64,
-    hi: i64,
-    role: Option<&str>,
-    out: &mut HashSet<u128>,
-) -> Result<()> {
-    let idx = txn.open_table(store::CONV_MESSAGES)?;
-    let msgs = txn.open_table(store::MESSAGES)?;
-    if hi == i64::MIN {
-        return Ok(());
-    }
-    for row in idx.range((conv, lo, 0)..(conv, hi, 0))? {
-        let id = row?.1.value();
-        if let Some(role) = role {
-            let keep = match msgs.get(id)? {
-                Some(v) => MessageRecord::decode(v.value())?.role == role,
-                None => false,
-            };
-            if !keep {
-                continue;
-            }
-        }
-        out.insert(id);
-    }
-    Ok(())
 }
 
 impl Memdb {
@@ -145,8 +116,7 @@ impl Memdb {
             Some(v) => v.to_string(),
         };
         let space = self.write(|txn, _ops| {
-            let mut t = txn.open_table(VECTOR_SPACES)?;
-            if let Some(existing) = get_space(&t, name)? {
+            if let Some(existing) = store::vectors::space_for_write(txn, name)? {
                 let space = space_from(name, &existing)?;
                 if space.dimension != spec.dimension || space.metric != spec.metric {
                     return Err(Error::Conflict(format!(
@@ -160,12 +130,7 @@ impl Memdb {
             }
             // Ids only grow (also across deleted spaces), so oplog entries
             // and files of a deleted space never meet a new one.
-            let mut meta = txn.open_table(store::META)?;
-            let mut next_id = meta.get(NEXT_SPACE_ID)?.map_or(1, |v| v.value() as u32);
-            for row in t.iter()? {
-                next_id = next_id.max(SpaceRecord::decode(row?.1.value())?.id + 1);
-            }
-            meta.insert(NEXT_SPACE_ID, u64::from(next_id) + 1)?;
+            let next_id = store::vectors::allocate_space_id(txn)?;
             let rec = SpaceRecord {
                 id: next_id,
                 dimension: spec.dimension,
@@ -177,7 +142,7 @@ impl Memdb {
                 created_at: crate::util::time::now().timestamp_micros(),
                 model_json: model_json.clone(),
             };
-            t.insert(name, rec.encode().as_slice())?;
+            store::vectors::put_space(txn, name, &rec)?;
             space_from(name, &rec)
         })?;
         self.vectors.ensure(&self.store, name)?;
@@ -189,17 +154,7 @@ impl Memdb {
     pub fn delete_vector_space(&self, name: &str) -> Result<u64> {
         let sp = self.vector_space(name)?;
         let removed = self.write(|txn, _ops| {
-            txn.open_table(VECTOR_SPACES)?.remove(name)?;
-            let range = (sp.id, 0u128)..=(sp.id, u128::MAX);
-            let mut n = 0u64;
-            txn.open_table(VECTORS)?.retain_in(range.clone(), |_, _| {
-                n += 1;
-                false
-            })?;
-            txn.open_table(VECTOR_TOMBSTONES)?
-                .retain_in(range.clone(), |_, _| false)?;
-            txn.open_table(store::EMBED_QUEUE)?
-                .retain_in(range, |_, _| false)?;
+            let n = store::vectors::delete_space(txn, name, sp.id)?;
             crate::db::embedding::forget_space(txn, sp.id)?;
             Ok(n)
         })?;
@@ -213,19 +168,16 @@ impl Memdb {
     /// The space called `name`.
     pub fn vector_space(&self, name: &str) -> Result<VectorSpace> {
         let txn = self.store.read()?;
-        let t = txn.open_table(VECTOR_SPACES)?;
-        let rec = get_space(&t, name)?.ok_or_else(|| unknown_space(name))?;
+        let rec = store::vectors::space(&txn, name)?.ok_or_else(|| unknown_space(name))?;
         space_from(name, &rec)
     }
 
     /// Every space, by name.
     pub fn vector_spaces(&self) -> Result<Vec<VectorSpace>> {
         let txn = self.store.read()?;
-        let t = txn.open_table(VECTOR_SPACES)?;
         let mut out = Vec::new();
-        for row in t.iter()? {
-            let (k, v) = row?;
-            out.push(space_from(k.value(), &SpaceRecord::decode(v.value())?)?);
+        for (name, rec) in store::vectors::spaces(&txn)? {
+            out.push(space_from(&name, &rec)?);
         }
         Ok(out)
     }
@@ -239,15 +191,14 @@ impl Memdb {
             check_vector(&format!("vectors[{i}]"), &sp, v)?;
         }
         self.write(|txn, ops| {
-            let t = txn.open_table(VECTOR_SPACES)?;
-            let current = get_space(&t, space)?.ok_or_else(|| unknown_space(space))?;
-            drop(t);
+            let current =
+                store::vectors::space_for_write(txn, space)?.ok_or_else(|| unknown_space(space))?;
             if current.id != sp.id {
                 return Err(Error::Conflict(format!(
                     "vector space {space:?} was replaced"
                 )));
             }
-            put_vectors(
+            store::vectors::put_vectors(
                 txn,
                 sp.id,
                 items.iter().map(|(id, v)| (id.as_u128(), v)),
@@ -264,29 +215,14 @@ impl Memdb {
     /// Removes a record's vector; returns whether it existed.
     pub fn delete_vector(&self, space: &str, record: Uuid) -> Result<bool> {
         let sp = self.vector_space(space)?;
-        self.write(|txn, ops| {
-            let existed = txn
-                .open_table(VECTORS)?
-                .remove((sp.id, record.as_u128()))?
-                .is_some();
-            if existed {
-                txn.open_table(VECTOR_TOMBSTONES)?
-                    .insert((sp.id, record.as_u128()), ops.lsn())?;
-                ops.push(Op::DeleteVector(sp.id, record.as_u128().to_le_bytes()));
-            }
-            Ok(existed)
-        })
+        self.write(|txn, ops| store::vectors::delete_vector(txn, sp.id, record.as_u128(), ops))
     }
 
     /// The stored vector of a record.
     pub fn get_vector(&self, space: &str, record: Uuid) -> Result<Option<Vec<f32>>> {
         let sp = self.vector_space(space)?;
         let txn = self.store.read()?;
-        let t = txn.open_table(VECTORS)?;
-        match t.get((sp.id, record.as_u128()))? {
-            Some(v) => Ok(Some(decode_vector(v.value(), sp.dimension)?)),
-            None => Ok(None),
-        }
+        VectorRows::open(&txn)?.get(sp.id, record.as_u128(), sp.dimension)
     }
 
     /// The similarity of `query` to the stored vector of each of `records`
@@ -300,11 +236,10 @@ impl Memdb {
     ) -> Result<HashMap<u128, f32>> {
         check_vector("query", space, query)?;
         let txn = self.store.read()?;
-        let t = txn.open_table(VECTORS)?;
+        let t = VectorRows::open(&txn)?;
         let mut out = HashMap::with_capacity(records.len());
         for &id in records {
-            if let Some(v) = t.get((space.id, id))? {
-                let v = decode_vector(v.value(), space.dimension)?;
+            if let Some(v) = t.get(space.id, id, space.dimension)? {
                 out.insert(id, similarity(space.metric, query, &v));
             }
         }
@@ -331,24 +266,20 @@ impl Memdb {
         }
         let allowed = allowed_records(self, filter, false)?;
         let txn = self.store.read()?;
-        let t = txn.open_table(VECTORS)?;
+        let t = VectorRows::open(&txn)?;
         let mut hits = Vec::new();
         match allowed {
             Some(ids) => {
                 for id in ids {
-                    if let Some(v) = t.get((sp.id, id))? {
-                        let v = decode_vector(v.value(), sp.dimension)?;
+                    if let Some(v) = t.get(sp.id, id, sp.dimension)? {
                         hits.push((similarity(sp.metric, query, &v), id));
                     }
                 }
             }
-            None => {
-                for row in t.range((sp.id, 0u128)..=(sp.id, u128::MAX))? {
-                    let (k, v) = row?;
-                    let v = decode_vector(v.value(), sp.dimension)?;
-                    hits.push((similarity(sp.metric, query, &v), k.value().1));
-                }
-            }
+            None => t.scan(sp.id, sp.dimension, |id, v| {
+                hits.push((similarity(sp.metric, query, &v), id));
+                Ok(())
+            })?,
         }
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         hits.truncate(k);

@@ -20,13 +20,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use memdb_format::{Op, SpaceRecord};
-use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::model::metric::Metric;
-use crate::store::{self, Store, VECTOR_SPACES, VECTOR_TOMBSTONES, VECTORS};
+use crate::store::vectors::VectorRows;
+use crate::store::{self, Store};
 use crate::vector::spaces::{self, VectorHit};
 use crate::vector::{
     self, Filter, Hnsw, HnswParams, MappedGeneration, NodeSet, SearchParams, VectorError,
@@ -209,10 +209,8 @@ impl SpaceIndex {
     fn load_tombstones(&mut self, store: &Store) -> Result<()> {
         self.tombstoned.clear();
         let txn = store.read()?;
-        let t = txn.open_table(VECTOR_TOMBSTONES)?;
-        for row in t.range((self.id, 0u128)..=(self.id, u128::MAX))? {
-            self.tombstoned.insert(row?.0.value().1);
-        }
+        self.tombstoned
+            .extend(store::vectors::tombstones(&txn, self.id)?);
         Ok(())
     }
 
@@ -233,7 +231,7 @@ impl SpaceIndex {
     /// Applies vector ops of this space, reading current vectors from redb.
     fn apply(&mut self, store: &Store, entries: &[(u64, Vec<Op>)]) -> Result<()> {
         let txn = store.read()?;
-        let vectors = txn.open_table(VECTORS)?;
+        let vectors = VectorRows::open(&txn)?;
         for (lsn, ops) in entries {
             for op in ops {
                 let (space, rid) = match op {
@@ -250,9 +248,8 @@ impl SpaceIndex {
                 {
                     self.tombstoned.insert(rid);
                 }
-                match vectors.get((space, rid))? {
-                    Some(bytes) => {
-                        let v = spaces::decode_vector(bytes.value(), self.dim as u32)?;
+                match vectors.get(space, rid, self.dim as u32)? {
+                    Some(v) => {
                         let node = self.delta.insert(rid, &v)?;
                         self.live.insert(rid, node);
                     }
@@ -552,12 +549,7 @@ impl VectorIndexes {
     ) -> Result<VectorStats> {
         let s = space.read().unwrap_or_else(|e| e.into_inner());
         let txn = store.read()?;
-        let t = txn.open_table(VECTORS)?;
-        let mut count = 0;
-        for row in t.range((s.id, 0u128)..=(s.id, u128::MAX))? {
-            row?;
-            count += 1;
-        }
+        let count = VectorRows::open(&txn)?.count(s.id)?;
         Ok(s.stats(count))
     }
 
@@ -620,14 +612,7 @@ impl VectorIndexes {
 }
 
 fn all_spaces(store: &Store) -> Result<Vec<(String, SpaceRecord)>> {
-    let txn = store.read()?;
-    let t = txn.open_table(VECTOR_SPACES)?;
-    let mut out = Vec::new();
-    for row in t.iter()? {
-        let (k, v) = row?;
-        out.push((k.value().to_string(), SpaceRecord::decode(v.value())?));
-    }
-    Ok(out)
+    store::vectors::spaces(&store.read()?)
 }
 
 /// A generation written to disk but not yet recorded in redb.
@@ -641,26 +626,21 @@ pub(crate) struct Built {
 /// renamed to `current-N.hnsw`, directory fsynced.
 pub(crate) fn build_generation(root: &Path, store: &Store, name: &str) -> Result<Built> {
     let txn = store.read()?;
-    let spaces_t = txn.open_table(VECTOR_SPACES)?;
-    let rec = spaces::get_space(&spaces_t, name)?.ok_or_else(|| Error::NotFound {
+    let rec = store::vectors::space(&txn, name)?.ok_or_else(|| Error::NotFound {
         what: "vector space",
         id: name.to_string(),
     })?;
     let space = spaces::space_from(name, &rec)?;
-    let lsn = txn
-        .open_table(store::META)?
-        .get("last_lsn")?
-        .map_or(0, |v| v.value());
-    let vectors = txn.open_table(VECTORS)?;
+    let lsn = store::last_lsn_in(&txn)?;
+    let vectors = VectorRows::open(&txn)?;
     let mut ids = Vec::new();
     let mut flat = Vec::new();
-    for row in vectors.range((rec.id, 0u128)..=(rec.id, u128::MAX))? {
-        let (k, v) = row?;
-        ids.push(k.value().1);
-        flat.extend(spaces::decode_vector(v.value(), rec.dimension)?);
-    }
+    vectors.scan(rec.id, rec.dimension, |id, v| {
+        ids.push(id);
+        flat.extend(v);
+        Ok(())
+    })?;
     drop(vectors);
-    drop(spaces_t);
     drop(txn);
     let graph = Hnsw::build(
         metric_format(space.metric),
@@ -702,14 +682,8 @@ pub(crate) fn build_generation(root: &Path, store: &Store, name: &str) -> Result
 /// Records a built generation in redb and drops the tombstones it covers,
 /// in one transaction (no oplog entry: nothing derived changes meaning).
 fn commit_generation(store: &Store, built: &Built) -> Result<()> {
-    store.write(0, |txn: &WriteTransaction, _ops| {
-        let mut t = txn.open_table(VECTOR_SPACES)?;
-        t.insert(built.name.as_str(), built.record.encode().as_slice())?;
-        let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
-        let id = built.record.id;
-        let lsn = built.record.generation_lsn;
-        tombs.retain_in((id, 0u128)..=(id, u128::MAX), |_, at| at > lsn)?;
-        Ok(())
+    store.write(0, |txn, _ops| {
+        store::vectors::record_generation(txn, &built.name, &built.record)
     })?;
     Ok(())
 }

@@ -1,26 +1,24 @@
-//! Vector spaces in the store: the registry of spaces, the vectors
-//! themselves, tombstones, and the allowed-record sets that filters resolve
-//! to (SPEC.md §"Vector spaces").
+//! Vector spaces as the engine speaks of them (SPEC.md §"Vector spaces"):
+//! the public types (`SpaceSpec`, `VectorSpace`, `VectorFilter`,
+//! `VectorHit`, `VerifyOutcome`), the stored record to public space
+//! conversion, the checks a vector must pass, and exact similarity.
 //!
-//! redb is the source of truth for vectors as for everything else: a vector
+//! redb is the source of truth for vectors as for everything else: the
+//! spaces, vector rows and tombstones are `store/vectors.rs`'s, and a vector
 //! write is one transaction that stores the vector bytes and appends a
 //! `PutVector` op to the oplog. The HNSW generations and the in-memory delta
 //! are derived from these rows.
 
-use memdb_format::{Op, SpaceRecord};
-use redb::{ReadableTable, WriteTransaction};
+use memdb_format::SpaceRecord;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::model::metric::Metric;
 use crate::model::types::Filter;
-use crate::store::{self, OpBatch, VECTOR_SPACES, VECTOR_TOMBSTONES, VECTORS};
-
-/// Element type byte of f32 vectors.
-const ELEMENT_F32: u8 = 0;
-/// META key: the id the next vector space gets.
-pub(crate) const NEXT_SPACE_ID: &str = "next_vector_space_id";
+/// The conversation-delete cascade's vector part (rows, tombstones, ops and
+/// queue entries of the removed messages in every space) is the store's.
+pub(crate) use crate::store::vectors::delete_record_vectors;
 
 /// What defines a vector space: its name (conventionally the model name), its
 /// dimension and metric, and HNSW build parameters.
@@ -128,16 +126,6 @@ pub(crate) fn space_from(name: &str, r: &SpaceRecord) -> Result<VectorSpace> {
     })
 }
 
-pub(crate) fn get_space(
-    table: &impl ReadableTable<&'static str, &'static [u8]>,
-    name: &str,
-) -> Result<Option<SpaceRecord>> {
-    match table.get(name)? {
-        Some(v) => Ok(Some(SpaceRecord::decode(v.value())?)),
-        None => Ok(None),
-    }
-}
-
 pub(crate) fn unknown_space(name: &str) -> Error {
     Error::NotFound {
         what: "vector space",
@@ -174,28 +162,6 @@ pub(crate) fn check_vector(field: &str, space: &VectorSpace, v: &[f32]) -> Resul
     Ok(())
 }
 
-pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + v.len() * 4);
-    out.push(ELEMENT_F32);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out
-}
-
-pub(crate) fn decode_vector(bytes: &[u8], dim: u32) -> Result<Vec<f32>> {
-    match bytes.split_first() {
-        Some((&ELEMENT_F32, body)) if body.len() == dim as usize * 4 => Ok(body
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()),
-        _ => Err(Error::Corrupted {
-            what: "vector".into(),
-            reason: format!("expected f32 x {dim}, found {} bytes", bytes.len()),
-        }),
-    }
-}
-
 /// Similarity of two vectors under `metric` (exact path; the HNSW kernels
 /// compute the same quantities).
 pub(crate) fn similarity(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
@@ -216,61 +182,6 @@ pub(crate) fn similarity(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
             }
         }
     }
-}
-
-/// Removes the vectors of `records` from every space, recording tombstones
-/// and ops. Used by the conversation-delete cascade.
-pub(crate) fn delete_record_vectors(
-    txn: &WriteTransaction,
-    records: &[u128],
-    ops: &mut OpBatch,
-) -> Result<()> {
-    let spaces: Vec<u32> = {
-        let t = txn.open_table(VECTOR_SPACES)?;
-        let mut ids = Vec::new();
-        for row in t.iter()? {
-            ids.push(SpaceRecord::decode(row?.1.value())?.id);
-        }
-        ids
-    };
-    if spaces.is_empty() {
-        return Ok(());
-    }
-    let mut vectors = txn.open_table(VECTORS)?;
-    let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
-    let mut queue = txn.open_table(store::EMBED_QUEUE)?;
-    for &space in &spaces {
-        for &r in records {
-            if vectors.remove((space, r))?.is_some() {
-                tombs.insert((space, r), ops.lsn())?;
-                ops.push(Op::DeleteVector(space, r.to_le_bytes()));
-            }
-            queue.remove((space, r))?;
-        }
-    }
-    Ok(())
-}
-
-/// Writes vectors (already checked against the space) into space `space_id`
-/// inside `txn`, with tombstones for replaced copies and one `PutVector` op
-/// each.
-pub(crate) fn put_vectors<'a>(
-    txn: &WriteTransaction,
-    space_id: u32,
-    items: impl IntoIterator<Item = (u128, &'a Vec<f32>)>,
-    ops: &mut OpBatch,
-) -> Result<()> {
-    let mut vectors = txn.open_table(VECTORS)?;
-    let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
-    for (id, v) in items {
-        let old = vectors.insert((space_id, id), encode_vector(v).as_slice())?;
-        if old.is_some() {
-            // The copy in the current generation (if any) is stale.
-            tombs.insert((space_id, id), ops.lsn())?;
-        }
-        ops.push(Op::PutVector(space_id, id.to_le_bytes()));
-    }
-    Ok(())
 }
 
 /// What [`Memdb::verify_vectors`] found for one space.

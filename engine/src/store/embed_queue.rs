@@ -1,0 +1,207 @@
+//! The embedding queue in redb (SPEC.md §16): the `embed_queue` rows
+//! `(space, message)` of messages waiting to be embedded into a message
+//! space, and the META pointers to the message spaces (`embed_active_space`,
+//! the space semantic search reads; `embed_next_space`, the one a rebuild is
+//! filling).
+
+use memdb_format::MessageRecord;
+use redb::{
+    ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata, Table, WriteTransaction,
+};
+
+use crate::error::Result;
+use crate::store::{EMBED_QUEUE, MESSAGES, META};
+
+/// Which message space a META pointer names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MessageSpace {
+    /// The space semantic search reads (META `embed_active_space`).
+    Active,
+    /// The space a rebuild is filling, switched to when full (META
+    /// `embed_next_space`).
+    Next,
+}
+
+impl MessageSpace {
+    fn key(self) -> &'static str {
+        match self {
+            MessageSpace::Active => "embed_active_space",
+            MessageSpace::Next => "embed_next_space",
+        }
+    }
+}
+
+fn pointer(
+    meta: &impl ReadableTable<&'static str, u64>,
+    which: MessageSpace,
+) -> Result<Option<u32>> {
+    Ok(meta
+        .get(which.key())?
+        .map(|v| v.value() as u32)
+        .filter(|id| *id > 0))
+}
+
+/// The id of the `which` message space, if there is one.
+pub(crate) fn message_space(txn: &ReadTransaction, which: MessageSpace) -> Result<Option<u32>> {
+    pointer(&txn.open_table(META)?, which)
+}
+
+/// Points `which` at space `id`.
+pub(crate) fn set_message_space(
+    txn: &WriteTransaction,
+    which: MessageSpace,
+    id: u32,
+) -> Result<()> {
+    txn.open_table(META)?.insert(which.key(), u64::from(id))?;
+    Ok(())
+}
+
+/// Makes the rebuild's space `id` the active message space and clears the
+/// rebuild pointer.
+pub(crate) fn promote_next(txn: &WriteTransaction, id: u32) -> Result<()> {
+    let mut meta = txn.open_table(META)?;
+    meta.insert(MessageSpace::Active.key(), u64::from(id))?;
+    meta.remove(MessageSpace::Next.key())?;
+    Ok(())
+}
+
+/// Clears the pointers to space `id` (being deleted).
+pub(crate) fn forget_message_space(txn: &WriteTransaction, id: u32) -> Result<()> {
+    let mut meta = txn.open_table(META)?;
+    for which in [MessageSpace::Active, MessageSpace::Next] {
+        if meta.get(which.key())?.map(|v| v.value()) == Some(u64::from(id)) {
+            meta.remove(which.key())?;
+        }
+    }
+    Ok(())
+}
+
+/// Queues the messages `ids` for every message space (active and
+/// rebuilding); reads nothing when `ids` is empty.
+pub(crate) fn enqueue_for_message_spaces(
+    txn: &WriteTransaction,
+    mut ids: impl Iterator<Item = u128>,
+) -> Result<()> {
+    let Some(first) = ids.next() else {
+        return Ok(());
+    };
+    let targets: Vec<u32> = {
+        let meta = txn.open_table(META)?;
+        [
+            pointer(&meta, MessageSpace::Active)?,
+            pointer(&meta, MessageSpace::Next)?,
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    };
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let mut queue = txn.open_table(EMBED_QUEUE)?;
+    for id in std::iter::once(first).chain(ids) {
+        for &s in &targets {
+            queue.insert((s, id), ())?;
+        }
+    }
+    Ok(())
+}
+
+/// Queues every stored message for space `space`.
+pub(crate) fn enqueue_all_messages(txn: &WriteTransaction, space: u32) -> Result<()> {
+    let mut queue = txn.open_table(EMBED_QUEUE)?;
+    let msgs = txn.open_table(MESSAGES)?;
+    for row in msgs.iter()? {
+        queue.insert((space, row?.0.value()), ())?;
+    }
+    Ok(())
+}
+
+/// Drops every queue entry of space `space`.
+pub(crate) fn clear_space(txn: &WriteTransaction, space: u32) -> Result<()> {
+    txn.open_table(EMBED_QUEUE)?
+        .retain_in((space, 0u128)..=(space, u128::MAX), |_, _| false)?;
+    Ok(())
+}
+
+/// Queue entries of every space.
+pub(crate) fn len(txn: &ReadTransaction) -> Result<u64> {
+    Ok(txn.open_table(EMBED_QUEUE)?.len()?)
+}
+
+/// Messages queued for space `space`.
+pub(crate) fn queued(txn: &ReadTransaction, space: u32) -> Result<u64> {
+    let q = txn.open_table(EMBED_QUEUE)?;
+    let mut n = 0;
+    for row in q.range((space, 0u128)..=(space, u128::MAX))? {
+        row?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Messages queued for space `space`, counted up to `cap`: `(count, true)`
+/// means "at least `count`".
+pub(crate) fn queued_up_to(txn: &ReadTransaction, space: u32, cap: u64) -> Result<(u64, bool)> {
+    let q = txn.open_table(EMBED_QUEUE)?;
+    let mut n = 0;
+    for row in q.range((space, 0u128)..=(space, u128::MAX))? {
+        row?;
+        n += 1;
+        if n == cap {
+            return Ok((n, true));
+        }
+    }
+    Ok((n, false))
+}
+
+/// The queue and the messages of one snapshot, opened once for reading a
+/// batch of entries with their messages.
+pub(crate) struct QueueReader {
+    queue: ReadOnlyTable<(u32, u128), ()>,
+    messages: ReadOnlyTable<u128, &'static [u8]>,
+}
+
+impl QueueReader {
+    pub(crate) fn open(txn: &ReadTransaction) -> Result<QueueReader> {
+        Ok(QueueReader {
+            queue: txn.open_table(EMBED_QUEUE)?,
+            messages: txn.open_table(MESSAGES)?,
+        })
+    }
+
+    /// The messages queued for space `space`, in id order.
+    pub(crate) fn queued(&self, space: u32) -> Result<impl Iterator<Item = Result<u128>> + '_> {
+        Ok(self
+            .queue
+            .range((space, 0u128)..=(space, u128::MAX))?
+            .map(|row| Ok(row?.0.value().1)))
+    }
+
+    /// The message `id`, if it still exists.
+    pub(crate) fn message(&self, id: u128) -> Result<Option<MessageRecord>> {
+        match self.messages.get(id)? {
+            Some(v) => Ok(Some(MessageRecord::decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The queue inside a write transaction, opened once for many removals.
+pub(crate) struct QueueWriter<'txn> {
+    queue: Table<'txn, (u32, u128), ()>,
+}
+
+impl<'txn> QueueWriter<'txn> {
+    pub(crate) fn open(txn: &'txn WriteTransaction) -> Result<QueueWriter<'txn>> {
+        Ok(QueueWriter {
+            queue: txn.open_table(EMBED_QUEUE)?,
+        })
+    }
+
+    /// Removes the entry of message `id` for space `space`; returns whether
+    /// it was queued.
+    pub(crate) fn remove(&mut self, space: u32, id: u128) -> Result<bool> {
+        Ok(self.queue.remove((space, id))?.is_some())
+    }
+}

@@ -1,0 +1,347 @@
+//! Vector spaces and vectors in redb (SPEC.md §3, §15): the `vector_spaces`
+//! registry with the `next_vector_space_id` META key, the `vectors` rows and
+//! their byte encoding (`[0u8][dim × f32 LE]`), the `vector_tombstones`, and
+//! the snapshot reads a vector filter resolves to (a conversation row, its
+//! messages in a time window). The HNSW index in `vector/` is derived from
+//! these rows; it reads and writes them only through this module.
+
+use std::collections::HashSet;
+
+use memdb_format::{ConversationRecord, MessageRecord, Op, SpaceRecord};
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, WriteTransaction};
+
+use crate::error::{Error, Result};
+use crate::store::embed_queue::{self, QueueWriter};
+use crate::store::{
+    CONV_MESSAGES, CONVERSATIONS, MESSAGES, META, OpBatch, VECTOR_SPACES, VECTOR_TOMBSTONES,
+    VECTORS,
+};
+
+/// Element type byte of f32 vectors.
+const ELEMENT_F32: u8 = 0;
+/// META key: the id the next vector space gets.
+const NEXT_SPACE_ID: &str = "next_vector_space_id";
+
+/// The stored form of a vector: the element type byte, then each component
+/// as f32 little-endian.
+pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + v.len() * 4);
+    out.push(ELEMENT_F32);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}
+
+/// Decodes a stored vector of dimension `dim`.
+pub(crate) fn decode_vector(bytes: &[u8], dim: u32) -> Result<Vec<f32>> {
+    match bytes.split_first() {
+        Some((&ELEMENT_F32, body)) if body.len() == dim as usize * 4 => Ok(body
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()),
+        _ => Err(Error::Corrupted {
+            what: "vector".into(),
+            reason: format!("expected f32 x {dim}, found {} bytes", bytes.len()),
+        }),
+    }
+}
+
+fn get_space(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    name: &str,
+) -> Result<Option<SpaceRecord>> {
+    match table.get(name)? {
+        Some(v) => Ok(Some(SpaceRecord::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// The space called `name`, as of a snapshot.
+pub(crate) fn space(txn: &ReadTransaction, name: &str) -> Result<Option<SpaceRecord>> {
+    get_space(&txn.open_table(VECTOR_SPACES)?, name)
+}
+
+/// The space called `name`, inside a write transaction.
+pub(crate) fn space_for_write(txn: &WriteTransaction, name: &str) -> Result<Option<SpaceRecord>> {
+    get_space(&txn.open_table(VECTOR_SPACES)?, name)
+}
+
+/// Every space with its name, in name order.
+pub(crate) fn spaces(txn: &ReadTransaction) -> Result<Vec<(String, SpaceRecord)>> {
+    let t = txn.open_table(VECTOR_SPACES)?;
+    let mut out = Vec::new();
+    for row in t.iter()? {
+        let (k, v) = row?;
+        out.push((k.value().to_string(), SpaceRecord::decode(v.value())?));
+    }
+    Ok(out)
+}
+
+/// The space whose id is `id`, with its name.
+pub(crate) fn space_by_id(txn: &ReadTransaction, id: u32) -> Result<Option<(String, SpaceRecord)>> {
+    let t = txn.open_table(VECTOR_SPACES)?;
+    for row in t.iter()? {
+        let (k, v) = row?;
+        let rec = SpaceRecord::decode(v.value())?;
+        if rec.id == id {
+            return Ok(Some((k.value().to_string(), rec)));
+        }
+    }
+    Ok(None)
+}
+
+/// The id for a new space, taken from META `next_vector_space_id` (which
+/// moves past it). Ids only grow, also across deleted spaces, so oplog
+/// entries and files of a deleted space never meet a new one.
+pub(crate) fn allocate_space_id(txn: &WriteTransaction) -> Result<u32> {
+    let t = txn.open_table(VECTOR_SPACES)?;
+    let mut meta = txn.open_table(META)?;
+    let mut next_id = meta.get(NEXT_SPACE_ID)?.map_or(1, |v| v.value() as u32);
+    for row in t.iter()? {
+        next_id = next_id.max(SpaceRecord::decode(row?.1.value())?.id + 1);
+    }
+    meta.insert(NEXT_SPACE_ID, u64::from(next_id) + 1)?;
+    Ok(next_id)
+}
+
+/// Writes the registry row of space `name`.
+pub(crate) fn put_space(txn: &WriteTransaction, name: &str, rec: &SpaceRecord) -> Result<()> {
+    txn.open_table(VECTOR_SPACES)?
+        .insert(name, rec.encode().as_slice())?;
+    Ok(())
+}
+
+/// Records a new generation of space `name` (`rec` carries its number and
+/// LSN) and drops the tombstones it covers (those at or below its LSN).
+pub(crate) fn record_generation(
+    txn: &WriteTransaction,
+    name: &str,
+    rec: &SpaceRecord,
+) -> Result<()> {
+    put_space(txn, name, rec)?;
+    let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
+    let id = rec.id;
+    let lsn = rec.generation_lsn;
+    tombs.retain_in((id, 0u128)..=(id, u128::MAX), |_, at| at > lsn)?;
+    Ok(())
+}
+
+/// Removes space `name` (id `id`) with its vectors, tombstones and
+/// embedding-queue entries; returns the vectors removed. The META pointers
+/// to message spaces are the caller's (`embed_queue::forget_message_space`).
+pub(crate) fn delete_space(txn: &WriteTransaction, name: &str, id: u32) -> Result<u64> {
+    txn.open_table(VECTOR_SPACES)?.remove(name)?;
+    let range = (id, 0u128)..=(id, u128::MAX);
+    let mut n = 0u64;
+    txn.open_table(VECTORS)?.retain_in(range.clone(), |_, _| {
+        n += 1;
+        false
+    })?;
+    txn.open_table(VECTOR_TOMBSTONES)?
+        .retain_in(range, |_, _| false)?;
+    embed_queue::clear_space(txn, id)?;
+    Ok(n)
+}
+
+/// The records of space `space` whose copy in the current generation is
+/// stale.
+pub(crate) fn tombstones(txn: &ReadTransaction, space: u32) -> Result<Vec<u128>> {
+    let t = txn.open_table(VECTOR_TOMBSTONES)?;
+    let mut out = Vec::new();
+    for row in t.range((space, 0u128)..=(space, u128::MAX))? {
+        out.push(row?.0.value().1);
+    }
+    Ok(out)
+}
+
+/// Writes vectors (already checked against the space) into space `space_id`
+/// inside `txn`, with tombstones for replaced copies and one `PutVector` op
+/// each.
+pub(crate) fn put_vectors<'a>(
+    txn: &WriteTransaction,
+    space_id: u32,
+    items: impl IntoIterator<Item = (u128, &'a Vec<f32>)>,
+    ops: &mut OpBatch,
+) -> Result<()> {
+    let mut vectors = txn.open_table(VECTORS)?;
+    let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
+    for (id, v) in items {
+        let old = vectors.insert((space_id, id), encode_vector(v).as_slice())?;
+        if old.is_some() {
+            // The copy in the current generation (if any) is stale.
+            tombs.insert((space_id, id), ops.lsn())?;
+        }
+        ops.push(Op::PutVector(space_id, id.to_le_bytes()));
+    }
+    Ok(())
+}
+
+/// Removes record `id`'s vector from space `space`, with a tombstone and a
+/// `DeleteVector` op; returns whether it existed.
+pub(crate) fn delete_vector(
+    txn: &WriteTransaction,
+    space: u32,
+    id: u128,
+    ops: &mut OpBatch,
+) -> Result<bool> {
+    let existed = txn.open_table(VECTORS)?.remove((space, id))?.is_some();
+    if existed {
+        txn.open_table(VECTOR_TOMBSTONES)?
+            .insert((space, id), ops.lsn())?;
+        ops.push(Op::DeleteVector(space, id.to_le_bytes()));
+    }
+    Ok(existed)
+}
+
+/// Removes the vectors of `records` from every space, recording tombstones
+/// and ops, and their embedding-queue entries. Used by the
+/// conversation-delete cascade.
+pub(crate) fn delete_record_vectors(
+    txn: &WriteTransaction,
+    records: &[u128],
+    ops: &mut OpBatch,
+) -> Result<()> {
+    let spaces: Vec<u32> = {
+        let t = txn.open_table(VECTOR_SPACES)?;
+        let mut ids = Vec::new();
+        for row in t.iter()? {
+            ids.push(SpaceRecord::decode(row?.1.value())?.id);
+        }
+        ids
+    };
+    if spaces.is_empty() {
+        return Ok(());
+    }
+    let mut vectors = txn.open_table(VECTORS)?;
+    let mut tombs = txn.open_table(VECTOR_TOMBSTONES)?;
+    let mut queue = QueueWriter::open(txn)?;
+    for &space in &spaces {
+        for &r in records {
+            if vectors.remove((space, r))?.is_some() {
+                tombs.insert((space, r), ops.lsn())?;
+                ops.push(Op::DeleteVector(space, r.to_le_bytes()));
+            }
+            queue.remove(space, r)?;
+        }
+    }
+    Ok(())
+}
+
+/// The `vectors` table of one snapshot, opened once for many reads (opening
+/// a table is a B-tree lookup): point reads, a space's scan and count.
+pub(crate) struct VectorRows {
+    vectors: ReadOnlyTable<(u32, u128), &'static [u8]>,
+}
+
+impl VectorRows {
+    pub(crate) fn open(txn: &ReadTransaction) -> Result<VectorRows> {
+        Ok(VectorRows {
+            vectors: txn.open_table(VECTORS)?,
+        })
+    }
+
+    /// The vector of record `id` in space `space` (dimension `dim`).
+    pub(crate) fn get(&self, space: u32, id: u128, dim: u32) -> Result<Option<Vec<f32>>> {
+        match self.vectors.get((space, id))? {
+            Some(v) => Ok(Some(decode_vector(v.value(), dim)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Visits every vector of space `space` (dimension `dim`) in record-id
+    /// order.
+    pub(crate) fn scan(
+        &self,
+        space: u32,
+        dim: u32,
+        mut visit: impl FnMut(u128, Vec<f32>) -> Result<()>,
+    ) -> Result<()> {
+        for row in self.vectors.range((space, 0u128)..=(space, u128::MAX))? {
+            let (k, v) = row?;
+            visit(k.value().1, decode_vector(v.value(), dim)?)?;
+        }
+        Ok(())
+    }
+
+    /// The number of vectors in space `space`.
+    pub(crate) fn count(&self, space: u32) -> Result<u64> {
+        let mut count = 0;
+        for row in self.vectors.range((space, 0u128)..=(space, u128::MAX))? {
+            row?;
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+/// The conversation and message tables of one snapshot, opened once for
+/// resolving a vector filter to message ids.
+pub(crate) struct FilterRows {
+    conversations: ReadOnlyTable<u128, &'static [u8]>,
+    conv_messages: ReadOnlyTable<(u128, i64, u32), u128>,
+    messages: ReadOnlyTable<u128, &'static [u8]>,
+}
+
+impl FilterRows {
+    pub(crate) fn open(txn: &ReadTransaction) -> Result<FilterRows> {
+        Ok(FilterRows {
+            conversations: txn.open_table(CONVERSATIONS)?,
+            conv_messages: txn.open_table(CONV_MESSAGES)?,
+            messages: txn.open_table(MESSAGES)?,
+        })
+    }
+
+    /// The conversation row `id`, if it exists.
+    pub(crate) fn conversation(&self, id: u128) -> Result<Option<ConversationRecord>> {
+        match self.conversations.get(id)? {
+            Some(v) => Ok(Some(ConversationRecord::decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Adds to `out` the messages of conversation `conv` with a timestamp in
+    /// `lo..hi` (µs) and, if given, role `role`.
+    pub(crate) fn collect_messages(
+        &self,
+        conv: u128,
+        lo: i64,
+        hi: i64,
+        role: Option<&str>,
+        out: &mut HashSet<u128>,
+    ) -> Result<()> {
+        if hi == i64::MIN {
+            return Ok(());
+        }
+        for row in self.conv_messages.range((conv, lo, 0)..(conv, hi, 0))? {
+            let id = row?.1.value();
+            if let Some(role) = role {
+                let keep = match self.messages.get(id)? {
+                    Some(v) => MessageRecord::decode(v.value())?.role == role,
+                    None => false,
+                };
+                if !keep {
+                    continue;
+                }
+            }
+            out.insert(id);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_vector_encoding_is_the_element_byte_then_f32_le() {
+        let bytes = encode_vector(&[1.0, -2.5]);
+        assert_eq!(bytes[0], 0);
+        assert_eq!(&bytes[1..5], &1.0f32.to_le_bytes());
+        assert_eq!(&bytes[5..9], &(-2.5f32).to_le_bytes());
+        assert_eq!(decode_vector(&bytes, 2).unwrap(), vec![1.0, -2.5]);
+        assert!(decode_vector(&bytes, 3).is_err());
+        assert!(decode_vector(&[], 0).is_err());
+    }
+}
