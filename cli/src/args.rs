@@ -26,6 +26,17 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Namespace to read and write (SPEC §9.1): records of other namespaces
+    /// are invisible. Created by its first write.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMDB_NAMESPACE",
+        value_name = "NAME",
+        default_value = "default"
+    )]
+    pub namespace: String,
+
     /// Embedding model for commands that embed (store, append, import,
     /// query, embed, rebuild-embeddings): `auto` uses the local model when
     /// it is installed (else keyword only, and says so), `local` requires

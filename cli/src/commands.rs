@@ -24,7 +24,16 @@ pub fn run(cli: Cli) -> Result<Output> {
     let dir = options::data_dir(cli.data)?;
     // Only commands that add data create a data directory; the others refuse
     // a directory that holds no store (a mistyped --data must not pass silently).
-    let open = || Memdb::open_existing(&dir);
+    let namespace = cli.namespace;
+    memdb::validate_namespace(&namespace)?;
+    let scoped = |db: Memdb| -> Result<Memdb> {
+        if namespace == "default" {
+            Ok(db)
+        } else {
+            Ok(db.namespace(&namespace)?)
+        }
+    };
+    let open = || scoped(Memdb::open_existing(&dir)?);
     // Commands that embed load the model (a few hundred ms) only when needed.
     let (choice, models, openai) = (cli.embedder, cli.models, cli.openai);
     let embedding = || embedder::load(choice, models.clone(), &openai);
@@ -33,14 +42,14 @@ pub fn run(cli: Cli) -> Result<Output> {
         if let Some(note) = note {
             eprintln!("note: {note}");
         }
-        Ok(Memdb::open_with(&dir, embedder::config(e))?)
+        scoped(Memdb::open_with(&dir, embedder::config(e))?)
     };
     let open_embedding = || -> Result<(Memdb, Option<String>)> {
         if !dir.join("memdb.redb").is_file() {
             open()?; // the engine's "no store here" error
         }
         let (e, note) = embedding()?;
-        Ok((Memdb::open_with(&dir, embedder::config(e))?, note))
+        Ok((scoped(Memdb::open_with(&dir, embedder::config(e))?)?, note))
     };
     let output = match cli.command {
         Command::Store { file } => {

@@ -39,6 +39,7 @@ impl Db {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
         cmd.env_remove("MEMDB_DATA")
             .env_remove("MEMDB_EMBEDDER")
+            .env_remove("MEMDB_NAMESPACE")
             .arg("--data")
             .arg(self.data());
         cmd.args(args);
@@ -98,6 +99,55 @@ fn cooking_conversation() -> Value {
 }
 
 // ----- store and query ---------------------------------------------------
+
+#[test]
+fn namespaces_keep_records_apart() {
+    let db = Db::new();
+    let body = rust_conversation().to_string();
+    let out = db
+        .run_stdin(
+            &["--json", "--namespace", "team-a", "store"],
+            Some(body.as_bytes()),
+        )
+        .ok()
+        .json();
+    let id = out["id"].as_str().expect("id").to_string();
+    db.store(&cooking_conversation());
+    let in_a = db
+        .run(&[
+            "--json",
+            "--namespace",
+            "team-a",
+            "query",
+            "borrow checker",
+            "--mode",
+            "keyword",
+        ])
+        .ok()
+        .json();
+    let results = in_a["results"].as_array().expect("results");
+    assert_eq!(results.len(), 1, "{in_a}");
+    assert_eq!(results[0]["conversation_id"], id.as_str());
+    // The default namespace has only the cooking conversation.
+    let default = db
+        .run(&["--json", "query", "borrow checker", "--mode", "keyword"])
+        .ok()
+        .json();
+    assert_eq!(
+        default["results"].as_array().map(Vec::len),
+        Some(0),
+        "{default}"
+    );
+    assert_eq!(db.count(), 1);
+    let counted = db
+        .run(&["--json", "--namespace", "team-a", "count"])
+        .ok()
+        .json();
+    assert_eq!(counted["count"].as_u64(), Some(1));
+    // A bad name is refused before anything is opened.
+    db.run(&["--namespace", "a b", "count"])
+        .fails_with(&["namespace"]);
+}
 
 #[test]
 fn store_from_stdin_then_query_finds_it() {
