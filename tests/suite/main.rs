@@ -6,7 +6,6 @@
 
 mod api;
 mod bad_input;
-mod compat;
 mod contract;
 mod crash;
 mod embed;
