@@ -180,10 +180,7 @@ impl QueueReader {
 
     /// The message `id`, if it still exists.
     pub(crate) fn message(&self, id: u128) -> Result<Option<MessageRecord>> {
-        match self.messages.get(id)? {
-            Some(v) => Ok(Some(MessageRecord::decode(v.value())?)),
-            None => Ok(None),
-        }
+        crate::store::conversations::get_message(&self.messages, id)
     }
 }
 

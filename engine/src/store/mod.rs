@@ -8,9 +8,6 @@
 pub(crate) mod conversations;
 pub(crate) mod namespaces;
 
-// Row readers the vector and embedding code still call with their own
-// tables (their move behind the typed API is in progress).
-pub(crate) use conversations::{get_conversation, get_message};
 pub(crate) mod embed_queue;
 pub(crate) mod query_cache;
 pub(crate) mod rowcache;

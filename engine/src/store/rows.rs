@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::model::records::message_from;
 use crate::model::types::Message;
 use crate::store::rowcache::{Epoch, RowCache};
-use crate::store::{self, Store};
+use crate::store::{self, Store, conversations};
 
 /// Message and conversation rows read through the row cache: a hit costs
 /// a hash lookup; a miss reads the snapshot and fills the cache. The redb
@@ -55,7 +55,7 @@ impl RowReader<'_> {
 
     /// The message `id` from the snapshot (cached on the way).
     pub(crate) fn load_message(&self, id: u128) -> Result<Option<Arc<Message>>> {
-        let Some(rec) = store::get_message(&self.tables()?.msgs, id)? else {
+        let Some(rec) = conversations::get_message(&self.tables()?.msgs, id)? else {
             return Ok(None);
         };
         let m = Arc::new(message_from(id, &rec)?);
@@ -73,7 +73,7 @@ impl RowReader<'_> {
 
     /// The conversation row `id` from the snapshot (cached on the way).
     pub(crate) fn load_conversation(&self, id: u128) -> Result<Option<Arc<ConversationRecord>>> {
-        let Some(rec) = store::get_conversation(&self.tables()?.convs, id)? else {
+        let Some(rec) = conversations::get_conversation(&self.tables()?.convs, id)? else {
             return Ok(None);
         };
         let c = Arc::new(rec);

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use memdb_format::{ConversationRecord, MessageRecord, Op, SpaceRecord};
+use memdb_format::{ConversationRecord, Op, SpaceRecord};
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, WriteTransaction};
 
 use crate::error::{Error, Result};
@@ -294,10 +294,7 @@ impl FilterRows {
 
     /// The conversation row `id`, if it exists.
     pub(crate) fn conversation(&self, id: u128) -> Result<Option<ConversationRecord>> {
-        match self.conversations.get(id)? {
-            Some(v) => Ok(Some(ConversationRecord::decode(v.value())?)),
-            None => Ok(None),
-        }
+        crate::store::conversations::get_conversation(&self.conversations, id)
     }
 
     /// Adds to `out` the messages of conversation `conv` with a timestamp in
@@ -316,10 +313,8 @@ impl FilterRows {
         for row in self.conv_messages.range((conv, lo, 0)..(conv, hi, 0))? {
             let id = row?.1.value();
             if let Some(role) = role {
-                let keep = match self.messages.get(id)? {
-                    Some(v) => MessageRecord::decode(v.value())?.role == role,
-                    None => false,
-                };
+                let keep = crate::store::conversations::get_message(&self.messages, id)?
+                    .is_some_and(|m| m.role == role);
                 if !keep {
                     continue;
                 }
