@@ -58,8 +58,9 @@ fn main() -> ExitCode {
             embedder,
             models,
             openai,
+            namespace,
             ..
-        }) => return mcp::run(data, embedder, models, openai),
+        }) => return mcp::run(data, embedder, models, openai, namespace),
         Ok(cli) => {
             let json = cli.json;
             match commands::run(cli) {

@@ -13,12 +13,14 @@ use crate::args::EmbedderChoice;
 
 /// Serves until stdin closes or SIGINT/SIGTERM; exit 1 with one `error:`
 /// line on stderr on failure. `--data`, `--embedder` and `--models` are
-/// `memdb`'s global flags.
+/// `memdb`'s global flags, and so is `--namespace`, which every tool call
+/// addresses.
 pub fn run(
     data: Option<PathBuf>,
     embedder: EmbedderChoice,
     models: Option<PathBuf>,
     openai: server::OpenAiSettings,
+    namespace: String,
 ) -> ExitCode {
     let embedder = match embedder {
         EmbedderChoice::Auto => server::EmbedderChoice::Auto,
@@ -31,6 +33,7 @@ pub fn run(
         embedder: Some(embedder),
         models_dir: models,
         openai,
+        namespace: Some(namespace),
     };
     let result = crate::options::data_dir(data)
         .map_err(|e| e.to_string())

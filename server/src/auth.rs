@@ -7,8 +7,19 @@
 //! configured key (no early exit on the first match), so timing reveals
 //! neither which key matched nor how much of a key was right. Read-only keys
 //! get 403 on writes.
+//!
+//! The middleware also decides which namespace (SPEC §9.1) the request
+//! addresses: the `X-Memdb-Namespace` header or the `namespace` query
+//! parameter, else the key's default (`default`, or the first namespace of a
+//! key limited to a list). A key limited to namespaces gets 403 for any other
+//! namespace and for store-wide routes. The namespace travels with the
+//! request as a [`RequestNamespace`] extension (read by the MCP handler) and
+//! as a task-local ([`current_namespace`]) that [`AppState::run`] reads, so
+//! every engine call of a handler runs on that namespace's handle.
 
-use axum::extract::{MatchedPath, Request, State};
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Query, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -32,15 +43,49 @@ pub enum Access {
 pub struct Keys {
     full: Vec<Vec<u8>>,
     readonly: Vec<Vec<u8>>,
+    /// By [`KeyId`]: the namespaces a key is limited to (`None`: all).
+    limits: Vec<Option<Arc<[String]>>>,
 }
 
 impl Keys {
-    /// Keys that may write, and keys that may only read.
+    /// Keys that may write, and keys that may only read; none limited to
+    /// namespaces.
     pub fn new(full: &[String], readonly: &[String]) -> Self {
+        Self::with_limits(full, readonly, &[])
+    }
+
+    /// Keys that may write, keys that may only read, and the namespaces
+    /// some of them are limited to (a key listed twice gets the union).
+    pub fn with_limits(full: &[String], readonly: &[String], limits: &[KeyNamespaces]) -> Self {
+        let limits = full
+            .iter()
+            .chain(readonly)
+            .map(|key| {
+                let mut names: Vec<String> = Vec::new();
+                for l in limits.iter().filter(|l| l.key == *key) {
+                    for n in &l.namespaces {
+                        if !names.contains(n) {
+                            names.push(n.clone());
+                        }
+                    }
+                }
+                (!names.is_empty()).then(|| Arc::from(names))
+            })
+            .collect();
         Keys {
             full: full.iter().map(|k| k.as_bytes().to_vec()).collect(),
             readonly: readonly.iter().map(|k| k.as_bytes().to_vec()).collect(),
+            limits,
         }
+    }
+
+    /// The namespaces key `id` is limited to, in configured order (the
+    /// first is its default), or `None` when it may use every namespace.
+    pub fn limit(&self, id: KeyId) -> Option<&[String]> {
+        usize::try_from(id.0)
+            .ok()
+            .and_then(|i| self.limits.get(i))
+            .and_then(|l| l.as_deref())
     }
 
     /// The access `token` grants, if any. Runs in time independent of which
@@ -79,6 +124,120 @@ impl Keys {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KeyId(pub u64);
 
+/// An API key limited to a list of namespaces (configuration
+/// `key_namespaces`, flag `--key-namespaces KEY=NS[,NS...]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyNamespaces {
+    /// One of the configured keys (read-write or read-only).
+    pub key: String,
+    /// The namespaces it may use; the first is its default.
+    pub namespaces: Vec<String>,
+}
+
+impl std::str::FromStr for KeyNamespaces {
+    type Err = String;
+
+    /// `KEY=NS[,NS...]`. Namespace names cannot hold `=`, so the key is
+    /// everything before the last `=` (keys may end in base64 padding).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (key, names) = s
+            .rsplit_once('=')
+            .ok_or("expected KEY=NAMESPACE[,NAMESPACE...]")?;
+        let namespaces: Vec<String> = names
+            .split(',')
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
+        Ok(KeyNamespaces {
+            key: key.trim().to_string(),
+            namespaces,
+        })
+    }
+}
+
+/// The namespace a request addresses, as decided by [`require`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestNamespace(pub Arc<str>);
+
+tokio::task_local! {
+    static NAMESPACE: Arc<str>;
+}
+
+/// The namespace of the request being served on this task, if the auth
+/// middleware set one (it does for every authenticated route).
+pub fn current_namespace() -> Option<Arc<str>> {
+    NAMESPACE.try_with(Arc::clone).ok()
+}
+
+/// The request header naming a namespace.
+pub const NAMESPACE_HEADER: &str = "x-memdb-namespace";
+
+/// The namespace every unlimited key uses unless the request names one.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+#[derive(serde::Deserialize)]
+struct NamespaceParam {
+    namespace: Option<String>,
+}
+
+/// The namespace the request names (header or query parameter), if any;
+/// an error message when the two disagree or the header is not text.
+fn requested_namespace(req: &Request) -> Result<Option<String>, String> {
+    let header = match req.headers().get(NAMESPACE_HEADER) {
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| format!("the {NAMESPACE_HEADER} header is not text"))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let param = Query::<NamespaceParam>::try_from_uri(req.uri())
+        .ok()
+        .and_then(|q| q.0.namespace);
+    match (header, param) {
+        (Some(h), Some(p)) if h != p => Err(format!(
+            "the {NAMESPACE_HEADER} header ({h:?}) and the namespace parameter ({p:?}) disagree"
+        )),
+        (Some(h), _) => Ok(Some(h)),
+        (None, p) => Ok(p),
+    }
+}
+
+/// The namespace key `key` addresses with this request, or the refusal.
+fn resolve_namespace(
+    state: &AppState,
+    req: &Request,
+    key: KeyId,
+    store_wide: bool,
+) -> Result<Arc<str>, ApiError> {
+    let requested =
+        requested_namespace(req).map_err(|m| ApiError::new(StatusCode::BAD_REQUEST, m))?;
+    if let Some(name) = &requested {
+        memdb::validate_namespace(name)?;
+    }
+    let Some(allowed) = state.keys.limit(key) else {
+        return Ok(Arc::from(requested.as_deref().unwrap_or(DEFAULT_NAMESPACE)));
+    };
+    if store_wide {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "this API key is limited to namespaces; this route covers the whole store",
+        ));
+    }
+    match requested {
+        None => Ok(Arc::from(
+            allowed.first().map_or(DEFAULT_NAMESPACE, String::as_str),
+        )),
+        Some(name) if allowed.contains(&name) => Ok(Arc::from(name)),
+        Some(name) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("this API key may not use namespace {name:?}"),
+        )),
+    }
+}
+
 fn unauthorized(message: &str) -> Response {
     let mut r = ApiError::new(StatusCode::UNAUTHORIZED, message).into_response();
     r.headers_mut()
@@ -109,7 +268,16 @@ pub const MCP_ROUTE: &str = "/mcp";
 pub fn is_read(method: &Method, route: &str) -> bool {
     matches!(
         crate::contract::permission(method, route),
-        Some(Permission::Read | Permission::Public)
+        Some(Permission::Read | Permission::StoreRead | Permission::Public)
+    )
+}
+
+/// Whether the route covers the whole store rather than one namespace
+/// (refused to keys limited to namespaces).
+pub fn is_store_wide(method: &Method, route: &str) -> bool {
+    matches!(
+        crate::contract::permission(method, route),
+        Some(Permission::StoreRead | Permission::StoreWrite)
     )
 }
 
@@ -133,23 +301,33 @@ pub fn reject_unauthenticated(state: &AppState, req: &Request) -> Option<Respons
 }
 
 /// Middleware on every route but `/health`: a valid key (401 otherwise)
-/// with the access the route needs (403 for a read-only key on a write).
+/// with the access the route needs (403 for a read-only key on a write),
+/// and the namespace the request addresses (400 for an invalid name, 403
+/// for one the key may not use).
 pub async fn require(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let route = req
         .extensions()
         .get::<MatchedPath>()
         .map_or("", |p| p.as_str());
     let need = needed(req.method(), route);
+    let store_wide = is_store_wide(req.method(), route);
     match authenticate(&state, &req) {
         Ok((Access::Read, _)) if need == Access::Write => {
             ApiError::new(StatusCode::FORBIDDEN, "this API key is read-only").into_response()
         }
         Ok((access, key)) => {
+            let namespace = match resolve_namespace(&state, &req, key, store_wide) {
+                Ok(ns) => ns,
+                Err(refusal) => return refusal.into_response(),
+            };
             // The MCP handler reads them: write tools need a writing key,
-            // and a session belongs to the key that opened it.
+            // a session belongs to the key that opened it, and each call
+            // runs on the request's namespace.
             req.extensions_mut().insert(access);
             req.extensions_mut().insert(key);
-            next.run(req).await
+            req.extensions_mut()
+                .insert(RequestNamespace(namespace.clone()));
+            NAMESPACE.scope(namespace, next.run(req)).await
         }
         Err(why) => unauthorized(why),
     }
@@ -173,6 +351,39 @@ mod tests {
         assert_eq!(keys.identify(w.as_bytes()), Some((Access::Write, KeyId(0))));
         assert_eq!(keys.identify(r.as_bytes()), Some((Access::Read, KeyId(1))));
         assert_eq!(keys.identify(r2.as_bytes()), Some((Access::Read, KeyId(2))));
+    }
+
+    #[test]
+    fn limits_belong_to_their_keys() {
+        let w = "w".repeat(40);
+        let r = "r".repeat(40);
+        let limited = [
+            KeyNamespaces {
+                key: r.clone(),
+                namespaces: vec!["a".into(), "b".into()],
+            },
+            KeyNamespaces {
+                key: r.clone(),
+                namespaces: vec!["b".into(), "c".into()],
+            },
+        ];
+        let keys = Keys::with_limits(std::slice::from_ref(&w), std::slice::from_ref(&r), &limited);
+        let (_, wid) = keys.identify(w.as_bytes()).expect("w");
+        let (_, rid) = keys.identify(r.as_bytes()).expect("r");
+        assert_eq!(keys.limit(wid), None);
+        assert_eq!(
+            keys.limit(rid),
+            Some(&["a".to_string(), "b".into(), "c".into()][..])
+        );
+        assert_eq!(keys.limit(KeyId(99)), None);
+    }
+
+    #[test]
+    fn key_namespaces_parse_from_flags() {
+        let k: KeyNamespaces = "abc==def=team-a, team.b".parse().expect("parse");
+        assert_eq!(k.key, "abc==def");
+        assert_eq!(k.namespaces, vec!["team-a", "team.b"]);
+        assert!("no-separator".parse::<KeyNamespaces>().is_err());
     }
 
     #[test]

@@ -37,6 +37,17 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub readonly_api_keys: Vec<String>,
+    /// Limit a key to namespaces: `KEY=NS[,NS...]` (the first is its
+    /// default); repeat the flag, or separate entries with `;` in the
+    /// environment variable. The key must be one of the keys above.
+    #[arg(
+        long,
+        env = "MEMDB_KEY_NAMESPACES",
+        value_delimiter = ';',
+        hide_env_values = true,
+        value_name = "KEY=NS[,NS...]"
+    )]
+    pub key_namespaces: Vec<crate::auth::KeyNamespaces>,
     /// CORS origins allowed, comma-separated (`*` for any) [default: none].
     #[arg(long, env = "MEMDB_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Vec<String>,
@@ -140,6 +151,9 @@ impl ServeArgs {
             .collect();
         if !ro.is_empty() {
             c.readonly_api_keys = ro;
+        }
+        if !self.key_namespaces.is_empty() {
+            c.key_namespaces = self.key_namespaces.clone();
         }
         if !self.cors_origins.is_empty() {
             c.cors_origins = self.cors_origins.clone();

@@ -122,6 +122,10 @@ pub struct ServerConfig {
     pub api_keys: Vec<String>,
     /// Keys that may only read: writes answer 403.
     pub readonly_api_keys: Vec<String>,
+    /// Keys limited to namespaces (SPEC §9.1), each one of the keys above:
+    /// `[[key_namespaces]]` tables with `key` and `namespaces`. Other keys
+    /// may use every namespace.
+    pub key_namespaces: Vec<crate::auth::KeyNamespaces>,
     /// Origins allowed by CORS (none by default: no CORS headers at all).
     pub cors_origins: Vec<String>,
     /// Sustained requests per second per client; 0 disables rate limiting.
@@ -170,6 +174,7 @@ impl Default for ServerConfig {
             data: None,
             api_keys: Vec::new(),
             readonly_api_keys: Vec::new(),
+            key_namespaces: Vec::new(),
             cors_origins: Vec::new(),
             rate_limit_per_second: 50.0,
             rate_limit_burst: 200,
@@ -226,6 +231,29 @@ impl ServerConfig {
                     "API key #{} contains whitespace or control characters",
                     i + 1
                 )));
+            }
+        }
+        for (i, limit) in self.key_namespaces.iter().enumerate() {
+            let n = i + 1;
+            if !self
+                .api_keys
+                .iter()
+                .chain(&self.readonly_api_keys)
+                .any(|k| *k == limit.key)
+            {
+                return Err(ServerError::Config(format!(
+                    "key_namespaces #{n} names a key that is not one of api_keys or readonly_api_keys"
+                )));
+            }
+            if limit.namespaces.is_empty() {
+                return Err(ServerError::Config(format!(
+                    "key_namespaces #{n} lists no namespace"
+                )));
+            }
+            for name in &limit.namespaces {
+                memdb::validate_namespace(name).map_err(|e| {
+                    ServerError::Config(format!("key_namespaces #{n}: {name:?}: {e}"))
+                })?;
             }
         }
         for origin in &self.cors_origins {

@@ -128,6 +128,12 @@ pub enum Permission {
     Read,
     /// A key that may write.
     Write,
+    /// Any valid key not limited to namespaces (SPEC §9.1): the route
+    /// reads across the whole store.
+    StoreRead,
+    /// A writing key not limited to namespaces: the route changes the
+    /// whole store.
+    StoreWrite,
 }
 
 impl From<Access> for Permission {
@@ -210,7 +216,7 @@ const fn route(
     }
 }
 
-use Permission::{Public, Read, Write};
+use Permission::{Public, Read, StoreRead, StoreWrite, Write};
 use Verb::{Delete, Get, Post, Put};
 
 /// Every REST route but the tool shim (see [`TOOLS`]) and `/mcp`.
@@ -295,6 +301,13 @@ pub static ROUTES: &[Route] = &[
     ),
     route(
         Get,
+        "/api/v1/namespaces",
+        Read,
+        |m| on(m, system::namespaces),
+        doc::<system::__path_namespaces>,
+    ),
+    route(
+        Get,
         "/api/v1/stats",
         Read,
         |m| on(m, system::stats),
@@ -318,7 +331,7 @@ pub static ROUTES: &[Route] = &[
     route(
         Post,
         "/api/v1/rebuild-embeddings",
-        Write,
+        StoreWrite,
         |m| on(m, search::rebuild),
         doc::<search::__path_rebuild>,
     ),
@@ -391,7 +404,7 @@ pub static ROUTES: &[Route] = &[
     route(
         Get,
         "/metrics",
-        Read,
+        StoreRead,
         |m| on(m, system::metrics),
         doc::<system::__path_metrics>,
     ),
@@ -759,10 +772,11 @@ mod tests {
             ("POST", "/api/v1/labels/suggest", Read),
             ("GET", "/api/v1/mcp/tools", Read),
             ("POST", "/api/v1/messages/score", Read),
+            ("GET", "/api/v1/namespaces", Read),
             ("POST", "/api/v1/prune/dry-run", Read),
             ("POST", "/api/v1/prune/execute", Write),
             ("POST", "/api/v1/query", Read),
-            ("POST", "/api/v1/rebuild-embeddings", Write),
+            ("POST", "/api/v1/rebuild-embeddings", StoreWrite),
             ("POST", "/api/v1/search/fts", Read),
             ("GET", "/api/v1/stats", Read),
             ("POST", "/api/v1/summarize", Write),
@@ -776,7 +790,7 @@ mod tests {
             ("POST", "/mcp/tools/memory_stats", Read),
             ("POST", "/mcp/tools/memory_store", Write),
             ("POST", "/mcp/tools/memory_update", Write),
-            ("GET", "/metrics", Read),
+            ("GET", "/metrics", StoreRead),
             ("GET", "/openapi.json", Read),
         ]
         .map(|(m, p, a)| (m.to_string(), p.to_string(), a));

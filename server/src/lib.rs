@@ -61,6 +61,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use auth::KeyNamespaces;
 pub use config::{EmbedderChoice, OpenAiSettings, ServerConfig};
 pub use routes::router as build_router;
 pub use state::AppState;

@@ -42,7 +42,11 @@ impl AppState {
     /// State over an open store; the configuration should be validated.
     pub fn new(db: Arc<Memdb>, config: ServerConfig) -> Self {
         AppState {
-            keys: Arc::new(Keys::new(&config.api_keys, &config.readonly_api_keys)),
+            keys: Arc::new(Keys::with_limits(
+                &config.api_keys,
+                &config.readonly_api_keys,
+                &config.key_namespaces,
+            )),
             limiter: Arc::new(RateLimiter::new(
                 config.rate_limit_per_second,
                 config.rate_limit_burst,
@@ -56,15 +60,21 @@ impl AppState {
         }
     }
 
-    /// Runs an engine call on the blocking pool.
+    /// Runs an engine call on the blocking pool, on the handle of the
+    /// namespace the request addresses ([`crate::auth::current_namespace`];
+    /// the store's own handle outside a request).
     pub async fn run<T, F>(&self, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce(&Memdb) -> Result<T, ApiError> + Send + 'static,
     {
         let db = self.db.clone();
-        tokio::task::spawn_blocking(move || f(&db))
-            .await
-            .map_err(ApiError::internal)?
+        let namespace = crate::auth::current_namespace();
+        tokio::task::spawn_blocking(move || match namespace {
+            Some(ns) if *ns != *db.namespace_name() => f(&db.namespace(&ns)?),
+            _ => f(&db),
+        })
+        .await
+        .map_err(ApiError::internal)?
     }
 }

@@ -147,6 +147,9 @@ pub struct FolderUpdate {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
+    /// Namespace to address (SPEC §9.1); the same as the
+    /// `X-Memdb-Namespace` header. Read by the auth layer, not the handler.
+    pub namespace: Option<String>,
     /// Exact label.
     pub label: Option<String>,
     /// Folder prefix on whole path components.
@@ -166,6 +169,9 @@ pub struct ListParams {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct CountParams {
+    /// Namespace to address (SPEC §9.1); the same as the
+    /// `X-Memdb-Namespace` header. Read by the auth layer, not the handler.
+    pub namespace: Option<String>,
     /// Exact label.
     pub label: Option<String>,
     /// Folder prefix.
@@ -255,6 +261,9 @@ pub struct FtsBody {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ExportParams {
+    /// Namespace to address (SPEC §9.1); the same as the
+    /// `X-Memdb-Namespace` header. Read by the auth layer, not the handler.
+    pub namespace: Option<String>,
     /// Exact label.
     pub label: Option<String>,
     /// Folder prefix.
@@ -268,6 +277,9 @@ pub struct ExportParams {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct StatsParams {
+    /// Namespace to address (SPEC §9.1); the same as the
+    /// `X-Memdb-Namespace` header. Read by the auth layer, not the handler.
+    pub namespace: Option<String>,
     /// Folder prefix.
     pub folder: Option<String>,
     /// Exact label.
@@ -800,4 +812,24 @@ pub struct MemoryStatsBody {
     /// Scope.
     #[serde(default)]
     pub filters: MemoryFilters,
+}
+
+/// `GET /api/v1/namespaces`: the namespaces the key may see.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NamespacesOut {
+    /// The namespace this request addressed (the key's default unless the
+    /// request named one).
+    pub current: String,
+    /// Namespaces that hold records, by name, limited to the key's list
+    /// for a key limited to namespaces.
+    pub namespaces: Vec<NamespaceOut>,
+}
+
+/// One namespace of [`NamespacesOut`].
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NamespaceOut {
+    /// Its name.
+    pub name: String,
+    /// Conversations in it.
+    pub conversations: u64,
 }

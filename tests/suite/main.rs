@@ -23,6 +23,7 @@ mod semantic;
 mod server_api;
 mod server_bad_input;
 mod server_e2e;
+mod server_namespaces;
 mod server_orchestration;
 mod server_security;
 mod server_util;

@@ -87,6 +87,8 @@ pub fn read_endpoint(dir: &Path) -> Option<Endpoint> {
 pub struct Forwarder {
     authority: String,
     key: String,
+    /// Sent as `X-Memdb-Namespace` when set.
+    namespace: Option<String>,
 }
 
 impl Forwarder {
@@ -104,7 +106,17 @@ impl Forwarder {
             .map_err(|e| format!("server URL {}: {e}", endpoint.url))?
             .next()
             .ok_or_else(|| format!("server URL {} resolves to no address", endpoint.url))?;
-        Ok(Forwarder { authority, key })
+        Ok(Forwarder {
+            authority,
+            key,
+            namespace: None,
+        })
+    }
+
+    /// The same forwarder addressing namespace `name` (SPEC §9.1).
+    pub fn with_namespace(mut self, name: Option<String>) -> Self {
+        self.namespace = name;
+        self
     }
 
     /// The server's base URL.
@@ -145,13 +157,15 @@ impl Forwarder {
             .timeout_connect(Some(Duration::from_secs(10)))
             .build()
             .into();
-        let mut response = agent
+        let mut request = agent
             .post(&format!("http://{}{path}", self.authority))
             .header("Authorization", &format!("Bearer {}", self.key))
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json")
-            .send(body)
-            .map_err(|e| e.to_string())?;
+            .header("Accept", "application/json");
+        if let Some(ns) = &self.namespace {
+            request = request.header(crate::auth::NAMESPACE_HEADER, ns);
+        }
+        let mut response = request.send(body).map_err(|e| e.to_string())?;
         let status = response.status().as_u16();
         let body = response
             .body_mut()

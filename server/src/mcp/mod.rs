@@ -106,6 +106,9 @@ enum Surface {
 pub struct MemdbMcp {
     backend: Backend,
     surface: Surface,
+    /// The namespace of calls that name none (stdio: `--namespace`; over
+    /// HTTP the auth layer decides per request).
+    namespace: Option<Arc<str>>,
 }
 
 /// A failed tool call: the message shown to the caller and its HTTP-style code.
@@ -129,7 +132,15 @@ impl MemdbMcp {
         MemdbMcp {
             backend,
             surface: Surface::Stdio,
+            namespace: None,
         }
+    }
+
+    /// The same handler addressing namespace `name` (a local store's; a
+    /// forwarder carries its own).
+    pub fn with_namespace(mut self, name: Option<String>) -> Self {
+        self.namespace = name.map(Arc::from);
+        self
     }
 
     /// A handler behind memdb-server's bearer auth.
@@ -137,6 +148,20 @@ impl MemdbMcp {
         MemdbMcp {
             backend: Backend::Local(db),
             surface: Surface::Http,
+            namespace: None,
+        }
+    }
+
+    /// The namespace a call addresses: over HTTP the one the auth layer
+    /// decided for the request (which checked the key may use it).
+    fn namespace(&self, ctx: &RequestContext<RoleServer>) -> Option<Arc<str>> {
+        match self.surface {
+            Surface::Stdio => self.namespace.clone(),
+            Surface::Http => ctx
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|p| p.extensions.get::<crate::auth::RequestNamespace>())
+                .map(|n| n.0.clone()),
         }
     }
 
@@ -155,15 +180,19 @@ impl MemdbMcp {
         &self,
         tool: &'static dyn ToolEntry,
         args: Value,
+        namespace: Option<Arc<str>>,
     ) -> Result<Value, ToolFailure> {
         match &self.backend {
             Backend::Local(db) => {
                 let db = db.clone();
-                Ok(
-                    tokio::task::spawn_blocking(move || tool.call_json(&db, args))
-                        .await
-                        .map_err(ApiError::internal)??,
-                )
+                Ok(tokio::task::spawn_blocking(move || match namespace {
+                    Some(ns) if *ns != *db.namespace_name() => {
+                        tool.call_json(&db.namespace(&ns)?, args)
+                    }
+                    _ => tool.call_json(&db, args),
+                })
+                .await
+                .map_err(ApiError::internal)??)
             }
             Backend::Remote(fwd) => {
                 let fwd = fwd.clone();
@@ -177,7 +206,12 @@ impl MemdbMcp {
     }
 
     /// Runs a call and shapes its result (success or tool error).
-    async fn call(&self, request: CallToolRequestParams, may_write: bool) -> CallToolResult {
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        may_write: bool,
+        namespace: Option<Arc<str>>,
+    ) -> CallToolResult {
         let Some(tool) = contract::tool(&request.name) else {
             // Checked by the caller; kept total for safety.
             return tool_error(&request.name, "unknown tool", 400);
@@ -186,7 +220,7 @@ impl MemdbMcp {
             return tool_error(tool.name(), &read_only_message(), 403);
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        match self.dispatch(tool, args).await {
+        match self.dispatch(tool, args, namespace).await {
             Ok(data) => {
                 let mut result =
                     CallToolResult::success(vec![ContentBlock::text(tool.render(&data))]);
@@ -238,7 +272,8 @@ impl ServerHandler for MemdbMcp {
             ));
         }
         let may_write = self.may_write(&context);
-        Ok(self.call(request, may_write).await.into())
+        let namespace = self.namespace(&context);
+        Ok(self.call(request, may_write, namespace).await.into())
     }
 }
 
@@ -317,7 +352,7 @@ mod tests {
         if let Value::Object(map) = args {
             request = request.with_arguments(map);
         }
-        rt.block_on(handler.call(request, may_write))
+        rt.block_on(handler.call(request, may_write, None))
     }
 
     fn code(r: &CallToolResult) -> Option<u64> {

@@ -32,6 +32,9 @@ pub struct McpArgs {
     pub models_dir: Option<PathBuf>,
     /// Settings of the `openai` embedder.
     pub openai: OpenAiSettings,
+    /// The namespace every tool call addresses (SPEC §9.1) [default:
+    /// `default`].
+    pub namespace: Option<String>,
 }
 
 /// Drops notifications and responses that arrive before the client's
@@ -136,6 +139,10 @@ fn forwarder_for(dir: &Path, locked: &memdb::Error) -> Result<Forwarder, ServerE
 /// arrives; blocks the thread.
 pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
     crate::cli::init_tracing();
+    if let Some(ns) = &args.namespace {
+        memdb::validate_namespace(ns).map_err(|e| ServerError::Config(e.to_string()))?;
+    }
+    let namespace = args.namespace.clone();
     let mut settings = ServerConfig::default();
     if let Some(e) = args.embedder {
         settings.embedder = e;
@@ -159,13 +166,13 @@ pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
                 (Backend::Local(db.clone()), Some(db))
             }
             Err(e @ memdb::Error::Locked { .. }) => {
-                let fwd = forwarder_for(&data, &e)?;
+                let fwd = forwarder_for(&data, &e)?.with_namespace(namespace.clone());
                 tracing::info!(url = %fwd.url(), "memdb mcp: the store is held by memdb-server; forwarding tool calls to it");
                 (Backend::Remote(Arc::new(fwd)), None)
             }
             Err(e) => return Err(ServerError::Open(e)),
         };
-        serve_stdio(MemdbMcp::stdio(backend)).await?;
+        serve_stdio(MemdbMcp::stdio(backend).with_namespace(namespace)).await?;
         if let Some(db) = db {
             close(db).await?;
         }

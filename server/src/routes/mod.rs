@@ -141,6 +141,7 @@ mod tests {
 
     const WRITE_KEY: &str = "write-key-0123456789abcdefghijklmnopqrstuvwxyz";
     const READ_KEY: &str = "read-key-0123456789abcdefghijklmnopqrstuvwxyz";
+    const LIMITED_KEY: &str = "limited-key-0123456789abcdefghijklmnopqrstuvwxyz";
 
     struct App {
         router: Router,
@@ -161,8 +162,12 @@ mod tests {
             .id
             .to_string();
         let config = crate::ServerConfig {
-            api_keys: vec![WRITE_KEY.into()],
+            api_keys: vec![WRITE_KEY.into(), LIMITED_KEY.into()],
             readonly_api_keys: vec![READ_KEY.into()],
+            key_namespaces: vec![crate::auth::KeyNamespaces {
+                key: LIMITED_KEY.into(),
+                namespaces: vec!["team".into()],
+            }],
             rate_limit_per_second: 0.0,
             ..crate::ServerConfig::default()
         };
@@ -233,7 +238,7 @@ mod tests {
             assert_eq!(status, 401, "{what} without a key: {body}");
             let (status, body) = send(&app, &method, &path, Some(READ_KEY)).await;
             match permission {
-                Permission::Write => {
+                Permission::Write | Permission::StoreWrite => {
                     assert_eq!(status, 403, "{what} with a read key: {body}");
                     assert_eq!(body["error"], "this API key is read-only", "{what}");
                 }
@@ -251,6 +256,23 @@ mod tests {
                 reached(status, &body),
                 "{what} with a write key: {status} {body}"
             );
+            // A key limited to namespaces reaches every route of one
+            // namespace, and no store-wide route.
+            let (status, body) = send(&app, &method, &path, Some(LIMITED_KEY)).await;
+            if matches!(permission, Permission::StoreRead | Permission::StoreWrite) {
+                assert_eq!(status, 403, "{what} with a limited key: {body}");
+                assert!(
+                    body["error"]
+                        .as_str()
+                        .is_some_and(|e| e.contains("whole store")),
+                    "{what}: {body}"
+                );
+            } else {
+                assert!(
+                    reached(status, &body),
+                    "{what} with a limited key: {status} {body}"
+                );
+            }
         }
     }
 

@@ -11,7 +11,10 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Json, Query};
 use crate::metrics::{Gauges, dir_size};
 use crate::state::AppState;
-use crate::wire::{Envelope, ExportOut, ExportParams, MemoryStatsBody, StatsOut, StatsParams};
+use crate::wire::{
+    Envelope, ExportOut, ExportParams, MemoryStatsBody, NamespaceOut, NamespacesOut, StatsOut,
+    StatsParams,
+};
 
 /// One health check.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -234,6 +237,34 @@ pub async fn stats(
         .run(move |db| crate::tools::memory_stats(db, args))
         .await?;
     Ok(Json(Envelope::ok(out)))
+}
+
+/// The namespaces the key may see (SPEC §9.1), with their conversation
+/// counts: every namespace holding records for an unlimited key, those of
+/// its list for a key limited to namespaces.
+#[utoipa::path(get, path = "/api/v1/namespaces", tag = "conversations",
+    responses((status = 200, body = Envelope<NamespacesOut>),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn namespaces(
+    State(s): State<AppState>,
+    axum::Extension(key): axum::Extension<crate::auth::KeyId>,
+    axum::Extension(current): axum::Extension<crate::auth::RequestNamespace>,
+) -> Result<Json<Envelope<NamespacesOut>>, ApiError> {
+    let all = s.run(|db| Ok(db.namespaces()?)).await?;
+    let limit = s.keys.limit(key);
+    let namespaces = all
+        .into_iter()
+        .filter(|n| limit.is_none_or(|l| l.contains(&n.name)))
+        .map(|n| NamespaceOut {
+            name: n.name,
+            conversations: n.conversations,
+        })
+        .collect();
+    Ok(Json(Envelope::ok(NamespacesOut {
+        current: current.0.to_string(),
+        namespaces,
+    })))
 }
 
 /// Statistics for the SDK's `MCPClient.memory_stats` (not enveloped).
