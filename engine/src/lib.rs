@@ -79,6 +79,7 @@ pub use error::{Error, RemoteFailure, Result};
 pub use llm::{ChatModel, OpenAiChat, OpenAiChatConfig};
 pub use model::filter::MAX_LIMIT;
 pub use model::metric::{MAX_DIMENSION, Metric};
+pub use model::notes::{SearchNote, UnknownNote};
 pub use model::types::*;
 pub use model::validate::{
     MAX_FOLDER_BYTES, MAX_FOLDER_DEPTH, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES,

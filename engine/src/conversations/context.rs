@@ -513,7 +513,7 @@ impl Memdb {
                 .limit(limit);
             match self.search(&req) {
                 Ok(mut r) => {
-                    notes.extend(r.notes);
+                    notes.extend(r.notes.iter().map(ToString::to_string));
                     r.hits.retain(|h| h.score > min_similarity);
                     return Ok(pairs(r.hits));
                 }
