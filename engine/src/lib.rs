@@ -71,12 +71,15 @@ pub use conversations::summary::{
 pub use db::Memdb;
 pub use db::embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use db::namespace::{MAX_NAMESPACE_BYTES, NamespaceInfo, validate_namespace};
-pub use embed::{
-    Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, OpenAiConfig,
-    OpenAiEmbedder, default_models_dir,
-};
+pub use embed::{Embedder, Embeddings, Hashing, ModelIdentity};
+#[cfg(feature = "local-onnx")]
+pub use embed::{LocalOnnx, LocalOnnxOptions, default_models_dir};
+#[cfg(feature = "openai")]
+pub use embed::{OpenAiConfig, OpenAiEmbedder};
 pub use error::{Error, RemoteFailure, Result};
-pub use llm::{ChatModel, OpenAiChat, OpenAiChatConfig};
+pub use llm::ChatModel;
+#[cfg(feature = "openai")]
+pub use llm::{OpenAiChat, OpenAiChatConfig};
 pub use model::filter::MAX_LIMIT;
 pub use model::metric::{MAX_DIMENSION, Metric};
 pub use model::notes::{SearchNote, UnknownNote};

@@ -37,11 +37,15 @@ use crate::error::Result;
 use crate::model::metric::Metric;
 
 mod hashing;
+#[cfg(feature = "local-onnx")]
 mod local;
+#[cfg(feature = "openai")]
 mod openai;
 
 pub use hashing::Hashing;
+#[cfg(feature = "local-onnx")]
 pub use local::{LocalOnnx, LocalOnnxOptions, default_models_dir};
+#[cfg(feature = "openai")]
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 
 /// Which model produced a vector: vectors with different identities must
