@@ -71,9 +71,12 @@ pub use conversations::summary::{
 pub use db::Memdb;
 pub use db::embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use db::namespace::{MAX_NAMESPACE_BYTES, NamespaceInfo, validate_namespace};
-pub use embed::{Embedder, Embeddings, Hashing, ModelIdentity};
+pub use embed::{
+    Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, ModelIdentity, OpenAiSettings,
+    SelectedEmbedder, default_models_dir, select_embedder,
+};
 #[cfg(feature = "local-onnx")]
-pub use embed::{LocalOnnx, LocalOnnxOptions, default_models_dir};
+pub use embed::{LocalOnnx, LocalOnnxOptions};
 #[cfg(feature = "openai")]
 pub use embed::{OpenAiConfig, OpenAiEmbedder};
 pub use error::{Error, RemoteFailure, Result};
