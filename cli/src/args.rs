@@ -53,7 +53,7 @@ pub struct Cli {
 
     /// Settings of `--embedder openai`.
     #[command(flatten)]
-    pub openai: memdb_server::OpenAiSettings,
+    pub openai: OpenAiArgs,
 
     /// The operation to run.
     #[command(subcommand)]
@@ -265,6 +265,61 @@ pub enum EmbedderChoice {
     Openai,
     /// No embeddings: keyword search only.
     None,
+}
+
+impl From<EmbedderChoice> for memdb::EmbedderKind {
+    fn from(c: EmbedderChoice) -> Self {
+        match c {
+            EmbedderChoice::Auto => memdb::EmbedderKind::Auto,
+            EmbedderChoice::Local => memdb::EmbedderKind::Local,
+            EmbedderChoice::Hashing => memdb::EmbedderKind::Hashing,
+            EmbedderChoice::Openai => memdb::EmbedderKind::Openai,
+            EmbedderChoice::None => memdb::EmbedderKind::None,
+        }
+    }
+}
+
+/// The `--openai-*` flags: [`memdb::OpenAiSettings`] on the command line.
+/// The API key is read from `MEMDB_OPENAI_API_KEY` only, never a flag.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
+pub struct OpenAiArgs {
+    /// `--embedder openai`: the API root, `/v1` included (e.g.
+    /// http://localhost:11434/v1 for Ollama).
+    #[arg(
+        long = "openai-base-url",
+        env = "MEMDB_OPENAI_BASE_URL",
+        value_name = "URL",
+        global = true
+    )]
+    pub base_url: Option<String>,
+    /// `--embedder openai`: the embedding model's name on that server.
+    #[arg(
+        long = "openai-model",
+        env = "MEMDB_OPENAI_MODEL",
+        value_name = "NAME",
+        global = true
+    )]
+    pub model: Option<String>,
+    /// `--embedder openai`: the model's vector dimension (required; it is
+    /// part of the model's identity in the store).
+    #[arg(
+        long = "openai-dimension",
+        env = "MEMDB_OPENAI_DIMENSION",
+        value_name = "N",
+        global = true
+    )]
+    pub dimension: Option<u32>,
+}
+
+impl OpenAiArgs {
+    /// The engine's settings these flags give.
+    pub fn settings(&self) -> memdb::OpenAiSettings {
+        memdb::OpenAiSettings {
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            dimension: self.dimension,
+        }
+    }
 }
 
 /// `memdb model` subcommands.

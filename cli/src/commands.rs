@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use anyhow::{Context, Result};
 use memdb::{
     ConversationUpdate, ExportFormat, FusionMethod, FusionWeights, ImportOptions, Memdb, Page,
-    SearchMode, SearchRequest, Selection,
+    SearchMode, SearchNote, SearchRequest, Selection,
 };
 
 use crate::args::{Cli, Command, Fusion, Mode, QueryArgs};
@@ -80,21 +80,25 @@ pub fn run(cli: Cli) -> Result<Output> {
             let request = search_request(args)?;
             let (db, note) = open_embedding()?;
             with_db(db, |db| {
-                let mut results = db.search(&request)?;
+                let results = db.search(&request)?;
                 // A hybrid query without a model runs as keyword search; the
-                // engine's note says so, the CLI's says how to fix it.
-                if let Some(note) = note
-                    && request.mode != SearchMode::Keyword
-                {
-                    results
-                        .notes
-                        .retain(|n| !n.starts_with("no embedding model configured"));
-                    results.notes.push(note);
+                // engine's note says so, the CLI's (from the embedder
+                // selection) says how to fix it, and replaces it.
+                let replace = note.is_some() && request.mode != SearchMode::Keyword;
+                let mut notes: Vec<String> = results
+                    .notes
+                    .iter()
+                    .filter(|n| !(replace && matches!(n, SearchNote::NoEmbedder)))
+                    .map(ToString::to_string)
+                    .collect();
+                if let Some(note) = note.filter(|_| replace) {
+                    notes.push(note);
                 }
                 Ok(Output::Hits {
                     query: request.query.clone(),
                     explain: request.explain,
                     results,
+                    notes,
                 })
             })?
         }

@@ -1,69 +1,35 @@
-//! Chooses the embedding model a command runs with (`--embedder`,
-//! `--models`) and drains the embedding queue after writes, with a
-//! progress bar on a terminal. The engine does the embedding; this module
-//! only picks the provider and reports.
+//! Builds the embedding model a command runs with (`--embedder`,
+//! `--models`, `--openai-*`) through the engine's `memdb::select_embedder`,
+//! the same selection memdb-server makes, and drains the embedding queue
+//! after writes, with a progress bar on a terminal. The engine does the
+//! embedding; this module only passes the flags and reports.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use memdb::{Config, EmbedReport, Embedder, Error, Hashing, LocalOnnx, Memdb};
+use memdb::{Config, EmbedReport, Embedder, EmbedderSettings, Error, Memdb};
 
-use crate::args::EmbedderChoice;
+use crate::args::{EmbedderChoice, OpenAiArgs};
 
 /// The embedder a command runs with (`None`: keyword only) and, when `auto`
 /// found no installed model, a note saying so.
 pub type Loaded = (Option<Arc<dyn Embedder>>, Option<String>);
 
-/// The embedder for `choice`, or `None` with the reason when `auto` finds
-/// no installed model.
+/// The embedder for `choice`, or `None` with the engine's note when `auto`
+/// finds no installed model.
 pub fn load(
     choice: EmbedderChoice,
     models: Option<PathBuf>,
-    openai: &memdb_server::OpenAiSettings,
+    openai: &OpenAiArgs,
 ) -> Result<Loaded> {
-    let dir = || -> Result<PathBuf> {
-        match &models {
-            Some(d) => Ok(d.clone()),
-            None => Ok(memdb::default_models_dir()?),
-        }
-    };
-    Ok(match choice {
-        EmbedderChoice::None => (None, None),
-        EmbedderChoice::Hashing => (Some(Arc::new(Hashing::default())), None),
-        EmbedderChoice::Openai => (
-            Some(Arc::new(openai.embedder().map_err(anyhow::Error::msg)?)),
-            None,
-        ),
-        EmbedderChoice::Local => {
-            let dir = dir()?;
-            let model = LocalOnnx::open(&dir)
-                .with_context(|| format!("loading the local model from {}", dir.display()))?;
-            (Some(Arc::new(model)), None)
-        }
-        EmbedderChoice::Auto => {
-            let dir = dir()?;
-            match LocalOnnx::open(&dir) {
-                Ok(model) => (Some(Arc::new(model)), None),
-                // Not installed: keyword only, and the caller says so. A
-                // damaged install is an error, never silently skipped.
-                Err(Error::ModelMissing { .. }) => (
-                    None,
-                    Some(format!(
-                        "no embedding model installed in {}: keyword search only \
-                         (install it with `memdb model install` or scripts/install-model.sh)",
-                        dir.display()
-                    )),
-                ),
-                Err(e) => {
-                    return Err(e).with_context(|| {
-                        format!("loading the local model from {}", dir.display())
-                    });
-                }
-            }
-        }
-    })
+    let selected = memdb::select_embedder(&EmbedderSettings {
+        kind: choice.into(),
+        models_dir: models,
+        openai: openai.settings(),
+    })?;
+    Ok((selected.embedder, selected.note))
 }
 
 /// Engine configuration carrying `embedder`.

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use memdb_server::config as server;
 use memdb_server::mcp::stdio::McpArgs;
 
-use crate::args::EmbedderChoice;
+use crate::args::{EmbedderChoice, OpenAiArgs};
 
 /// Serves until stdin closes or SIGINT/SIGTERM; exit 1 with one `error:`
 /// line on stderr on failure. `--data`, `--embedder` and `--models` are
@@ -19,9 +19,15 @@ pub fn run(
     data: Option<PathBuf>,
     embedder: EmbedderChoice,
     models: Option<PathBuf>,
-    openai: server::OpenAiSettings,
+    openai: OpenAiArgs,
     namespace: String,
 ) -> ExitCode {
+    // The server's own spelling of the same flags.
+    let openai = server::OpenAiSettings {
+        base_url: openai.base_url,
+        model: openai.model,
+        dimension: openai.dimension,
+    };
     let embedder = match embedder {
         EmbedderChoice::Auto => server::EmbedderChoice::Auto,
         EmbedderChoice::Local => server::EmbedderChoice::Local,

@@ -30,6 +30,9 @@ pub enum Output {
         query: String,
         explain: bool,
         results: SearchResults,
+        /// The notes to print: the engine's, rendered, with the CLI's own
+        /// in place of any it replaced.
+        notes: Vec<String>,
     },
     Conversation(ConversationWithMessages),
     Metadata(Conversation),
@@ -115,10 +118,15 @@ impl Output {
                 "appended": messages.len(),
                 "messages": messages,
             }),
-            Output::Hits { query, results, .. } => json!({
+            Output::Hits {
+                query,
+                results,
+                notes,
+                ..
+            } => json!({
                 "query": query,
                 "mode": results.mode,
-                "notes": results.notes,
+                "notes": notes,
                 "results": results.hits.iter().map(|h| {
                     let mut v = json!({
                         "score": h.score,
@@ -228,9 +236,10 @@ impl Output {
                 query,
                 explain,
                 results,
+                notes,
             } => {
                 let hits = &results.hits;
-                for note in &results.notes {
+                for note in notes {
                     line(o, format_args!("note: {note}"));
                 }
                 if hits.is_empty() {

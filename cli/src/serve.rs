@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use memdb_server::cli::ServeArgs;
 use memdb_server::config as server;
 
-use crate::args::EmbedderChoice;
+use crate::args::{EmbedderChoice, OpenAiArgs};
 
 /// Serves until SIGINT/SIGTERM; exit 1 with one `error:` line on failure.
 /// `--data`, `--embedder`, `--models` and `--openai-*` are `memdb`'s
@@ -16,9 +16,15 @@ pub fn run(
     data: Option<PathBuf>,
     embedder: EmbedderChoice,
     models: Option<PathBuf>,
-    openai: server::OpenAiSettings,
+    openai: OpenAiArgs,
     args: ServeArgs,
 ) -> ExitCode {
+    // The server's own spelling of the same flags.
+    let openai = server::OpenAiSettings {
+        base_url: openai.base_url,
+        model: openai.model,
+        dimension: openai.dimension,
+    };
     let embedder = match embedder {
         EmbedderChoice::Auto => server::EmbedderChoice::Auto,
         EmbedderChoice::Local => server::EmbedderChoice::Local,

@@ -72,13 +72,20 @@ pub use db::Memdb;
 pub use db::embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use db::namespace::{MAX_NAMESPACE_BYTES, NamespaceInfo, validate_namespace};
 pub use embed::{
-    Embedder, Embeddings, Hashing, LocalOnnx, LocalOnnxOptions, ModelIdentity, OpenAiConfig,
-    OpenAiEmbedder, default_models_dir,
+    Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, ModelIdentity, OpenAiSettings,
+    SelectedEmbedder, default_models_dir, select_embedder,
 };
+#[cfg(feature = "local-onnx")]
+pub use embed::{LocalOnnx, LocalOnnxOptions};
+#[cfg(feature = "openai")]
+pub use embed::{OpenAiConfig, OpenAiEmbedder};
 pub use error::{Error, RemoteFailure, Result};
-pub use llm::{ChatModel, OpenAiChat, OpenAiChatConfig};
+pub use llm::ChatModel;
+#[cfg(feature = "openai")]
+pub use llm::{OpenAiChat, OpenAiChatConfig};
 pub use model::filter::MAX_LIMIT;
 pub use model::metric::{MAX_DIMENSION, Metric};
+pub use model::notes::{SearchNote, UnknownNote};
 pub use model::types::*;
 pub use model::validate::{
     MAX_FOLDER_BYTES, MAX_FOLDER_DEPTH, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES,

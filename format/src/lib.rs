@@ -2,10 +2,13 @@
 //!
 //! This crate owns every encoding that reaches disk through redb: the
 //! versioned **record envelope** (one version byte, then a postcard body), the
-//! record structs stored in the conversation and message tables, and the
-//! **oplog entry** that every write transaction appends. It does no I/O: bytes
-//! in, a typed value or a [`FormatError`] out. Decoding never panics on any
-//! input, which `fuzz/` checks.
+//! record structs stored in the conversation and message tables, the
+//! **oplog entry** that every write transaction appends, the raw **vector**
+//! value (`encode_vector`) and the **query-cache entry**
+//! ([`QueryCacheEntry`]); and the HNSW generation file the vector index
+//! writes beside the store. It does no I/O: bytes in, a typed value or a
+//! [`FormatError`] out. Decoding never panics on any input, which `fuzz/`
+//! checks.
 //!
 //! Why postcard behind a version byte: postcard is maintained, compact and
 //! deterministic, but it is not self-describing, so a layout change must be
@@ -31,8 +34,10 @@
 
 mod envelope;
 mod generation;
+mod query_cache;
 mod records;
 mod summary;
+mod vector;
 
 pub use envelope::{FormatError, RECORD_VERSION};
 pub use generation::{
@@ -41,8 +46,10 @@ pub use generation::{
     MAX_LEVELS, MAX_NEIGHBORS, Metric, NO_ENTRY_POINT, Neighbors, SECTION_ALIGN, Section,
     SectionInfo,
 };
+pub use query_cache::{QUERY_CACHE_HEADER_LEN, QueryCacheEntry};
 pub use records::{
     CONVERSATION_RECORD_VERSION, ContentRecord, ConversationRecord, MessageRecord, NamespaceRecord,
     Op, OplogEntry, SpaceRecord,
 };
 pub use summary::SummaryRecord;
+pub use vector::{VECTOR_ELEMENT_F32, decode_vector, encode_vector, encoded_vector_len};

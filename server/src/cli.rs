@@ -209,35 +209,26 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// The engine configuration for the chosen embedder.
+/// The engine configuration for the chosen embedder, built by the engine
+/// (`memdb::select_embedder`, the CLI's too). `auto` without an installed
+/// model logs the engine's note and runs keyword only.
 pub fn engine_config(c: &ServerConfig) -> Result<memdb::Config, ServerError> {
-    let embedder: std::sync::Arc<dyn memdb::Embedder> = match c.embedder {
-        EmbedderChoice::None => return Ok(memdb::Config::default()),
-        EmbedderChoice::Hashing => std::sync::Arc::new(
-            memdb::Hashing::new(memdb::Hashing::DEFAULT_DIMENSION).map_err(ServerError::Open)?,
-        ),
-        EmbedderChoice::Openai => {
-            std::sync::Arc::new(c.openai.embedder().map_err(ServerError::Config)?)
-        }
-        EmbedderChoice::Local | EmbedderChoice::Auto => {
-            let dir = match &c.models_dir {
-                Some(d) => d.clone(),
-                None => memdb::default_models_dir().map_err(ServerError::Open)?,
-            };
-            match memdb::LocalOnnx::open(&dir) {
-                Ok(e) => std::sync::Arc::new(e),
-                Err(memdb::Error::ModelMissing { .. }) if c.embedder == EmbedderChoice::Auto => {
-                    tracing::warn!(
-                        "no local embedding model installed: keyword search only \
-                         (install it with scripts/install-model.sh)"
-                    );
-                    return Ok(memdb::Config::default());
-                }
-                Err(e) => return Err(ServerError::Open(e)),
-            }
-        }
+    let settings = memdb::EmbedderSettings {
+        kind: c.embedder.into(),
+        models_dir: c.models_dir.clone(),
+        openai: c.openai.to_engine(),
     };
-    Ok(memdb::Config::with_embedder(embedder))
+    let selected = memdb::select_embedder(&settings).map_err(|e| match e {
+        memdb::Error::InvalidInput { .. } => ServerError::Config(e.to_string()),
+        other => ServerError::Open(other),
+    })?;
+    if let Some(note) = &selected.note {
+        tracing::warn!("{note}");
+    }
+    Ok(match selected.embedder {
+        Some(e) => memdb::Config::with_embedder(e),
+        None => memdb::Config::default(),
+    })
 }
 
 /// Opens the store and serves until SIGINT/SIGTERM; blocks the thread.

@@ -13,7 +13,9 @@ use crate::ServerError;
 /// Shortest accepted API key (Sekha's rule).
 pub const MIN_KEY_LEN: usize = 32;
 
-/// Which embedder the engine gets for semantic and hybrid search.
+/// Which embedder the engine gets for semantic and hybrid search: the
+/// flag's and the TOML file's spelling of [`memdb::EmbedderKind`] (the
+/// engine builds it, `memdb::select_embedder`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderChoice {
@@ -31,10 +33,23 @@ pub enum EmbedderChoice {
     Openai,
 }
 
+impl From<EmbedderChoice> for memdb::EmbedderKind {
+    fn from(c: EmbedderChoice) -> Self {
+        match c {
+            EmbedderChoice::None => memdb::EmbedderKind::None,
+            EmbedderChoice::Hashing => memdb::EmbedderKind::Hashing,
+            EmbedderChoice::Local => memdb::EmbedderKind::Local,
+            EmbedderChoice::Auto => memdb::EmbedderKind::Auto,
+            EmbedderChoice::Openai => memdb::EmbedderKind::Openai,
+        }
+    }
+}
+
 /// Settings of the `openai` embedder: flags, `MEMDB_OPENAI_*` environment
 /// variables, or the `[openai]` table of the server's TOML file. The API
 /// key is read from `MEMDB_OPENAI_API_KEY` only (optional: local servers
-/// such as Ollama need none), so it never appears on a command line.
+/// such as Ollama need none), so it never appears on a command line. The
+/// engine's [`memdb::OpenAiSettings`] with the server's flags.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, clap::Args)]
 #[serde(default, deny_unknown_fields)]
 pub struct OpenAiSettings {
@@ -68,7 +83,7 @@ pub struct OpenAiSettings {
 
 impl OpenAiSettings {
     /// The environment variable the API key is read from.
-    pub const KEY_ENV: &'static str = "MEMDB_OPENAI_API_KEY";
+    pub const KEY_ENV: &'static str = memdb::OpenAiSettings::KEY_ENV;
 
     /// These settings, each unset one taken from `base`.
     pub fn or(&self, base: &OpenAiSettings) -> OpenAiSettings {
@@ -79,33 +94,12 @@ impl OpenAiSettings {
         }
     }
 
-    /// The embedder these settings describe, or one line saying which
-    /// settings are missing or wrong. Sends no request.
-    pub fn embedder(&self) -> Result<memdb::OpenAiEmbedder, String> {
-        fn set(v: &Option<String>) -> Option<&str> {
-            v.as_deref().map(str::trim).filter(|v| !v.is_empty())
-        }
-        let mut missing = Vec::new();
-        if set(&self.base_url).is_none() {
-            missing.push("MEMDB_OPENAI_BASE_URL (--openai-base-url)");
-        }
-        if set(&self.model).is_none() {
-            missing.push("MEMDB_OPENAI_MODEL (--openai-model)");
-        }
-        if self.dimension.is_none() {
-            missing.push("MEMDB_OPENAI_DIMENSION (--openai-dimension)");
-        }
-        match (set(&self.base_url), set(&self.model), self.dimension) {
-            (Some(url), Some(model), Some(dimension)) => {
-                let config = memdb::OpenAiConfig::new(url, model, dimension)
-                    .api_key_env(Some(Self::KEY_ENV));
-                memdb::OpenAiEmbedder::new(config)
-                    .map_err(|e| format!("the openai embedder's settings: {e}"))
-            }
-            _ => Err(format!(
-                "--embedder openai needs its server, model and dimension: set {}",
-                missing.join(", ")
-            )),
+    /// The engine's form of these settings.
+    pub fn to_engine(&self) -> memdb::OpenAiSettings {
+        memdb::OpenAiSettings {
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            dimension: self.dimension,
         }
     }
 }
@@ -361,7 +355,7 @@ mod tests {
             merged.base_url.as_deref(),
             Some("http://localhost:11434/v1")
         );
-        let e = merged.embedder().unwrap();
+        let e = merged.to_engine().embedder().unwrap();
         let id = memdb::Embedder::identity(&e);
         assert_eq!(
             (id.provider.as_str(), id.name.as_str(), id.dimension),
@@ -370,27 +364,22 @@ mod tests {
     }
 
     #[test]
-    fn missing_openai_settings_are_named_in_one_line() {
-        let err = OpenAiSettings {
-            base_url: Some("http://x/v1".into()),
-            model: Some("  ".into()),
-            dimension: None,
-        }
-        .embedder()
-        .unwrap_err();
+    fn missing_openai_settings_are_the_engines_one_line_error() {
+        let c = ServerConfig {
+            embedder: EmbedderChoice::Openai,
+            openai: OpenAiSettings {
+                base_url: Some("http://x/v1".into()),
+                model: Some("  ".into()),
+                dimension: None,
+            },
+            ..ServerConfig::default()
+        };
+        let err = crate::cli::engine_config(&c).unwrap_err();
+        assert!(matches!(err, ServerError::Config(_)), "{err}");
+        let err = err.to_string();
         assert!(!err.contains('\n'), "{err}");
         assert!(err.contains("MEMDB_OPENAI_MODEL (--openai-model)"), "{err}");
         assert!(err.contains("MEMDB_OPENAI_DIMENSION"), "{err}");
         assert!(!err.contains("BASE_URL"), "{err}");
-        // A bad value is the provider's own error, still one line.
-        let err = OpenAiSettings {
-            base_url: Some("http://x/v1".into()),
-            model: Some("m".into()),
-            dimension: Some(0),
-        }
-        .embedder()
-        .unwrap_err();
-        assert!(err.contains("dimension"), "{err}");
-        assert!(!err.contains('\n'), "{err}");
     }
 }

@@ -111,6 +111,6 @@ pub fn run(db: &Memdb, spec: Spec) -> Result<Outcome, ApiError> {
             SearchMode::Semantic => Mode::Semantic,
             SearchMode::Hybrid => Mode::Hybrid,
         },
-        notes: out.notes,
+        notes: out.notes.iter().map(ToString::to_string).collect(),
     })
 }

@@ -292,7 +292,7 @@ pub fn memory_search(db: &Memdb, args: MemorySearchArgs) -> Result<SearchData, A
         total_results: results.len(),
         limit: args.limit,
         mode: out.mode,
-        notes: out.notes,
+        notes: out.notes.iter().map(ToString::to_string).collect(),
         results,
     })
 }

@@ -222,7 +222,7 @@ fn bad_search_requests_are_clear_errors() {
     assert!(
         r.notes
             .iter()
-            .any(|n| n.contains("keyword ranking skipped"))
+            .any(|n| matches!(n, SearchNote::KeywordSkipped { .. }))
     );
     assert!(
         db.search(&SearchRequest::new("hello \"world").mode(SearchMode::Keyword))
@@ -301,7 +301,7 @@ fn min_similarity_drops_semantic_candidates_under_the_floor() {
         )
         .unwrap();
     assert_eq!(kw.hits.len(), 3);
-    assert!(kw.notes.iter().any(|n| n.contains("min_similarity")));
+    assert!(kw.notes.contains(&SearchNote::MinSimilarityIgnored));
 }
 
 #[test]
@@ -370,7 +370,7 @@ fn without_an_embedder_hybrid_is_keyword_and_semantic_is_an_error() {
     let r = db.search(&SearchRequest::new("hello")).unwrap();
     assert_eq!(r.mode, SearchMode::Keyword);
     assert_eq!(r.hits.len(), 1);
-    assert!(r.notes.iter().any(|n| n.contains("no embedding model")));
+    assert!(r.notes.contains(&SearchNote::NoEmbedder));
     let e = db
         .search(&SearchRequest::new("hello").mode(SearchMode::Semantic))
         .unwrap_err();
@@ -405,7 +405,9 @@ fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
     let r = db.search(&SearchRequest::new("second")).unwrap();
     assert_eq!(r.hits.len(), 5);
     assert!(
-        r.notes.iter().any(|n| n.contains("not embedded yet")),
+        r.notes
+            .iter()
+            .any(|n| matches!(n, SearchNote::NotEmbeddedYet { .. })),
         "{:?}",
         r.notes
     );

@@ -120,7 +120,7 @@ pub(crate) struct Pipeline {
     /// never waits for the write lock to cache its vector. The next writer
     /// stores them in its own transaction, or the query itself when the
     /// lock is free (SPEC.md §16.4).
-    pub(crate) cache_pending: Mutex<Vec<(String, Vec<u8>)>>,
+    pub(crate) cache_pending: Mutex<Vec<query_cache::PendingEntry>>,
 }
 
 /// Most query embeddings held in memory waiting to be cached.
@@ -169,7 +169,7 @@ struct Spaces {
 }
 
 impl Engine {
-    fn pipeline_cache_pending(&self) -> std::sync::MutexGuard<'_, Vec<(String, Vec<u8>)>> {
+    fn pipeline_cache_pending(&self) -> std::sync::MutexGuard<'_, Vec<query_cache::PendingEntry>> {
         self.pipeline
             .cache_pending
             .lock()
@@ -651,15 +651,14 @@ impl Memdb {
             let hit = pending
                 .iter()
                 .rev()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| v.clone());
+                .find(|(k, v, _)| *k == key && v.len() == space.dimension as usize)
+                .map(|(_, v, truncated)| (v.clone(), *truncated));
             drop(pending);
-            let stored = match hit {
-                Some(v) => Some(v),
-                None => query_cache::get(&self.store.read()?, &key)?,
+            let found = match hit {
+                Some(found) => Some(found),
+                None => query_cache::get(&self.store.read()?, &key, space.dimension)?,
             };
-            if let Some(found) = stored.and_then(|b| query_cache::decode_entry(&b, space.dimension))
-            {
+            if let Some(found) = found {
                 return Ok(found);
             }
         }
@@ -673,10 +672,9 @@ impl Memdb {
         check_vector("query", space, &v)
             .map_err(|err| Error::Embedding(format!("unusable query embedding: {err}")))?;
         if cacheable {
-            let value = query_cache::encode_entry(&v, truncated);
             let mut pending = self.pipeline_cache_pending();
             if pending.len() < MAX_CACHE_PENDING {
-                pending.push((key, value));
+                pending.push((key, v.clone(), truncated));
             }
             drop(pending);
             // Store now only if nobody is writing; otherwise the writer

@@ -37,9 +37,6 @@ use crate::embed::{Embedder, Embeddings, ModelIdentity, l2_normalize};
 use crate::error::{Error, Result};
 use crate::model::metric::Metric;
 
-/// Environment variable naming the models directory.
-const MODELS_ENV: &str = "MEMDB_MODELS";
-
 /// ONNX Runtime's file name as installed by `scripts/install-model.sh`.
 #[cfg(target_os = "macos")]
 const RUNTIME_FILE: &str = "libonnxruntime.1.31.1.dylib";
@@ -60,22 +57,6 @@ const DIMENSION: usize = 384;
 
 /// The one ONNX Runtime environment of the process (ort refuses a second).
 static ENVIRONMENT: Mutex<Option<Environment>> = Mutex::new(None);
-
-/// The models directory to use when none is given: `$MEMDB_MODELS` if set
-/// and not empty, else `<data dir>/memdb/models` (on Linux
-/// `~/.local/share/memdb/models`), the default of `scripts/install-model.sh`.
-pub fn default_models_dir() -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os(MODELS_ENV).filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    dirs::data_dir()
-        .map(|d| d.join("memdb").join("models"))
-        .ok_or_else(|| {
-            Error::Embedding(format!(
-                "no per-user data directory on this platform; set {MODELS_ENV} to the models directory"
-            ))
-        })
-}
 
 /// Settings of [`LocalOnnx`].
 #[derive(Debug, Clone, PartialEq, Eq)]

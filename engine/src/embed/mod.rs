@@ -2,18 +2,23 @@
 //!
 //! [`Embedder`] is the one abstraction the rest of the engine sees: it names
 //! its model ([`ModelIdentity`]: provider, model name, dimension, metric) and
-//! turns a batch of texts into vectors. Two providers live here:
+//! turns a batch of texts into vectors. Three providers live here:
 //!
-//! - [`LocalOnnx`], the default: all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions)
-//!   run in-process by ONNX Runtime (`ort`, loaded dynamically from the models
-//!   directory) with a HuggingFace `tokenizers` tokenizer; mean pooling over
-//!   the attention mask, L2 normalisation, batched. Its files are installed by
+//! - `LocalOnnx` (cargo feature `local-onnx`, on by default), the default:
+//!   all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions) run in-process by ONNX
+//!   Runtime (`ort`, loaded dynamically from the models directory) with a
+//!   HuggingFace `tokenizers` tokenizer; mean pooling over the attention
+//!   mask, L2 normalisation, batched. Its files are installed by
 //!   `scripts/install-model.sh` and verified by SHA-256 when it loads.
 //! - [`Hashing`]: a deterministic *lexical* embedder (feature hashing of
 //!   words and word pairs). It needs no model, so tests and users who want no
 //!   model can use it; it is never substituted for a configured model.
-//! - [`OpenAiEmbedder`]: any OpenAI-compatible `/v1/embeddings` server
-//!   (OpenAI, Ollama, vLLM, LiteLLM), batched, with retries (`crate::util::http`).
+//! - `OpenAiEmbedder` (cargo feature `openai`, on by default): any
+//!   OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama, vLLM,
+//!   LiteLLM), batched, with retries (`crate::util::http`).
+//!
+//! [`select_embedder`] builds one of them by name (`select.rs`, shared by
+//! the CLI and the server).
 //!
 //! The design choice: the identity travels with the vectors. A vector space
 //! records the identity of the embedder that filled it, and vectors from two
@@ -37,12 +42,21 @@ use crate::error::Result;
 use crate::model::metric::Metric;
 
 mod hashing;
+#[cfg(feature = "local-onnx")]
 mod local;
+#[cfg(feature = "openai")]
 mod openai;
+mod select;
 
 pub use hashing::Hashing;
-pub use local::{LocalOnnx, LocalOnnxOptions, default_models_dir};
+#[cfg(feature = "local-onnx")]
+pub use local::{LocalOnnx, LocalOnnxOptions};
+#[cfg(feature = "openai")]
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
+pub use select::{
+    EmbedderKind, EmbedderSettings, OpenAiSettings, SelectedEmbedder, default_models_dir,
+    select_embedder,
+};
 
 /// Which model produced a vector: vectors with different identities must
 /// never share a vector space.

@@ -13,6 +13,7 @@ use uuid::Uuid;
 use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::filter::{MAX_LIMIT, check_limit, normalize_filter};
+use crate::model::notes::SearchNote;
 use crate::model::types::{Filter, ScoreExplain, SearchHit, TextQuery};
 use crate::vector::index::VectorSearch;
 use crate::vector::spaces::VectorFilter;
@@ -224,7 +225,7 @@ pub struct SearchResults {
     pub mode: SearchMode,
     /// What the caller should know: truncation, fallbacks, messages not
     /// embedded yet.
-    pub notes: Vec<String>,
+    pub notes: Vec<SearchNote>,
 }
 
 /// A ranked list of (message id, score), best first.
@@ -378,7 +379,7 @@ impl Memdb {
         match req.mode {
             SearchMode::Keyword => {
                 if req.min_similarity.is_some() {
-                    notes.push("min_similarity applies to semantic rankings: ignored".into());
+                    notes.push(SearchNote::MinSimilarityIgnored);
                 }
                 let ids = self.text_hits(&self.text_query(req, &filter, req.limit, req.offset))?;
                 let mut hits = self.resolve_hits(&ids)?;
@@ -443,7 +444,7 @@ impl Memdb {
         req: &SearchRequest,
         filter: &Filter,
         k: usize,
-        notes: &mut Vec<String>,
+        notes: &mut Vec<SearchNote>,
     ) -> Result<Ranking> {
         Ok(self.semantic_side(req, filter, k, notes)?.ranking)
     }
@@ -455,22 +456,21 @@ impl Memdb {
         req: &SearchRequest,
         filter: &Filter,
         k: usize,
-        notes: &mut Vec<String>,
+        notes: &mut Vec<SearchNote>,
     ) -> Result<SemanticSide> {
         let (embedder, space) = self.semantic_target()?;
         let (query, truncated) = self.query_vector(embedder.as_ref(), &space, &req.query)?;
         if truncated {
-            notes.push(format!(
-                "the query is longer than the model's limit of {} tokens: only its beginning was embedded",
-                embedder.max_tokens().unwrap_or(0)
-            ));
+            notes.push(SearchNote::QueryTruncated {
+                max_tokens: embedder.max_tokens().unwrap_or(0),
+            });
         }
         let (pending, capped) = self.pending_for(space.id, 1000)?;
         if pending > 0 {
-            let more = if capped { "+" } else { "" };
-            notes.push(format!(
-                "{pending}{more} message(s) are not embedded yet: semantic ranking misses them until they are (keyword search finds them)"
-            ));
+            notes.push(SearchNote::NotEmbeddedYet {
+                pending,
+                at_least: capped,
+            });
         }
         let vf = VectorFilter {
             scope: filter.clone(),
@@ -500,7 +500,7 @@ impl Memdb {
         &self,
         req: &SearchRequest,
         filter: &Filter,
-        mut notes: Vec<String>,
+        mut notes: Vec<SearchNote>,
     ) -> Result<SearchResults> {
         // Fusion reads at most MAX_LIMIT candidates per ranking, so hybrid
         // pages end 1000 hits deep.
@@ -508,13 +508,13 @@ impl Memdb {
         let semantic = match self.semantic_side(req, filter, depth, &mut notes) {
             Ok(r) => Some(r),
             Err(e @ (Error::ModelMismatch { .. } | Error::Embedding(_))) => {
-                notes.push(format!("semantic ranking unavailable, keyword only: {e}"));
+                notes.push(SearchNote::SemanticUnavailable {
+                    reason: e.to_string(),
+                });
                 None
             }
             Err(Error::InvalidInput { field, .. }) if field == "mode" => {
-                notes.push(
-                    "no embedding model configured: hybrid search ran as keyword search".into(),
-                );
+                notes.push(SearchNote::NoEmbedder);
                 None
             }
             Err(e) => return Err(e),
@@ -522,7 +522,7 @@ impl Memdb {
         let keyword_query = match hybrid_keyword_query(&req.query) {
             Some(q) => q,
             None if semantic.is_some() => {
-                notes.push("keyword ranking skipped: the query has only stop words".into());
+                notes.push(SearchNote::KeywordStopWordsOnly);
                 String::new()
             }
             None => req.query.clone(),
@@ -541,7 +541,7 @@ impl Memdb {
             Err(Error::InvalidInput { field, reason })
                 if field == "query" && semantic.is_some() =>
             {
-                notes.push(format!("keyword ranking skipped: {reason}"));
+                notes.push(SearchNote::KeywordSkipped { reason });
                 None
             }
             Err(e) => return Err(e),

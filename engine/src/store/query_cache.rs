@@ -1,14 +1,18 @@
 //! The query-embedding cache in redb (SPEC.md §16.4): `query_cache` (key
-//! `provider ␟ model ␟ dim ␟ metric ␟ query` → `seq u64 LE ++ truncated u8
-//! ++ vector`) and `query_cache_order` (`seq` → key, the FIFO eviction
-//! order), with the key and value encodings.
+//! `provider ␟ model ␟ dim ␟ metric ␟ query` → a `memdb_format::QueryCacheEntry`,
+//! SPEC.md §4.2) and `query_cache_order` (`seq` → key, the FIFO eviction
+//! order). The key is built here; the value's bytes are `memdb-format`'s.
 
+use memdb_format::QueryCacheEntry;
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, WriteTransaction};
 
 use crate::embed::ModelIdentity;
 use crate::error::Result;
-use crate::store::vectors::{decode_vector, encode_vector};
 use crate::store::{QUERY_CACHE, QUERY_CACHE_ORDER};
+
+/// A query embedding waiting to be stored: the cache key, the vector and
+/// whether the query was truncated.
+pub(crate) type PendingEntry = (String, Vec<f32>, bool);
 
 /// The cache key of `query` embedded by `model`.
 pub(crate) fn key(model: &ModelIdentity, query: &str) -> String {
@@ -18,54 +22,36 @@ pub(crate) fn key(model: &ModelIdentity, query: &str) -> String {
     )
 }
 
-/// A cache value for vector `v`: 8 bytes of sequence (filled in by
-/// [`insert`]), the truncation flag, the encoded vector.
-pub(crate) fn encode_entry(v: &[f32], truncated: bool) -> Vec<u8> {
-    let mut value = vec![0u8; 8];
-    value.push(u8::from(truncated));
-    value.extend_from_slice(&encode_vector(v));
-    value
+/// The cached vector (of dimension `dim`) and truncation flag under `key`.
+/// An entry that does not decode is a miss: the query is embedded again and
+/// the new entry replaces it.
+pub(crate) fn get(txn: &ReadTransaction, key: &str, dim: u32) -> Result<Option<(Vec<f32>, bool)>> {
+    let table = txn.open_table(QUERY_CACHE)?;
+    let Some(value) = table.get(key)? else {
+        return Ok(None);
+    };
+    Ok(QueryCacheEntry::decode(value.value(), dim)
+        .ok()
+        .map(|e| (e.vector, e.truncated)))
 }
 
-/// The vector (of dimension `dim`) and truncation flag of a cache value, or
-/// `None` when it does not decode (the query is then embedded again).
-pub(crate) fn decode_entry(bytes: &[u8], dim: u32) -> Option<(Vec<f32>, bool)> {
-    if bytes.len() > 9 {
-        let truncated = bytes[8] == 1;
-        if let Ok(vec) = decode_vector(&bytes[9..], dim) {
-            return Some((vec, truncated));
-        }
-    }
-    None
-}
-
-/// The cached value under `key`, as [`encode_entry`] made it.
-pub(crate) fn get(txn: &ReadTransaction, key: &str) -> Result<Option<Vec<u8>>> {
-    Ok(txn
-        .open_table(QUERY_CACHE)?
-        .get(key)?
-        .map(|v| v.value().to_vec()))
-}
-
-/// Stores `batch` (key, [`encode_entry`] value) in insertion order, each
-/// under the next sequence number (a key stored again moves to the end),
-/// then evicts the oldest entries beyond `cap`.
-pub(crate) fn insert(
-    txn: &WriteTransaction,
-    batch: Vec<(String, Vec<u8>)>,
-    cap: u64,
-) -> Result<()> {
+/// Stores `batch` in insertion order, each under the next sequence number
+/// (a key stored again moves to the end), then evicts the oldest entries
+/// beyond `cap`.
+pub(crate) fn insert(txn: &WriteTransaction, batch: Vec<PendingEntry>, cap: u64) -> Result<()> {
     let mut order = txn.open_table(QUERY_CACHE_ORDER)?;
     let mut cache = txn.open_table(QUERY_CACHE)?;
     let first = order.last()?.map_or(1, |(k, _)| k.value() + 1);
-    for (seq, (key, mut value)) in (first..).zip(batch) {
-        value[..8].copy_from_slice(&seq.to_le_bytes());
+    for (seq, (key, vector, truncated)) in (first..).zip(batch) {
+        let value = QueryCacheEntry {
+            seq,
+            truncated,
+            vector,
+        }
+        .encode();
         if let Some(old) = cache.insert(key.as_str(), value.as_slice())? {
-            let old_seq = old.value().get(..8).map(|b| {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(b);
-                u64::from_le_bytes(a)
-            });
+            // A damaged old entry has no order row to drop that we can find.
+            let old_seq = QueryCacheEntry::decode_seq(old.value()).ok();
             drop(old);
             if let Some(s) = old_seq {
                 order.remove(s)?;
@@ -90,15 +76,44 @@ pub(crate) fn len(txn: &ReadTransaction) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
+
+    fn read_raw(store: &Store, key: &str) -> Option<Vec<u8>> {
+        let txn = store.read().unwrap();
+        let t = txn.open_table(QUERY_CACHE).unwrap();
+        t.get(key).unwrap().map(|v| v.value().to_vec())
+    }
 
     #[test]
-    fn an_entry_is_seq_then_flag_then_the_vector() {
-        let e = encode_entry(&[0.5, 2.0], true);
-        assert_eq!(&e[..8], &[0u8; 8]);
-        assert_eq!(e[8], 1);
-        assert_eq!(&e[9..], encode_vector(&[0.5, 2.0]).as_slice());
-        assert_eq!(decode_entry(&e, 2), Some((vec![0.5, 2.0], true)));
-        assert_eq!(decode_entry(&e, 3), None);
-        assert_eq!(decode_entry(&e[..9], 0), None);
+    fn entries_are_stored_in_the_format_layout_and_evicted_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("memdb.redb")).unwrap();
+        let put = |batch: Vec<PendingEntry>| {
+            store.write_volatile(|txn| insert(txn, batch, 2)).unwrap();
+        };
+        put(vec![("a".into(), vec![0.5, 2.0], true)]);
+        // The row is byte for byte SPEC §4.2: seq 1, flag 1, the vector.
+        assert_eq!(
+            read_raw(&store, "a").unwrap(),
+            [
+                0x01, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x00, 0, 0, 0, 0x3f, 0, 0, 0, 0x40
+            ]
+        );
+        let txn = store.read().unwrap();
+        assert_eq!(get(&txn, "a", 2).unwrap(), Some((vec![0.5, 2.0], true)));
+        // Another dimension does not decode: a miss, not an error.
+        assert_eq!(get(&txn, "a", 3).unwrap(), None);
+        assert_eq!(get(&txn, "zzz", 2).unwrap(), None);
+        drop(txn);
+        put(vec![("b".into(), vec![1.0], false)]);
+        // Storing `a` again moves it behind `b`, so `b` is evicted next.
+        put(vec![("a".into(), vec![0.5, 2.0], false)]);
+        put(vec![("c".into(), vec![3.0], false)]);
+        let txn = store.read().unwrap();
+        assert_eq!(len(&txn).unwrap(), 2);
+        assert_eq!(get(&txn, "b", 1).unwrap(), None);
+        assert_eq!(get(&txn, "a", 2).unwrap(), Some((vec![0.5, 2.0], false)));
+        assert_eq!(get(&txn, "c", 1).unwrap(), Some((vec![3.0], false)));
+        assert_eq!(txn.open_table(QUERY_CACHE_ORDER).unwrap().len().unwrap(), 2);
     }
 }

@@ -1,13 +1,13 @@
 //! Vector spaces and vectors in redb (SPEC.md §3, §15): the `vector_spaces`
-//! registry with the `next_vector_space_id` META key, the `vectors` rows and
-//! their byte encoding (`[0u8][dim × f32 LE]`), the `vector_tombstones`, and
-//! the snapshot reads a vector filter resolves to (a conversation row, its
-//! messages in a time window). The HNSW index in `vector/` is derived from
+//! registry with the `next_vector_space_id` META key, the `vectors` rows
+//! (their byte layout is `memdb_format::encode_vector`, SPEC.md §4.1), the
+//! `vector_tombstones`, and the snapshot reads a vector filter resolves to
+//! (a conversation row, its messages in a time window). The HNSW index in `vector/` is derived from
 //! these rows; it reads and writes them only through this module.
 
 use std::collections::HashSet;
 
-use memdb_format::{ConversationRecord, Op, SpaceRecord};
+use memdb_format::{ConversationRecord, Op, SpaceRecord, encode_vector};
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, WriteTransaction};
 
 use crate::error::{Error, Result};
@@ -17,34 +17,16 @@ use crate::store::{
     VECTORS,
 };
 
-/// Element type byte of f32 vectors.
-const ELEMENT_F32: u8 = 0;
 /// META key: the id the next vector space gets.
 const NEXT_SPACE_ID: &str = "next_vector_space_id";
 
-/// The stored form of a vector: the element type byte, then each component
-/// as f32 little-endian.
-pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + v.len() * 4);
-    out.push(ELEMENT_F32);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out
-}
-
-/// Decodes a stored vector of dimension `dim`.
-pub(crate) fn decode_vector(bytes: &[u8], dim: u32) -> Result<Vec<f32>> {
-    match bytes.split_first() {
-        Some((&ELEMENT_F32, body)) if body.len() == dim as usize * 4 => Ok(body
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()),
-        _ => Err(Error::Corrupted {
-            what: "vector".into(),
-            reason: format!("expected f32 x {dim}, found {} bytes", bytes.len()),
-        }),
-    }
+/// Decodes a stored vector of dimension `dim` (`memdb_format::decode_vector`),
+/// a failure naming the vector.
+fn decode(bytes: &[u8], dim: u32) -> Result<Vec<f32>> {
+    memdb_format::decode_vector(bytes, dim).map_err(|e| Error::Corrupted {
+        what: "vector".into(),
+        reason: e.to_string(),
+    })
 }
 
 fn get_space(
@@ -244,7 +226,7 @@ impl VectorRows {
     /// The vector of record `id` in space `space` (dimension `dim`).
     pub(crate) fn get(&self, space: u32, id: u128, dim: u32) -> Result<Option<Vec<f32>>> {
         match self.vectors.get((space, id))? {
-            Some(v) => Ok(Some(decode_vector(v.value(), dim)?)),
+            Some(v) => Ok(Some(decode(v.value(), dim)?)),
             None => Ok(None),
         }
     }
@@ -259,7 +241,7 @@ impl VectorRows {
     ) -> Result<()> {
         for row in self.vectors.range((space, 0u128)..=(space, u128::MAX))? {
             let (k, v) = row?;
-            visit(k.value().1, decode_vector(v.value(), dim)?)?;
+            visit(k.value().1, decode(v.value(), dim)?)?;
         }
         Ok(())
     }
@@ -330,13 +312,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_vector_encoding_is_the_element_byte_then_f32_le() {
+    fn a_damaged_vector_row_is_a_corrupted_vector_error() {
         let bytes = encode_vector(&[1.0, -2.5]);
-        assert_eq!(bytes[0], 0);
-        assert_eq!(&bytes[1..5], &1.0f32.to_le_bytes());
-        assert_eq!(&bytes[5..9], &(-2.5f32).to_le_bytes());
-        assert_eq!(decode_vector(&bytes, 2).unwrap(), vec![1.0, -2.5]);
-        assert!(decode_vector(&bytes, 3).is_err());
-        assert!(decode_vector(&[], 0).is_err());
+        assert_eq!(decode(&bytes, 2).unwrap(), vec![1.0, -2.5]);
+        match decode(&bytes, 3) {
+            Err(Error::Corrupted { what, reason }) => {
+                assert_eq!(what, "vector");
+                assert!(reason.contains("truncated"), "{reason}");
+            }
+            other => panic!("expected Corrupted, got {other:?}"),
+        }
+        assert!(matches!(decode(&[], 0), Err(Error::Corrupted { .. })));
     }
 }

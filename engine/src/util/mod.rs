@@ -1,7 +1,9 @@
 //! Leaf utilities every layer may use: time parsing, the directory lock,
-//! the blocking HTTP client for remote providers, function-word lists and
-//! token counting. Nothing here knows about records, tables or indexes.
+//! the blocking HTTP client for remote providers (cargo feature `openai`),
+//! function-word lists and token counting. Nothing here knows about
+//! records, tables or indexes.
 
+#[cfg(feature = "openai")]
 pub(crate) mod http;
 pub(crate) mod keywords;
 pub(crate) mod lock;

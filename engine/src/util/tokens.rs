@@ -1,7 +1,9 @@
 //! Token counting for context budgets and summaries: a fast estimate
 //! (4 characters per token) or exact cl100k_base counts (tiktoken-rs, whose
-//! BPE tables are bundled, so it works offline).
+//! BPE tables are bundled, so it works offline; cargo feature `tiktoken`,
+//! without which asking for cl100k_base is an error naming the feature).
 
+#[cfg(feature = "tiktoken")]
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -16,7 +18,8 @@ pub enum TokenCounter {
     /// per token, rounded up so no message is free).
     #[default]
     Estimate,
-    /// Exact counts with OpenAI's `cl100k_base` encoding.
+    /// Exact counts with OpenAI's `cl100k_base` encoding (cargo feature
+    /// `tiktoken`; without it, counting is an `InvalidInput` error).
     Cl100kBase,
 }
 
@@ -25,20 +28,34 @@ impl TokenCounter {
     pub fn count(self, text: &str) -> Result<usize> {
         match self {
             TokenCounter::Estimate => Ok(estimate_tokens(text)),
-            TokenCounter::Cl100kBase => {
-                let bpe = cl100k()?;
-                Ok(pieces(text)
-                    .map(|piece| bpe.encode_ordinary(piece).len())
-                    .sum())
-            }
+            TokenCounter::Cl100kBase => cl100k_count(text),
         }
     }
 }
 
+/// Exact cl100k_base tokens in `text`.
+#[cfg(feature = "tiktoken")]
+fn cl100k_count(text: &str) -> Result<usize> {
+    let bpe = cl100k()?;
+    Ok(pieces(text)
+        .map(|piece| bpe.encode_ordinary(piece).len())
+        .sum())
+}
+
+#[cfg(not(feature = "tiktoken"))]
+fn cl100k_count(_text: &str) -> Result<usize> {
+    Err(Error::invalid(
+        "token_counter",
+        "cl100k_base is not available: this build of memdb was compiled without the cargo feature `tiktoken`",
+    ))
+}
+
 /// Text up to this many bytes is counted in one call.
+#[cfg(feature = "tiktoken")]
 const WINDOW: usize = 1024;
 /// A window with no word boundary (a run of whitespace or one huge word) is
 /// cut after this many bytes.
+#[cfg(feature = "tiktoken")]
 const RUN: usize = 128;
 
 /// `text` cut into pieces tiktoken can count safely. Its pre-tokenizer
@@ -50,6 +67,7 @@ const RUN: usize = 128;
 /// (` word` starts a new token), so counts are exact there; only inside a
 /// boundary-free run longer than a window is the cut arbitrary (at most one
 /// token per cut off).
+#[cfg(feature = "tiktoken")]
 fn pieces(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = text;
     std::iter::from_fn(move || {
@@ -77,6 +95,7 @@ fn pieces(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The largest char boundary of `s` at or below `i`.
+#[cfg(feature = "tiktoken")]
 fn floor_char_boundary(s: &str, i: usize) -> usize {
     let mut i = i.min(s.len());
     while !s.is_char_boundary(i) {
@@ -85,6 +104,7 @@ fn floor_char_boundary(s: &str, i: usize) -> usize {
     i
 }
 
+#[cfg(feature = "tiktoken")]
 fn first_char_len(s: &str) -> usize {
     s.chars().next().map_or(0, char::len_utf8)
 }
@@ -94,6 +114,7 @@ pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
 }
 
+#[cfg(feature = "tiktoken")]
 fn cl100k() -> Result<&'static tiktoken_rs::CoreBPE> {
     static BPE: OnceLock<std::result::Result<tiktoken_rs::CoreBPE, String>> = OnceLock::new();
     BPE.get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string()))
@@ -115,6 +136,14 @@ mod tests {
         assert_eq!(estimate_tokens("日本語字"), 1);
     }
 
+    #[cfg(not(feature = "tiktoken"))]
+    #[test]
+    fn cl100k_without_its_feature_is_a_clear_error() {
+        let e = TokenCounter::Cl100kBase.count("hello world").unwrap_err();
+        assert!(e.to_string().contains("cargo feature `tiktoken`"), "{e}");
+    }
+
+    #[cfg(feature = "tiktoken")]
     #[test]
     fn cl100k_counts_known_strings() {
         // "hello world" is two tokens in cl100k_base ("hello", " world").
@@ -122,6 +151,7 @@ mod tests {
         assert_eq!(TokenCounter::Cl100kBase.count("").unwrap(), 0);
     }
 
+    #[cfg(feature = "tiktoken")]
     #[test]
     fn cl100k_counts_pathological_text_without_panicking() {
         // A legal 1 MiB message: spaces then one letter (tiktoken alone
@@ -141,6 +171,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "tiktoken")]
     #[test]
     fn cl100k_pieces_are_exact_on_ordinary_text() {
         // Long ordinary text is cut between words: the same count as one

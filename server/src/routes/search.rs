@@ -82,7 +82,7 @@ async fn run_query(
         results,
         query: body.query,
         mode: out.mode,
-        notes: out.notes,
+        notes: out.notes.iter().map(ToString::to_string).collect(),
         page: offset / limit + 1,
         page_size: limit,
     }))
