@@ -165,8 +165,9 @@ impl NaturalQueries {
     pub(crate) fn build(&self, text: &str) -> Option<Box<dyn Query>> {
         let mut all = Atoms::default();
         let mut content = Atoms::default();
+        let mut analyzer = self.analyzer.clone();
         for chunk in chunks(text) {
-            let atoms = self.atoms(&chunk);
+            let atoms = self.atoms(&mut analyzer, &chunk);
             if chunk_is_content(&chunk) {
                 for a in &atoms {
                     content.push(a.clone());
@@ -198,8 +199,8 @@ impl NaturalQueries {
     }
 
     /// The atoms of one chunk (see the module docs).
-    fn atoms(&self, chunk: &Chunk<'_>) -> Vec<Atom> {
-        let terms = self.terms(chunk.text);
+    fn atoms(&self, analyzer: &mut TextAnalyzer, chunk: &Chunk<'_>) -> Vec<Atom> {
+        let terms = self.terms(analyzer, chunk.text);
         let mut out = Vec::new();
         if !chunk.phrase || terms.len() < 2 {
             out.extend(terms.iter().map(|(_, t)| Atom::Term(t.clone())));
@@ -227,8 +228,7 @@ impl NaturalQueries {
     }
 
     /// `text`'s terms with their positions.
-    fn terms(&self, text: &str) -> Vec<(usize, Term)> {
-        let mut analyzer = self.analyzer.clone();
+    fn terms(&self, analyzer: &mut TextAnalyzer, text: &str) -> Vec<(usize, Term)> {
         let mut stream = analyzer.token_stream(text);
         let mut terms = Vec::new();
         stream.process(&mut |token| {
