@@ -345,8 +345,9 @@ pub enum ModelCommand {
 /// `memdb query` flags.
 #[derive(Debug, Args)]
 pub struct QueryArgs {
-    /// The query: natural language, or keyword syntax (words, "phrases",
-    /// AND/OR/-, prefix*, field:value).
+    /// The query: natural language (words and "phrases"; any other
+    /// character is text), or with `--mode keyword` the keyword syntax
+    /// (words, "phrases", AND/OR/-, prefix*, field:value).
     pub text: String,
     /// Ranking: keyword (BM25), semantic (embeddings) or hybrid (both,
     /// fused).

@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use anyhow::{Context, Result};
 use memdb::{
     ConversationUpdate, ExportFormat, FusionMethod, FusionWeights, ImportOptions, Memdb, Page,
-    SearchMode, SearchNote, SearchRequest, Selection,
+    QueryLanguage, SearchMode, SearchNote, SearchRequest, Selection,
 };
 
 use crate::args::{Cli, Command, Fusion, Mode, QueryArgs};
@@ -348,6 +348,13 @@ fn search_request(args: QueryArgs) -> Result<SearchRequest> {
         offset: args.offset,
         query: args.text,
         mode,
+        // `--mode keyword` takes the query syntax; otherwise the query is
+        // natural language (SPEC.md §7.5).
+        language: if mode == SearchMode::Keyword {
+            QueryLanguage::Syntax
+        } else {
+            QueryLanguage::Natural
+        },
         explain: args.explain,
         min_similarity: args.min_similarity,
         weights: FusionWeights {

@@ -765,12 +765,13 @@ fn bad_ids_statuses_and_values() {
         .fails_with(&["limit", "5000"]);
     db.run(&["query", "\"foo bar", "--mode", "keyword"])
         .fails_with(&["invalid query", "foo bar"]);
-    // Hybrid answers from the semantic ranking and says why keyword did not.
-    let hybrid = db.run(&["query", "\"foo bar"]).ok();
-    assert!(
-        hybrid.stdout.contains("keyword ranking skipped"),
-        "{}",
-        hybrid.stdout
+    // Without `--mode keyword` the query is natural language: the stray
+    // quote is a character and the keyword side runs.
+    let hybrid = db.run(&["--json", "query", "\"borrow checker"]).ok().json();
+    assert!(!hybrid["notes"].to_string().contains("skipped"), "{hybrid}");
+    assert_eq!(
+        hybrid["results"][0]["content"], "How does the borrow checker handle mutable references?",
+        "{hybrid}"
     );
     db.run(&["query", "   "]).fails_with(&["query", "empty"]);
     // Nothing changed.
@@ -1277,4 +1278,138 @@ fn min_similarity_floors_semantic_results() {
         "1.5",
     ])
     .fails_with(&["min_similarity", "-1..=1"]);
+}
+
+/// `memdb query` without `--mode keyword` reads natural language (SPEC.md
+/// §7.5): questions naming `CS:GO`, `C++`, `node:18`, `user@host`,
+/// `3:30pm`, with `AND`/`OR`/`NOT` as words, `(parentheses)`, `*`, a lone
+/// `"` or a balanced `"title"` answer and find the message naming the
+/// thing, keyword-only, hybrid (the keyword side runs: no "skipped" note)
+/// and semantic. `--mode keyword` keeps the syntax.
+#[test]
+fn query_reads_natural_language_unless_mode_keyword() {
+    let corpus = [
+        (
+            "cs",
+            "John wants to organize a CS:GO tournament next spring.",
+        ),
+        ("party", "John plans to organize the office party in March."),
+        (
+            "cpp",
+            "Maria writes the firmware in C++ for the vendor board.",
+        ),
+        ("node", "The CI build image is pinned to node:18 for now."),
+        (
+            "ssh",
+            "Deploy with ssh deploy@buildbox, then restart the service.",
+        ),
+        (
+            "dentist",
+            "The dentist appointment moved to 3:30pm on Thursday.",
+        ),
+        (
+            "street",
+            "The dentist office is on Main Street, by the bakery.",
+        ),
+        (
+            "logs",
+            "Whether we keep the logs or not depends on the policy.",
+        ),
+        (
+            "skillet",
+            "The skillet (the seasoned one) goes in the oven.",
+        ),
+        (
+            "hotel",
+            "The hotel by the lake got a 4* rating from the guide.",
+        ),
+        (
+            "movie",
+            "Joanna watched Eternal Sunshine of the Spotless Mind.",
+        ),
+        (
+            "book",
+            "My favourite novel is \"The Left Hand of Darkness\".",
+        ),
+    ];
+    let questions = [
+        ("Which tournaments does John organize besides CS:GO?", "cs"),
+        ("Why does Maria write firmware in C++?", "cpp"),
+        ("Which CI image is pinned to node:18?", "node"),
+        ("How do I deploy as deploy@buildbox?", "ssh"),
+        ("Is the dentist appointment at 3:30pm?", "dentist"),
+        ("Do we keep logs AND backups OR NOT?", "logs"),
+        (
+            "Does the skillet (the seasoned one) go in the oven?",
+            "skillet",
+        ),
+        ("Which hotel got a 4* rating?", "hotel"),
+        (
+            "When did Joanna watch \"Eternal Sunshine of the Spotless Mind?",
+            "movie",
+        ),
+        ("Who wrote \"The Left Hand of Darkness\"?", "book"),
+    ];
+    let db = Db::new();
+    for (label, text) in corpus {
+        let body = json!({"label": label, "folder": "/",
+                          "messages": [{"role": "user", "content": text}]});
+        db.run_stdin(
+            &["--embedder", "local", "--json", "store"],
+            Some(body.to_string().as_bytes()),
+        )
+        .ok();
+    }
+    let labels = |v: &Value| -> Vec<String> {
+        v["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["label"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    for (q, label) in questions {
+        // (embedder, extra flags, mode used, how deep the target may be)
+        for (embedder, extra, mode, top) in [
+            ("none", None, "keyword", 1),
+            ("local", None, "hybrid", 3),
+            ("local", Some("semantic"), "semantic", 3),
+        ] {
+            let mut args = vec!["--embedder", embedder, "--json", "query", q];
+            if let Some(m) = extra {
+                args.extend(["--mode", m]);
+            }
+            let v = db.run(&args).ok().json();
+            assert_eq!(v["mode"], mode, "{q:?} {embedder}: {v}");
+            assert!(!v["notes"].to_string().contains("skipped"), "{q:?}: {v}");
+            let got = labels(&v);
+            assert!(
+                got.iter().take(top).any(|l| l == label),
+                "{q:?} {mode}: {got:?}"
+            );
+        }
+    }
+    // The syntax stays behind `--mode keyword`.
+    db.run(&[
+        "--embedder",
+        "none",
+        "query",
+        questions[0].0,
+        "--mode",
+        "keyword",
+    ])
+    .fails_with(&["invalid query", "CS"]);
+    let v = db
+        .run(&[
+            "--embedder",
+            "none",
+            "--json",
+            "query",
+            "organize AND NOT party",
+            "--mode",
+            "keyword",
+        ])
+        .ok()
+        .json();
+    assert_eq!(labels(&v), vec!["cs".to_string()]);
 }

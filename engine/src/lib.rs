@@ -91,7 +91,8 @@ pub use model::validate::{
     MAX_FOLDER_BYTES, MAX_FOLDER_DEPTH, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES,
 };
 pub use query::{
-    FusionMethod, FusionWeights, MAX_OFFSET, SearchMode, SearchRequest, SearchResults,
+    FusionMethod, FusionWeights, MAX_OFFSET, QueryLanguage, SearchMode, SearchRequest,
+    SearchResults,
 };
 pub use text::budget::{
     QueryLimits, QueryShape, check as check_query, check_with as check_query_with,

@@ -1,6 +1,8 @@
 //! Fuzzes the keyword query path: the query-complexity budget
 //! (`memdb::check_query`), text search (`Memdb::search_text`) and keyword
-//! mode of `Memdb::search`, against a small fixed store (common.rs).
+//! mode of `Memdb::search`, against a small fixed store (common.rs); and
+//! the natural-language reading (SPEC.md §7.5), which must answer any text
+//! within the length limit.
 //!
 //! Errors are fine; a panic that reaches the caller or a stack overflow
 //! (on a 2 MiB stack, as in the server) is a bug (see common.rs for panics
@@ -13,7 +15,7 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use memdb::{SearchMode, SearchRequest, TextQuery};
+use memdb::{QueryLanguage, QueryLimits, SearchMode, SearchRequest, TextQuery};
 
 fuzz_target!(|data: &[u8]| {
     let s = String::from_utf8_lossy(data).into_owned();
@@ -31,6 +33,25 @@ fuzz_target!(|data: &[u8]| {
                 keyword.is_err(),
                 "check_query refused {s:?} ({e}) but keyword search accepted it"
             );
+        }
+        // Natural language is never a syntax error: within the length
+        // limit, a non-empty query answers.
+        let natural = f.db.search(
+            &SearchRequest::new(s.as_str())
+                .mode(SearchMode::Keyword)
+                .language(QueryLanguage::Natural),
+        );
+        if s.len() <= QueryLimits::DEFAULT.max_bytes && !s.trim().is_empty() {
+            if let Err(e) = &natural {
+                panic!("the natural-language path refused {s:?}: {e}");
+            }
+        } else {
+            assert!(natural.is_err(), "{} bytes accepted", s.len());
+        }
+        if let Ok(hits) = &natural {
+            for h in &hits.hits {
+                assert!(f.ids.contains(&h.message.conversation_id));
+            }
         }
         // Every hit resolves to a fixture message.
         if let Ok(hits) = &text {

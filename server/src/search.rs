@@ -2,7 +2,7 @@
 //! request fields in, engine hits, the mode actually used and the engine's
 //! notes out. Ranking and fusion are the engine's.
 
-use memdb::{Filter, Memdb, SearchHit, SearchMode, SearchRequest, Status};
+use memdb::{Filter, Memdb, QueryLanguage, SearchHit, SearchMode, SearchRequest, Status};
 use uuid::Uuid;
 
 use crate::error::ApiError;
@@ -15,6 +15,10 @@ pub struct Spec {
     pub query: String,
     /// Requested mode.
     pub mode: Mode,
+    /// How the keyword side reads the query: natural language for
+    /// `/api/v1/query` and the MCP searches, syntax for `/api/v1/search/fts`
+    /// (SPEC.md §7.5).
+    pub language: QueryLanguage,
     /// Scope.
     pub filter: Filter,
     /// Only this conversation.
@@ -97,7 +101,10 @@ pub fn run(db: &Memdb, spec: Spec) -> Result<Outcome, ApiError> {
         Mode::Semantic => SearchMode::Semantic,
         Mode::Hybrid => SearchMode::Hybrid,
     };
-    let mut req = SearchRequest::new(spec.query).mode(mode).limit(spec.limit);
+    let mut req = SearchRequest::new(spec.query)
+        .mode(mode)
+        .language(spec.language)
+        .limit(spec.limit);
     req.filter = spec.filter;
     req.conversation_id = spec.conversation_id;
     req.role = spec.role;

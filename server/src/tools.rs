@@ -261,6 +261,7 @@ pub fn memory_search(db: &Memdb, args: MemorySearchArgs) -> Result<SearchData, A
         search::Spec {
             query: args.query.clone(),
             mode: Mode::Hybrid,
+            language: memdb::QueryLanguage::Natural,
             filter: Filter {
                 label,
                 ..Filter::default()

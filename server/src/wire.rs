@@ -225,7 +225,9 @@ pub struct QueryFilters {
 /// `POST /api/v1/query` body.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct QueryBody {
-    /// The query text.
+    /// The question, in natural language in every mode: colons, quotes,
+    /// operators and wildcards are text (`/api/v1/search/fts` takes the
+    /// query syntax).
     pub query: String,
     /// Most results, 1..=1000 (default 10).
     #[serde(default)]
@@ -793,7 +795,7 @@ impl MemoryFilters {
 /// `POST /mcp/memory/search` body (the SDK's `MCPClient.memory_search`).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct MemorySearchBody {
-    /// The query.
+    /// The question, in natural language in every mode.
     pub query: String,
     /// Most results, 1..=1000 (default 10).
     #[serde(default)]

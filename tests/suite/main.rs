@@ -15,6 +15,7 @@ mod mcp_http;
 mod mcp_stdio;
 mod model;
 mod namespaces;
+mod natural_language;
 mod orchestration;
 mod recovery;
 mod remote;

@@ -215,9 +215,20 @@ fn bad_search_requests_are_clear_errors() {
     r.weights.semantic = f32::NAN;
     assert!(err(r).contains("weights.semantic"));
     assert!("fuzzy".parse::<SearchMode>().is_err());
-    // An unbalanced quote is a keyword syntax error, but hybrid search
-    // still answers from the semantic ranking and says so.
-    let r = db.search(&SearchRequest::new("hello \"world")).unwrap();
+    // Hybrid reads natural language: an unbalanced quote is a character,
+    // the keyword side runs.
+    let mut r = SearchRequest::new("hello \"world");
+    r.explain = true;
+    let r = db.search(&r).unwrap();
+    assert_eq!(r.mode, SearchMode::Hybrid);
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    assert_eq!(r.hits.len(), 1);
+    assert!(r.hits[0].explain.and_then(|e| e.keyword_rank).is_some());
+    // Read as syntax, it is a syntax error: hybrid still answers from the
+    // semantic ranking and says so; keyword mode refuses it.
+    let r = db
+        .search(&SearchRequest::new("hello \"world").language(QueryLanguage::Syntax))
+        .unwrap();
     assert_eq!(r.mode, SearchMode::Hybrid);
     assert!(
         r.notes

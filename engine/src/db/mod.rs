@@ -31,7 +31,7 @@ use crate::store::rowcache::RowCache;
 use crate::store::rows::{RowReader, RowTables};
 use crate::store::{self, OpBatch, Store};
 use crate::text::checkpoint::Checkpointer;
-use crate::text::{Opened, TextIndex};
+use crate::text::{Opened, Reading, TextIndex};
 use crate::util::lock::DirLock;
 use crate::util::time::{now, to_micros};
 use crate::vector::index::VectorIndexes;
@@ -640,12 +640,24 @@ impl Memdb {
         self.resolve_hits(&ids)
     }
 
-    /// BM25 hits as (message id, score), best first.
+    /// BM25 hits as (message id, score), best first, for a query in the
+    /// query syntax (SPEC.md §7).
     pub(crate) fn text_hits(&self, query: &TextQuery) -> Result<Vec<(u128, f32)>> {
+        self.text_hits_as(query, Reading::Syntax)
+    }
+
+    /// BM25 hits for a query read as `reading` says (syntax, or natural
+    /// language: SPEC.md §7.5).
+    pub(crate) fn text_hits_as(
+        &self,
+        query: &TextQuery,
+        reading: Reading,
+    ) -> Result<Vec<(u128, f32)>> {
         let filter = normalize_filter(&query.filter)?;
         let text = self.fresh_text()?;
         text.search(
             &query.query,
+            reading,
             self.ns_clause()?,
             &filter,
             query.conversation_id,

@@ -45,6 +45,12 @@ pub enum SearchNote {
     /// The keyword side of a hybrid search was skipped because the query
     /// has only stop words.
     KeywordStopWordsOnly,
+    /// The keyword side of a hybrid search read as natural language was
+    /// skipped because the query has no word at all (only punctuation).
+    KeywordNoWords,
+    /// A keyword search read as natural language found nothing to search
+    /// for: the query has no word at all.
+    NoWords,
     /// The keyword side of a hybrid search was skipped because the query
     /// does not parse as keyword syntax.
     KeywordSkipped {
@@ -56,6 +62,8 @@ pub enum SearchNote {
 const MIN_SIMILARITY_IGNORED: &str = "min_similarity applies to semantic rankings: ignored";
 const NO_EMBEDDER: &str = "no embedding model configured: hybrid search ran as keyword search";
 const KEYWORD_STOP_WORDS: &str = "keyword ranking skipped: the query has only stop words";
+const KEYWORD_NO_WORDS: &str = "keyword ranking skipped: the query has no words";
+const NO_WORDS: &str = "the query has no words to search for: no keyword hits";
 const KEYWORD_SKIPPED: &str = "keyword ranking skipped: ";
 const SEMANTIC_UNAVAILABLE: &str = "semantic ranking unavailable, keyword only: ";
 const TRUNCATED_HEAD: &str = "the query is longer than the model's limit of ";
@@ -78,6 +86,8 @@ impl fmt::Display for SearchNote {
             }
             SearchNote::NoEmbedder => f.write_str(NO_EMBEDDER),
             SearchNote::KeywordStopWordsOnly => f.write_str(KEYWORD_STOP_WORDS),
+            SearchNote::KeywordNoWords => f.write_str(KEYWORD_NO_WORDS),
+            SearchNote::NoWords => f.write_str(NO_WORDS),
             SearchNote::KeywordSkipped { reason } => write!(f, "{KEYWORD_SKIPPED}{reason}"),
         }
     }
@@ -97,6 +107,8 @@ impl FromStr for SearchNote {
             MIN_SIMILARITY_IGNORED => Some(SearchNote::MinSimilarityIgnored),
             NO_EMBEDDER => Some(SearchNote::NoEmbedder),
             KEYWORD_STOP_WORDS => Some(SearchNote::KeywordStopWordsOnly),
+            KEYWORD_NO_WORDS => Some(SearchNote::KeywordNoWords),
+            NO_WORDS => Some(SearchNote::NoWords),
             _ => None,
         };
         if let Some(note) = note {
@@ -166,6 +178,8 @@ mod tests {
             },
             SearchNote::NoEmbedder,
             SearchNote::KeywordStopWordsOnly,
+            SearchNote::KeywordNoWords,
+            SearchNote::NoWords,
             SearchNote::KeywordSkipped {
                 reason: "unbalanced quote".into(),
             },
@@ -186,6 +200,8 @@ mod tests {
                 "semantic ranking unavailable, keyword only: embedding failed: model gone",
                 "no embedding model configured: hybrid search ran as keyword search",
                 "keyword ranking skipped: the query has only stop words",
+                "keyword ranking skipped: the query has no words",
+                "the query has no words to search for: no keyword hits",
                 "keyword ranking skipped: unbalanced quote",
             ]
         );

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::model::filter::{MAX_LIMIT, check_limit, normalize_filter};
 use crate::model::notes::SearchNote;
 use crate::model::types::{Filter, ScoreExplain, SearchHit, TextQuery};
+use crate::text::Reading;
 use crate::vector::index::VectorSearch;
 use crate::vector::spaces::VectorFilter;
 
@@ -23,7 +24,9 @@ pub const MAX_OFFSET: usize = 10_000;
 /// Fewest candidates each ranking contributes to a hybrid fusion.
 const MIN_FUSION_DEPTH: usize = 50;
 
-/// The keyword side of a hybrid search. A plain query (no quotes,
+/// The keyword side of a hybrid search whose query is read as syntax
+/// ([`QueryLanguage::Syntax`]; natural language builds the same shape in
+/// the text index, SPEC.md §7.5). A plain query (no quotes,
 /// operators, field filters or wildcards) keeps every word for scoring but
 /// requires a match on at least one content (non-stop) word:
 /// `+(content words) all words`. So a message that matches only "in" or
@@ -99,6 +102,36 @@ impl std::str::FromStr for SearchMode {
     }
 }
 
+/// How the keyword side of a search reads the query text (SPEC.md §7.5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueryLanguage {
+    /// By mode (the default): keyword mode reads [`QueryLanguage::Syntax`],
+    /// semantic and hybrid read [`QueryLanguage::Natural`].
+    #[default]
+    Auto,
+    /// What a person or an agent says: words and (when the double quotes
+    /// balance) quoted phrases, analyzed like the index and searched as
+    /// plain terms; field names, colons, operators, parentheses, wildcards
+    /// and stray quotes are text. Never a syntax error: only the length
+    /// limit applies.
+    Natural,
+    /// memdb's query syntax (SPEC.md §7): operators, fields, prefixes,
+    /// phrases; a syntax error is `InvalidInput`.
+    Syntax,
+}
+
+impl QueryLanguage {
+    /// Whether a search in `mode` reads its query as natural language.
+    pub fn is_natural(self, mode: SearchMode) -> bool {
+        match self {
+            QueryLanguage::Auto => mode != SearchMode::Keyword,
+            QueryLanguage::Natural => true,
+            QueryLanguage::Syntax => false,
+        }
+    }
+}
+
 /// How hybrid search combines its two rankings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -145,11 +178,16 @@ impl Default for FusionWeights {
 /// A search request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchRequest {
-    /// The query: natural language, or keyword query syntax.
+    /// The query: natural language, or keyword query syntax (see
+    /// `language`).
     pub query: String,
     /// Ranking mode (default hybrid).
     #[serde(default)]
     pub mode: SearchMode,
+    /// How the keyword side reads `query` (default by mode: syntax in
+    /// keyword mode, natural language otherwise).
+    #[serde(default)]
+    pub language: QueryLanguage,
     /// Conversation scope filters.
     #[serde(default)]
     pub filter: Filter,
@@ -184,6 +222,7 @@ impl SearchRequest {
         SearchRequest {
             query: query.into(),
             mode: SearchMode::Hybrid,
+            language: QueryLanguage::Auto,
             filter: Filter::default(),
             conversation_id: None,
             role: None,
@@ -208,6 +247,12 @@ impl SearchRequest {
         self
     }
 
+    /// The same request with its query read as `language`.
+    pub fn language(mut self, language: QueryLanguage) -> Self {
+        self.language = language;
+        self
+    }
+
     /// The same request with at most `limit` hits.
     pub fn limit(mut self, limit: usize) -> Self {
         self.limit = limit;
@@ -226,6 +271,15 @@ pub struct SearchResults {
     /// What the caller should know: truncation, fallbacks, messages not
     /// embedded yet.
     pub notes: Vec<SearchNote>,
+}
+
+/// How the text index reads the query.
+fn reading(natural: bool) -> Reading {
+    if natural {
+        Reading::Natural
+    } else {
+        Reading::Syntax
+    }
 }
 
 /// A ranked list of (message id, score), best first.
@@ -369,10 +423,16 @@ impl Memdb {
             ));
         }
         let filter = normalize_filter(&req.filter)?;
+        let natural = req.language.is_natural(req.mode);
         if req.mode != SearchMode::Semantic {
             // Over budget is refused outright, not skipped as a keyword
-            // side that does not parse is (SPEC §7.4).
-            crate::text::budget::check(&req.query)?;
+            // side that does not parse is (SPEC §7.4). Natural language
+            // can only be too long.
+            if natural {
+                crate::text::budget::check_natural(&req.query)?;
+            } else {
+                crate::text::budget::check(&req.query)?;
+            }
         }
         let mut notes = Vec::new();
         let window = req.offset + req.limit;
@@ -381,7 +441,13 @@ impl Memdb {
                 if req.min_similarity.is_some() {
                     notes.push(SearchNote::MinSimilarityIgnored);
                 }
-                let ids = self.text_hits(&self.text_query(req, &filter, req.limit, req.offset))?;
+                if natural && !crate::text::natural::has_words(&req.query) {
+                    notes.push(SearchNote::NoWords);
+                }
+                let ids = self.text_hits_as(
+                    &self.text_query(req, &filter, req.limit, req.offset),
+                    reading(natural),
+                )?;
                 let mut hits = self.resolve_hits(&ids)?;
                 if req.explain {
                     for (i, h) in hits.iter_mut().enumerate() {
@@ -519,25 +585,46 @@ impl Memdb {
             }
             Err(e) => return Err(e),
         };
-        let keyword_query = match hybrid_keyword_query(&req.query) {
-            Some(q) => q,
-            None if semantic.is_some() => {
+        let natural = req.language.is_natural(req.mode);
+        let keyword_query = if natural {
+            // Natural language (SPEC.md §7.5): the text index requires a
+            // content word itself; without one, a keyword match would be
+            // one through stop words only.
+            if !crate::text::natural::has_words(&req.query) {
+                notes.push(if semantic.is_some() {
+                    SearchNote::KeywordNoWords
+                } else {
+                    SearchNote::NoWords
+                });
+                String::new()
+            } else if semantic.is_some() && !crate::text::natural::has_content(&req.query) {
                 notes.push(SearchNote::KeywordStopWordsOnly);
                 String::new()
+            } else {
+                req.query.clone()
             }
-            None => req.query.clone(),
+        } else {
+            match hybrid_keyword_query(&req.query) {
+                Some(q) => q,
+                None if semantic.is_some() => {
+                    notes.push(SearchNote::KeywordStopWordsOnly);
+                    String::new()
+                }
+                None => req.query.clone(),
+            }
         };
         let keyword = match (!keyword_query.is_empty())
             .then(|| {
                 let mut q = self.text_query(req, filter, depth, 0);
                 q.query = keyword_query;
-                self.text_hits(&q)
+                self.text_hits_as(&q, reading(natural))
             })
             .transpose()
         {
             Ok(r) => r,
-            // Natural-language queries may not parse as keyword syntax
-            // (an unbalanced quote): the semantic ranking still answers.
+            // A query read as syntax may not parse (an unbalanced quote):
+            // the semantic ranking still answers. Natural language never
+            // fails here.
             Err(Error::InvalidInput { field, reason })
                 if field == "query" && semantic.is_some() =>
             {

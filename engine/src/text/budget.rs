@@ -82,10 +82,14 @@ pub fn check(query: &str) -> Result<QueryShape> {
     check_with(query, &QueryLimits::DEFAULT)
 }
 
-/// Checks `query` against `limits`: `Ok` with what it counted, or
-/// `InvalidInput { field: "query" }` naming the first limit exceeded.
-/// Linear in the query's length; stops at the first limit crossed.
-pub fn check_with(query: &str, limits: &QueryLimits) -> Result<QueryShape> {
+/// Checks a natural-language query (`natural.rs`) against
+/// [`QueryLimits::DEFAULT`]: only its length can be over budget, since it
+/// is never parsed and makes no regex, prefix or nested term.
+pub(crate) fn check_natural(query: &str) -> Result<()> {
+    check_length(query, &QueryLimits::DEFAULT)
+}
+
+fn check_length(query: &str, limits: &QueryLimits) -> Result<()> {
     if query.len() > limits.max_bytes {
         return Err(Error::invalid(
             "query",
@@ -96,6 +100,14 @@ pub fn check_with(query: &str, limits: &QueryLimits) -> Result<QueryShape> {
             ),
         ));
     }
+    Ok(())
+}
+
+/// Checks `query` against `limits`: `Ok` with what it counted, or
+/// `InvalidInput { field: "query" }` naming the first limit exceeded.
+/// Linear in the query's length; stops at the first limit crossed.
+pub fn check_with(query: &str, limits: &QueryLimits) -> Result<QueryShape> {
+    check_length(query, limits)?;
     let bytes = query.as_bytes();
     let mut shape = QueryShape::default();
     let mut parens = 0usize;
@@ -342,6 +354,24 @@ mod tests {
             }
             other => panic!("{q:?} passed the budget: {other:?}"),
         }
+    }
+
+    #[test]
+    fn natural_language_is_over_budget_only_by_length() {
+        // What the syntax budget refuses is text to a natural-language query.
+        for q in [
+            "(".repeat(4000),
+            "a* ".repeat(100),
+            "content_raw:/(?:.?){55}aa/ ".repeat(5),
+            "NOT ".repeat(100),
+        ] {
+            assert!(check(&q).is_err(), "{q:?}");
+            check_natural(&q).unwrap();
+        }
+        let long = "x".repeat(QueryLimits::DEFAULT.max_bytes + 1);
+        let e = check_natural(&long).unwrap_err().to_string();
+        assert!(e.contains("the limit is 8192 bytes"), "{e}");
+        check_natural(&long[1..]).unwrap();
     }
 
     #[test]

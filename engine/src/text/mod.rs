@@ -19,6 +19,7 @@
 
 pub(crate) mod budget;
 pub(crate) mod checkpoint;
+pub(crate) mod natural;
 pub(crate) mod pairs;
 pub(crate) mod plainquery;
 pub(crate) mod softdir;
@@ -52,6 +53,7 @@ use crate::error::{Error, Result};
 use crate::model::types::{Filter, Status};
 use crate::store::conversations::{ConversationsView, conversation_message_ids};
 use crate::store::{self, Store};
+use crate::text::natural::NaturalQueries;
 use crate::text::pairs::{PAIRS_TOKENIZER, PairTokenizer};
 use crate::text::plainquery::PlainQueries;
 use softdir::SoftDirectory;
@@ -231,6 +233,8 @@ pub(crate) struct TextIndex {
     parser: QueryParser,
     /// Builds plain queries (words, one phrase) without the parser.
     plain: PlainQueries,
+    /// Builds natural-language queries (never parsed).
+    natural: NaturalQueries,
     state: Mutex<State>,
     committed: AtomicU64,
     /// LSN of the last checkpoint: what survives a power loss.
@@ -241,6 +245,16 @@ pub(crate) struct TextIndex {
     merge_wanted: AtomicBool,
     directory: SoftDirectory,
     ids: Mutex<IdColumnCache>,
+}
+
+/// How [`TextIndex::search`] reads the query text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// memdb's query syntax (SPEC.md §7): parsed, within the budget.
+    Syntax,
+    /// Natural language (`natural.rs`, SPEC.md §7.5): words and balanced
+    /// quoted phrases, never parsed; only its length is limited.
+    Natural,
 }
 
 /// Outcome of opening the index directory.
@@ -350,7 +364,8 @@ impl TextIndex {
             .try_into()?;
         let mut parser = QueryParser::for_index(&index, vec![fields.content]);
         parser.allow_regexes();
-        let plain = PlainQueries::new(fields.content, Some(fields.content_pairs), stemmer);
+        let plain = PlainQueries::new(fields.content, Some(fields.content_pairs), stemmer.clone());
+        let natural = NaturalQueries::new(fields.content, Some(fields.content_pairs), stemmer);
         Ok(TextIndex {
             dir: dir.to_path_buf(),
             fields,
@@ -358,6 +373,7 @@ impl TextIndex {
             reader,
             parser,
             plain,
+            natural,
             state: Mutex::new(State {
                 applied_lsn: lsn,
                 committed_lsn: lsn,
@@ -757,12 +773,14 @@ impl TextIndex {
             .map_err(|e| Error::invalid("query", format!("{e} (in {query:?})")))
     }
 
-    /// Runs a query and returns (message id, score), best first.
-    /// `namespace` is `None` when the store has one namespace.
+    /// Runs a query, read as `reading` says, and returns (message id,
+    /// score), best first. `namespace` is `None` when the store has one
+    /// namespace.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn search(
         &self,
         query_text: &str,
+        reading: Reading,
         namespace: Option<u32>,
         filter: &Filter,
         conversation: Option<Uuid>,
@@ -774,10 +792,22 @@ impl TextIndex {
         // The parser recurses per nesting level and compiles regexes as it
         // goes: every keyword search passes here, and nothing over the
         // budget goes further (SPEC §7.4).
-        crate::text::budget::check(query_text)?;
-        let user = match self.plain.build(query_text) {
-            Some(q) => q,
-            None => self.parse(query_text)?,
+        let user = match reading {
+            Reading::Syntax => {
+                crate::text::budget::check(query_text)?;
+                match self.plain.build(query_text) {
+                    Some(q) => q,
+                    None => self.parse(query_text)?,
+                }
+            }
+            Reading::Natural => {
+                crate::text::budget::check_natural(query_text)?;
+                match self.natural.build(query_text) {
+                    Some(q) => q,
+                    // No term at all: nothing matches.
+                    None => return Ok(Vec::new()),
+                }
+            }
         };
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, user)];
         let mut must = |q: Box<dyn Query>| {

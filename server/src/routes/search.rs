@@ -54,6 +54,9 @@ async fn run_query(
     let spec = Spec {
         query: body.query.clone(),
         mode: body.mode.unwrap_or(Mode::Hybrid),
+        // What a person or an agent says, in every mode: only
+        // `/api/v1/search/fts` takes the query syntax.
+        language: memdb::QueryLanguage::Natural,
         filter,
         conversation_id,
         role,
@@ -127,6 +130,7 @@ pub async fn fts(
     let spec = Spec {
         query: body.query.clone(),
         mode: Mode::Keyword,
+        language: memdb::QueryLanguage::Syntax,
         filter: Filter::default(),
         conversation_id: None,
         role: None,
