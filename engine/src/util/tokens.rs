@@ -1,6 +1,6 @@
 //! Token counting for context budgets and summaries: a fast estimate
-//! (4 characters per token) or exact cl100k_base counts (tiktoken-rs, whose
-//! BPE tables are bundled, so it works offline).
+//! (4 characters per token) or exact cl100k_base / o200k_base counts
+//! (tiktoken-rs, whose BPE tables are bundled, so it works offline).
 
 use std::sync::OnceLock;
 
@@ -18,6 +18,9 @@ pub enum TokenCounter {
     Estimate,
     /// Exact counts with OpenAI's `cl100k_base` encoding.
     Cl100kBase,
+    /// Exact counts with OpenAI's `o200k_base` encoding (the gpt-4o family;
+    /// what Memorg 0.1.2 counts with via `encoding_for_model("gpt-4o-mini")`).
+    O200kBase,
 }
 
 impl TokenCounter {
@@ -25,14 +28,16 @@ impl TokenCounter {
     pub fn count(self, text: &str) -> Result<usize> {
         match self {
             TokenCounter::Estimate => Ok(estimate_tokens(text)),
-            TokenCounter::Cl100kBase => {
-                let bpe = cl100k()?;
-                Ok(pieces(text)
-                    .map(|piece| bpe.encode_ordinary(piece).len())
-                    .sum())
-            }
+            TokenCounter::Cl100kBase => Ok(count_with(cl100k()?, text)),
+            TokenCounter::O200kBase => Ok(count_with(o200k()?, text)),
         }
     }
+}
+
+fn count_with(bpe: &tiktoken_rs::CoreBPE, text: &str) -> usize {
+    pieces(text)
+        .map(|piece| bpe.encode_ordinary(piece).len())
+        .sum()
 }
 
 /// Text up to this many bytes is counted in one call.
@@ -101,6 +106,13 @@ fn cl100k() -> Result<&'static tiktoken_rs::CoreBPE> {
         .map_err(|e| Error::invalid("tokenizer", format!("cl100k_base unavailable: {e}")))
 }
 
+fn o200k() -> Result<&'static tiktoken_rs::CoreBPE> {
+    static BPE: OnceLock<std::result::Result<tiktoken_rs::CoreBPE, String>> = OnceLock::new();
+    BPE.get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| Error::invalid("tokenizer", format!("o200k_base unavailable: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +132,22 @@ mod tests {
         // "hello world" is two tokens in cl100k_base ("hello", " world").
         assert_eq!(TokenCounter::Cl100kBase.count("hello world").unwrap(), 2);
         assert_eq!(TokenCounter::Cl100kBase.count("").unwrap(), 0);
+    }
+
+    #[test]
+    fn o200k_counts_known_strings_and_differs_from_cl100k() {
+        assert_eq!(TokenCounter::O200kBase.count("hello world").unwrap(), 2);
+        assert_eq!(TokenCounter::O200kBase.count("").unwrap(), 0);
+        // o200k's larger vocabulary packs non-English text tighter.
+        let text = "これは日本語のテキストです。トークン数を比べます。".repeat(4);
+        let o = TokenCounter::O200kBase.count(&text).unwrap();
+        let c = TokenCounter::Cl100kBase.count(&text).unwrap();
+        assert!(o < c, "o200k {o} vs cl100k {c}");
+        let long = "word ".repeat(3000);
+        assert_eq!(
+            TokenCounter::O200kBase.count(&long).unwrap(),
+            o200k().unwrap().encode_ordinary(&long).len()
+        );
     }
 
     #[test]
