@@ -6,6 +6,10 @@
 //!   `custom_type`), search and memory scopes, tag edits;
 //! - [`filter`]: Chroma-style `where` metadata filters, parsed once and
 //!   evaluated over `serde_json` metadata;
+//! - [`parse`]: an exchange message's parsed content (entities, intents,
+//!   sentiment) by a deterministic heuristic, with a hook for a model;
+//! - [`temporal`]: temporal constraints from query text ("yesterday",
+//!   "last week", "in March", ISO dates) relative to a reference time;
 //!
 //! Design choice: nothing here touches the store, an index or a provider.
 //! The engine's storage side feeds these modules rows and vectors and
@@ -15,3 +19,5 @@
 
 pub mod filter;
 pub mod items;
+pub mod parse;
+pub mod temporal;
