@@ -14,6 +14,9 @@
 //!   strategies (recency-weighted, topic coherence);
 //! - [`scorer`]: the multi-factor scorer behind `search_context`, with
 //!   per-factor explanations, computed match types and pagination;
+//! - [`working_memory`]: the token-budgeted working-memory buffer;
+//! - [`optimizer`]: the context-window optimizer (summarize, fit a token
+//!   budget, render the prompt templates).
 //!
 //! ```
 //! use chrono::{TimeZone, Utc};
@@ -50,6 +53,8 @@
 pub mod filter;
 pub mod importance;
 pub mod items;
+pub mod optimizer;
 pub mod parse;
 pub mod scorer;
 pub mod temporal;
+pub mod working_memory;
