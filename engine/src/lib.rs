@@ -41,10 +41,6 @@ mod db;
 mod embed;
 mod error;
 mod llm;
-/// Memorg's model, the storage-independent logic (SPEC.md §22): memory-item
-/// kinds and scopes, metadata filters, content parsing, temporal
-/// constraints, importance, the multi-factor scorer, working memory and
-/// the context-window optimizer.
 pub mod memorg;
 mod model;
 mod query;
