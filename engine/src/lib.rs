@@ -41,6 +41,7 @@ mod db;
 mod embed;
 mod error;
 mod llm;
+pub mod memorg;
 mod model;
 mod query;
 mod store;

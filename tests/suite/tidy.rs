@@ -152,6 +152,7 @@ const LAYERS: &[&[&str]] = &[
     &["db"],
     &["query"],
     &["conversations"],
+    &["memorg"],
 ];
 
 fn layer_of(subsystem: &str) -> Option<usize> {

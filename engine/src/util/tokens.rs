@@ -1,7 +1,8 @@
 //! Token counting for context budgets and summaries: a fast estimate
-//! (4 characters per token) or exact cl100k_base counts (tiktoken-rs, whose
-//! BPE tables are bundled, so it works offline; cargo feature `tiktoken`,
-//! without which asking for cl100k_base is an error naming the feature).
+//! (4 characters per token) or exact cl100k_base / o200k_base counts
+//! (tiktoken-rs, whose BPE tables are bundled, so it works offline; cargo
+//! feature `tiktoken`, without which asking for either is an error naming
+//! the feature).
 
 #[cfg(feature = "tiktoken")]
 use std::sync::OnceLock;
@@ -21,6 +22,9 @@ pub enum TokenCounter {
     /// Exact counts with OpenAI's `cl100k_base` encoding (cargo feature
     /// `tiktoken`; without it, counting is an `InvalidInput` error).
     Cl100kBase,
+    /// Exact counts with OpenAI's `o200k_base` encoding (the gpt-4o family;
+    /// what Memorg 0.1.2 counts with via `encoding_for_model("gpt-4o-mini")`).
+    O200kBase,
 }
 
 impl TokenCounter {
@@ -28,25 +32,40 @@ impl TokenCounter {
     pub fn count(self, text: &str) -> Result<usize> {
         match self {
             TokenCounter::Estimate => Ok(estimate_tokens(text)),
-            TokenCounter::Cl100kBase => cl100k_count(text),
+            TokenCounter::Cl100kBase => bpe_count(Encoding::Cl100k, text),
+            TokenCounter::O200kBase => bpe_count(Encoding::O200k, text),
         }
     }
 }
 
-/// Exact cl100k_base tokens in `text`.
+/// The exact BPE encodings.
+#[derive(Clone, Copy)]
+enum Encoding {
+    Cl100k,
+    O200k,
+}
+
+/// Exact tokens of `text` in `encoding`.
 #[cfg(feature = "tiktoken")]
-fn cl100k_count(text: &str) -> Result<usize> {
-    let bpe = cl100k()?;
+fn bpe_count(encoding: Encoding, text: &str) -> Result<usize> {
+    let bpe = match encoding {
+        Encoding::Cl100k => cl100k()?,
+        Encoding::O200k => o200k()?,
+    };
     Ok(pieces(text)
         .map(|piece| bpe.encode_ordinary(piece).len())
         .sum())
 }
 
 #[cfg(not(feature = "tiktoken"))]
-fn cl100k_count(_text: &str) -> Result<usize> {
+fn bpe_count(encoding: Encoding, _text: &str) -> Result<usize> {
+    let name = match encoding {
+        Encoding::Cl100k => "cl100k_base",
+        Encoding::O200k => "o200k_base",
+    };
     Err(Error::invalid(
         "token_counter",
-        "cl100k_base is not available: this build of memdb was compiled without the cargo feature `tiktoken`",
+        format!("{name} is not available: this build of memdb was compiled without the cargo feature `tiktoken`"),
     ))
 }
 
@@ -122,6 +141,14 @@ fn cl100k() -> Result<&'static tiktoken_rs::CoreBPE> {
         .map_err(|e| Error::invalid("tokenizer", format!("cl100k_base unavailable: {e}")))
 }
 
+#[cfg(feature = "tiktoken")]
+fn o200k() -> Result<&'static tiktoken_rs::CoreBPE> {
+    static BPE: OnceLock<std::result::Result<tiktoken_rs::CoreBPE, String>> = OnceLock::new();
+    BPE.get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| Error::invalid("tokenizer", format!("o200k_base unavailable: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +179,22 @@ mod tests {
     }
 
     #[cfg(feature = "tiktoken")]
+    #[test]
+    fn o200k_counts_known_strings_and_differs_from_cl100k() {
+        assert_eq!(TokenCounter::O200kBase.count("hello world").unwrap(), 2);
+        assert_eq!(TokenCounter::O200kBase.count("").unwrap(), 0);
+        // o200k's larger vocabulary packs non-English text tighter.
+        let text = "これは日本語のテキストです。トークン数を比べます。".repeat(4);
+        let o = TokenCounter::O200kBase.count(&text).unwrap();
+        let c = TokenCounter::Cl100kBase.count(&text).unwrap();
+        assert!(o < c, "o200k {o} vs cl100k {c}");
+        let long = "word ".repeat(3000);
+        assert_eq!(
+            TokenCounter::O200kBase.count(&long).unwrap(),
+            o200k().unwrap().encode_ordinary(&long).len()
+        );
+    }
+
     #[test]
     fn cl100k_counts_pathological_text_without_panicking() {
         // A legal 1 MiB message: spaces then one letter (tiktoken alone
