@@ -12,8 +12,8 @@
 use std::sync::{Arc, OnceLock};
 
 use memdb::{
-    Config, Embedder, Hashing, LocalOnnx, Memdb, QueryLanguage, QueryLimits, SearchMode, SearchNote,
-    SearchRequest, default_models_dir,
+    Config, Embedder, Hashing, LocalOnnx, Memdb, QueryLanguage, QueryLimits, SearchMode,
+    SearchNote, SearchRequest, default_models_dir,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};

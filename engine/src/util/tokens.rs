@@ -65,7 +65,9 @@ fn bpe_count(encoding: Encoding, _text: &str) -> Result<usize> {
     };
     Err(Error::invalid(
         "token_counter",
-        format!("{name} is not available: this build of memdb was compiled without the cargo feature `tiktoken`"),
+        format!(
+            "{name} is not available: this build of memdb was compiled without the cargo feature `tiktoken`"
+        ),
     ))
 }
 
