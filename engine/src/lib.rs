@@ -72,6 +72,10 @@ pub use conversations::summary::{
 pub use db::Memdb;
 pub use db::embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use db::namespace::{MAX_NAMESPACE_BYTES, NamespaceInfo, validate_namespace};
+pub use db::records::{
+    MAX_RECORD_JSON_BYTES, MAX_RECORD_TEXT_BYTES, MAX_TAGS, NewRecord, Record, RecordCandidates,
+    RecordChange, RecordFilter, RecordKind,
+};
 pub use embed::{
     Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, ModelIdentity, OpenAiSettings,
     SelectedEmbedder, default_models_dir, select_embedder,

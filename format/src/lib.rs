@@ -34,6 +34,7 @@
 
 mod envelope;
 mod generation;
+mod item;
 mod query_cache;
 mod records;
 mod summary;
@@ -46,6 +47,7 @@ pub use generation::{
     MAX_LEVELS, MAX_NEIGHBORS, Metric, NO_ENTRY_POINT, Neighbors, SECTION_ALIGN, Section,
     SectionInfo,
 };
+pub use item::ItemRecord;
 pub use query_cache::{QUERY_CACHE_HEADER_LEN, QueryCacheEntry};
 pub use records::{
     CONVERSATION_RECORD_VERSION, ContentRecord, ConversationRecord, MessageRecord, NamespaceRecord,

@@ -158,6 +158,11 @@ pub enum Op {
     /// A summary of the conversation was stored (table `summaries`). No
     /// derived index holds summaries today; the op gives the write its LSN.
     PutSummary([u8; 16]),
+    /// A generic record (table `records`) was created or replaced: (re)index
+    /// it. Its vector, if any, is recorded as [`Op::PutVector`].
+    PutRecord([u8; 16]),
+    /// A generic record was removed: drop it from every index.
+    DeleteRecord([u8; 16]),
 }
 
 /// A vector space (table `vector_spaces`, key = its name): one embedding

@@ -8,6 +8,7 @@
 
 pub(crate) mod embedding;
 pub(crate) mod namespace;
+pub(crate) mod records;
 mod spaces;
 
 use std::path::{Path, PathBuf};
@@ -321,7 +322,7 @@ impl Memdb {
     }
 
     /// Makes every returned write visible to text search.
-    fn fresh_text(&self) -> Result<Arc<TextIndex>> {
+    pub(crate) fn fresh_text(&self) -> Result<Arc<TextIndex>> {
         let mut text = self.text();
         if text.applied_lsn() < self.last_lsn.load(Ordering::Acquire) {
             let _g = self.lock_writes();
@@ -765,8 +766,9 @@ impl Memdb {
         let view = ConversationsView::open(&txn)?;
         let convs = view.conversation_count()?;
         let store_ids = view.message_ids()?;
-        let indexed_ids = text.all_ids()?;
+        let (indexed_ids, indexed_record_ids) = text.all_ids_by_class()?;
         let indexed = indexed_ids.len() as u64;
+        let indexed_records = indexed_record_ids.len() as u64;
         let indexed_set: std::collections::BTreeSet<u128> = indexed_ids.into_iter().collect();
         let mut extra: Vec<Uuid> = indexed_set
             .difference(&store_ids)
@@ -776,14 +778,37 @@ impl Memdb {
             // Duplicate documents for one message are an inconsistency too.
             extra.push(Uuid::nil());
         }
+        let mut record_ids = std::collections::BTreeSet::new();
+        crate::store::records::RecordsView::open(&txn)?.for_each(|id, _| {
+            record_ids.insert(id);
+            Ok(())
+        })?;
+        let indexed_record_set: std::collections::BTreeSet<u128> =
+            indexed_record_ids.into_iter().collect();
+        extra.extend(
+            indexed_record_set
+                .difference(&record_ids)
+                .map(|&i| Uuid::from_u128(i)),
+        );
+        if indexed_record_set.len() as u64 != indexed_records {
+            extra.push(Uuid::nil());
+        }
+        let mut missing: Vec<Uuid> = store_ids
+            .difference(&indexed_set)
+            .map(|&i| Uuid::from_u128(i))
+            .collect();
+        missing.extend(
+            record_ids
+                .difference(&indexed_record_set)
+                .map(|&i| Uuid::from_u128(i)),
+        );
         Ok(CheckReport {
             conversations: convs,
             messages: store_ids.len() as u64,
             indexed,
-            missing_from_index: store_ids
-                .difference(&indexed_set)
-                .map(|&i| Uuid::from_u128(i))
-                .collect(),
+            records: record_ids.len() as u64,
+            indexed_records,
+            missing_from_index: missing,
             extra_in_index: extra,
             store_lsn: self.store.last_lsn()?,
             text_index_lsn: text.committed_lsn(),

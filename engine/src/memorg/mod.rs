@@ -56,5 +56,6 @@ pub mod items;
 pub mod optimizer;
 pub mod parse;
 pub mod scorer;
+pub mod system;
 pub mod temporal;
 pub mod working_memory;

@@ -419,9 +419,9 @@ pub struct CheckReport {
     pub messages: u64,
     /// Documents in the text index.
     pub indexed: u64,
-    /// Messages the index lacks.
+    /// Messages (and generic records) the index lacks.
     pub missing_from_index: Vec<Uuid>,
-    /// Index documents with no message.
+    /// Index documents with no message or record.
     pub extra_in_index: Vec<Uuid>,
     /// LSN of the last write in the store.
     pub store_lsn: u64,
@@ -435,6 +435,12 @@ pub struct CheckReport {
     /// `8 x log8(documents)` at most).
     #[serde(default)]
     pub text_segments: u64,
+    /// Generic records in the store (SPEC.md §9.2).
+    #[serde(default)]
+    pub records: u64,
+    /// Generic-record documents in the text index.
+    #[serde(default)]
+    pub indexed_records: u64,
 }
 
 /// Where the text index stands against the store, cheap to read (no scan;
@@ -478,6 +484,7 @@ impl CheckReport {
         self.missing_from_index.is_empty()
             && self.extra_in_index.is_empty()
             && self.messages == self.indexed
+            && self.records == self.indexed_records
     }
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod namespaces;
 
 pub(crate) mod embed_queue;
 pub(crate) mod query_cache;
+pub(crate) mod records;
 pub(crate) mod rowcache;
 pub(crate) mod rows;
 pub(crate) mod vectors;
@@ -211,6 +212,9 @@ impl Store {
             txn.open_table(EMBED_QUEUE)?;
             txn.open_table(QUERY_CACHE)?;
             txn.open_table(QUERY_CACHE_ORDER)?;
+            txn.open_table(records::RECORDS)?;
+            txn.open_table(records::RECORD_CHILDREN)?;
+            txn.open_table(records::RECORDS_BY_KIND)?;
             let mut meta = txn.open_table(META)?;
             let found = meta.get(KEY_SCHEMA)?.map(|v| v.value());
             match found {

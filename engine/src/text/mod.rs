@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
+use memdb_format::{ContentRecord, ConversationRecord, ItemRecord, MessageRecord, Op};
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::index::SegmentId;
@@ -52,6 +52,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::types::{Filter, Status};
 use crate::store::conversations::{ConversationsView, conversation_message_ids};
+use crate::store::records::RecordsView;
 use crate::store::{self, Store};
 use crate::text::natural::NaturalQueries;
 use crate::text::pairs::{PAIRS_TOKENIZER, PairTokenizer};
@@ -63,10 +64,12 @@ use softdir::SoftDirectory;
 /// bumped because commit 98050f2 wrote version-2 indexes while background
 /// merges could still leave duplicate documents (SPEC.md §5), so those are
 /// not trusted. 4: adds `content_pairs` (two-word phrases, `pairs.rs`).
-const TEXT_SCHEMA_VERSION: u32 = 5;
+/// 6: generic records (`rkind`, `rtext`, `rscope`, `rtags`).
+const TEXT_SCHEMA_VERSION: u32 = 6;
 const LOWER_TOKENIZER: &str = "memdb_lower";
 const ID_HI: &str = "id_hi";
 const ID_LO: &str = "id_lo";
+const RKIND: &str = "rkind";
 /// Segments allowed before [`TextIndex::compact`] merges them all into one.
 const MAX_SEGMENTS: usize = 8;
 /// Tiered merging: segments of the same size class (a power of
@@ -94,6 +97,13 @@ struct Fields {
     ts: Field,
     importance: Field,
     namespace: Field,
+    /// Generic records (`store/records.rs`): their kind code (messages have
+    /// none), text, ancestors and tags. Records never share a text field
+    /// with messages, so no message query can match one.
+    rkind: Field,
+    rtext: Field,
+    rscope: Field,
+    rtags: Field,
 }
 
 /// Indexing of `content`: stemmed words with freqs and positions.
@@ -134,6 +144,10 @@ fn schema() -> (Schema, Fields) {
         ts: b.add_i64_field("timestamp", INDEXED | FAST),
         importance: b.add_u64_field("importance", INDEXED | FAST),
         namespace: b.add_u64_field("namespace", INDEXED),
+        rkind: b.add_u64_field(RKIND, INDEXED | FAST),
+        rtext: b.add_text_field("rtext", content_options()),
+        rscope: b.add_text_field("rscope", STRING),
+        rtags: b.add_text_field("rtags", STRING),
     };
     (b.build(), fields)
 }
@@ -235,6 +249,8 @@ pub(crate) struct TextIndex {
     plain: PlainQueries,
     /// Builds natural-language queries (never parsed).
     natural: NaturalQueries,
+    /// The same over generic records' text.
+    natural_records: NaturalQueries,
     state: Mutex<State>,
     committed: AtomicU64,
     /// LSN of the last checkpoint: what survives a power loss.
@@ -245,6 +261,20 @@ pub(crate) struct TextIndex {
     merge_wanted: AtomicBool,
     directory: SoftDirectory,
     ids: Mutex<IdColumnCache>,
+}
+
+/// The conditions of [`TextIndex::search_records`]; all must hold.
+pub(crate) struct RecordTextFilter<'a> {
+    /// The namespace id.
+    pub(crate) namespace: u32,
+    /// Record kinds (at least one).
+    pub(crate) kinds: &'a [u16],
+    /// Only descendants of this record.
+    pub(crate) scope: Option<u128>,
+    /// Only records carrying every one of these tags.
+    pub(crate) tags: &'a [String],
+    /// Only these records.
+    pub(crate) allowed: Option<&'a HashSet<u128>>,
 }
 
 /// How [`TextIndex::search`] reads the query text.
@@ -365,7 +395,9 @@ impl TextIndex {
         let mut parser = QueryParser::for_index(&index, vec![fields.content]);
         parser.allow_regexes();
         let plain = PlainQueries::new(fields.content, Some(fields.content_pairs), stemmer.clone());
-        let natural = NaturalQueries::new(fields.content, Some(fields.content_pairs), stemmer);
+        let natural =
+            NaturalQueries::new(fields.content, Some(fields.content_pairs), stemmer.clone());
+        let natural_records = NaturalQueries::new(fields.rtext, None, stemmer);
         Ok(TextIndex {
             dir: dir.to_path_buf(),
             fields,
@@ -374,6 +406,7 @@ impl TextIndex {
             parser,
             plain,
             natural,
+            natural_records,
             state: Mutex::new(State {
                 applied_lsn: lsn,
                 committed_lsn: lsn,
@@ -416,6 +449,11 @@ impl TextIndex {
                         writer.add_document(t.document(id, &msg, scope))?;
                     }
                 }
+                let records = RecordsView::open(&txn)?;
+                records.for_each(|id, rec| {
+                    writer.add_document(t.record_document(id, &rec, &records)?)?;
+                    Ok(())
+                })?;
             }
             {
                 let mut state = t.state_lock();
@@ -511,6 +549,42 @@ impl TextIndex {
         doc
     }
 
+    /// The document of generic record `id`: its text, kind, namespace,
+    /// creation time, tags and every ancestor's id (`rscope`, so a scope
+    /// filter is one term).
+    fn record_document(
+        &self,
+        id: u128,
+        rec: &ItemRecord,
+        view: &RecordsView,
+    ) -> Result<TantivyDocument> {
+        let f = &self.fields;
+        let mut doc = TantivyDocument::default();
+        doc.add_text(
+            f.id,
+            Uuid::from_u128(id).hyphenated().encode_lower(&mut [0; 36]),
+        );
+        doc.add_u64(f.id_hi, (id >> 64) as u64);
+        doc.add_u64(f.id_lo, id as u64);
+        doc.add_text(f.kind, "record");
+        doc.add_u64(f.rkind, u64::from(rec.kind));
+        doc.add_text(f.rtext, &rec.text);
+        for tag in &rec.tags {
+            doc.add_text(f.rtags, tag);
+        }
+        for ancestor in crate::store::records::ancestors(view, rec)? {
+            doc.add_text(
+                f.rscope,
+                Uuid::from_u128(ancestor)
+                    .hyphenated()
+                    .encode_lower(&mut [0; 36]),
+            );
+        }
+        doc.add_i64(f.ts, rec.created_at);
+        doc.add_u64(f.namespace, u64::from(rec.namespace));
+        Ok(doc)
+    }
+
     fn id_term(&self, id: u128) -> Term {
         Term::from_field_text(
             self.fields.id,
@@ -533,6 +607,7 @@ impl TextIndex {
         let txn = store.read()?;
         let snapshot = store::last_lsn_in(&txn)?;
         let view = ConversationsView::open(&txn)?;
+        let records = RecordsView::open(&txn)?;
         let mut guard = self.lock_writer();
         let writer = open_writer(&mut guard)?;
         // Raised before any document is added, under the writer lock, so a
@@ -580,6 +655,15 @@ impl TextIndex {
                         }
                     }
                     Op::PutVector(..) | Op::DeleteVector(..) | Op::PutSummary(..) => {}
+                    Op::PutRecord(id) | Op::DeleteRecord(id) => {
+                        let id = u128::from_le_bytes(*id);
+                        batch.push(UserOperation::Delete(self.id_term(id)));
+                        if let Some(rec) = records.get(id)? {
+                            batch.push(UserOperation::Add(
+                                self.record_document(id, &rec, &records)?,
+                            ));
+                        }
+                    }
                     Op::PutConversation(cid) | Op::DeleteConversation(cid) => {
                         let cid = u128::from_le_bytes(*cid);
                         batch.push(UserOperation::Delete(Term::from_field_text(
@@ -938,14 +1022,100 @@ impl TextIndex {
     }
 
     pub(crate) fn all_ids(&self) -> Result<Vec<u128>> {
+        Ok(self.all_ids_by_class()?.0)
+    }
+
+    /// Every document id in the committed index: (messages, generic
+    /// records).
+    pub(crate) fn all_ids_by_class(&self) -> Result<(Vec<u128>, Vec<u128>)> {
         let searcher = self.reader.searcher();
-        let mut out = Vec::new();
+        let mut messages = Vec::new();
+        let mut records = Vec::new();
         for seg in searcher.segment_readers() {
             let cols = IdColumns::open(seg)?;
+            let kind = seg.fast_fields().u64(RKIND)?;
             for doc in seg.doc_ids_alive() {
                 if let Some(id) = cols.get(doc) {
-                    out.push(id);
+                    if kind.first(doc).is_some() {
+                        records.push(id);
+                    } else {
+                        messages.push(id);
+                    }
                 }
+            }
+        }
+        Ok((messages, records))
+    }
+
+    /// Keyword search over generic records, read as natural language
+    /// (`natural.rs`), every condition inside the query: (record id,
+    /// BM25 score), best first. `allowed` (record ids) becomes a term-set
+    /// clause, not a filter applied to the results afterwards.
+    pub(crate) fn search_records(
+        &self,
+        query_text: &str,
+        filter: &RecordTextFilter<'_>,
+        limit: usize,
+    ) -> Result<Vec<(u128, f32)>> {
+        let f = self.fields;
+        crate::text::budget::check_natural(query_text)?;
+        let Some(user) = self.natural_records.build(query_text) else {
+            return Ok(Vec::new());
+        };
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, user)];
+        let mut must = |q: Box<dyn Query>| {
+            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0))));
+        };
+        must(Box::new(TermQuery::new(
+            Term::from_field_u64(f.namespace, u64::from(filter.namespace)),
+            IndexRecordOption::Basic,
+        )));
+        let kinds: Vec<Term> = filter
+            .kinds
+            .iter()
+            .map(|k| Term::from_field_u64(f.rkind, u64::from(*k)))
+            .collect();
+        must(Box::new(tantivy::query::TermSetQuery::new(kinds)));
+        if let Some(scope) = filter.scope {
+            must(Box::new(TermQuery::new(
+                Term::from_field_text(
+                    f.rscope,
+                    Uuid::from_u128(scope)
+                        .hyphenated()
+                        .encode_lower(&mut [0; 36]),
+                ),
+                IndexRecordOption::Basic,
+            )));
+        }
+        for tag in filter.tags {
+            must(Box::new(TermQuery::new(
+                Term::from_field_text(f.rtags, tag),
+                IndexRecordOption::Basic,
+            )));
+        }
+        if let Some(allowed) = filter.allowed {
+            if allowed.is_empty() {
+                return Ok(Vec::new());
+            }
+            let terms: Vec<Term> = allowed.iter().map(|id| self.id_term(*id)).collect();
+            must(Box::new(tantivy::query::TermSetQuery::new(terms)));
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let collector = TopDocs::with_limit(limit.max(1)).order_by_score();
+        let top = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            searcher.search(&query, &collector)
+        }))
+        .map_err(|_| {
+            Error::TextIndex(format!(
+                "the text index failed on query {query_text:?} (a tantivy assertion)"
+            ))
+        })??;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let cols = self.id_columns(&searcher, addr.segment_ord)?;
+            if let Some(id) = cols.get(addr.doc_id) {
+                out.push((id, score));
             }
         }
         Ok(out)

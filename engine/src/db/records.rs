@@ -1,0 +1,742 @@
+//! Generic records as the engine exposes them (SPEC.md §9.2): one set of
+//! operations for every record kind that is not a Sekha conversation or
+//! message. A kind is a [`RecordKind`] value (a code and a name); the
+//! machinery here stores its rows (`store/records.rs`), full-text indexes
+//! their text (the text index's `rtext` field), embeds it into a vector
+//! space of its own per namespace and model, filters by namespace, kind,
+//! ancestor, tags and an allow-list inside both searches, and deletes a
+//! record with its subtree and vectors. Memorg's hierarchy and memory items
+//! are kinds (`memorg/store.rs`); so is any kind a test registers.
+//!
+//! A write embeds its text before taking the write lock, then stores the
+//! row and its vector in one transaction: an acknowledged record is
+//! searchable by text and by meaning, and a crash loses either both or
+//! neither.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use memdb_format::ItemRecord;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::db::Memdb;
+use crate::error::{Error, Result};
+use crate::store::records::{self as rows, RecordsView};
+use crate::store::vectors::VectorRows;
+use crate::text::RecordTextFilter;
+use crate::util::time::{from_micros, now, to_micros};
+use crate::vector::index::VectorSearch;
+use crate::vector::spaces::{SpaceSpec, VectorFilter, VectorSpace, check_vector};
+
+/// Longest record text, in bytes.
+pub const MAX_RECORD_TEXT_BYTES: usize = 1 << 20;
+/// Most tags on one record, and the longest tag in bytes.
+pub const MAX_TAGS: usize = 64;
+const MAX_TAG_BYTES: usize = 128;
+/// Largest `body` or `metadata` object, serialized, in bytes.
+pub const MAX_RECORD_JSON_BYTES: usize = 256 * 1024;
+
+/// A record kind: a stable code (stored in every row and index key) and a
+/// name (errors, SPEC). Codes 1..=99 are memdb's (SPEC.md §9.2); 1000 and
+/// up are free for applications and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecordKind {
+    /// Stored code.
+    pub code: u16,
+    /// Human name, e.g. `"topic"`.
+    pub name: &'static str,
+}
+
+/// A record to write.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewRecord {
+    /// The parent record (any kind, same namespace); must exist.
+    pub parent: Option<Uuid>,
+    /// Full-text indexed text (may be empty).
+    pub text: String,
+    /// The text to embed, when it differs from `text`; `None` embeds `text`.
+    pub embed_text: Option<String>,
+    /// Whether to embed at all (when an embedder is configured).
+    pub embed: bool,
+    /// Tags (deduplicated and sorted on write).
+    pub tags: Vec<String>,
+    /// Importance, `0.0..=1.0`.
+    pub importance: f32,
+    /// The kind's own fields (a JSON object).
+    pub body: Value,
+    /// Free metadata (a JSON object).
+    pub metadata: Value,
+    /// Creation time; now when absent.
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+/// A stored record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Its id.
+    pub id: Uuid,
+    /// Its kind's code.
+    pub kind: u16,
+    /// The parent record.
+    pub parent: Option<Uuid>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// Importance, `0.0..=1.0`.
+    pub importance: f32,
+    /// Indexed text.
+    pub text: String,
+    /// Tags, sorted.
+    pub tags: Vec<String>,
+    /// The kind's own fields.
+    pub body: Value,
+    /// Free metadata.
+    pub metadata: Value,
+}
+
+/// Changes to a record; `None` keeps a field.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordChange {
+    /// New text (re-indexed, and re-embedded when the record was embedded).
+    pub text: Option<String>,
+    /// New text to embed (re-embedded).
+    pub embed_text: Option<String>,
+    /// New tags.
+    pub tags: Option<Vec<String>>,
+    /// New importance.
+    pub importance: Option<f32>,
+    /// New body.
+    pub body: Option<Value>,
+    /// New metadata.
+    pub metadata: Option<Value>,
+}
+
+/// What a record search may return; every condition must hold.
+#[derive(Debug, Clone, Default)]
+pub struct RecordFilter {
+    /// Kinds (at least one).
+    pub kinds: Vec<RecordKind>,
+    /// Only descendants of this record.
+    pub scope: Option<Uuid>,
+    /// Only records with all of these tags.
+    pub tags: Vec<String>,
+    /// Only these records (metadata filters resolve to this).
+    pub allowed: Option<HashSet<Uuid>>,
+}
+
+/// Candidates of a record search, one list per signal, best first.
+#[derive(Debug, Clone, Default)]
+pub struct RecordCandidates {
+    /// BM25 over the record text: (id, score).
+    pub keyword: Vec<(Uuid, f32)>,
+    /// Vector similarity (cosine for the usual models): (id, similarity).
+    pub semantic: Vec<(Uuid, f32)>,
+    /// The query's embedding, when semantic search ran.
+    pub query_vector: Option<Vec<f32>>,
+}
+
+fn invalid_json(field: &'static str, v: &Value) -> Result<String> {
+    if !v.is_object() && !v.is_null() {
+        return Err(Error::invalid(field, "must be a JSON object"));
+    }
+    let s = if v.is_null() {
+        "{}".to_string()
+    } else {
+        v.to_string()
+    };
+    if s.len() > MAX_RECORD_JSON_BYTES {
+        return Err(Error::invalid(
+            field,
+            format!("is {} bytes; at most {MAX_RECORD_JSON_BYTES}", s.len()),
+        ));
+    }
+    Ok(s)
+}
+
+fn check_text(field: &'static str, s: &str) -> Result<()> {
+    if s.len() > MAX_RECORD_TEXT_BYTES {
+        return Err(Error::invalid(
+            field,
+            format!("is {} bytes; at most {MAX_RECORD_TEXT_BYTES}", s.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Tags trimmed, deduplicated and sorted; empty or over-long ones refused.
+pub(crate) fn normalize_tags(tags: &[String]) -> Result<Vec<String>> {
+    if tags.len() > MAX_TAGS {
+        return Err(Error::invalid("tags", format!("at most {MAX_TAGS} tags")));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(tags.len());
+    for t in tags {
+        let t = t.trim();
+        if t.is_empty() || t.len() > MAX_TAG_BYTES || t.chars().any(char::is_control) {
+            return Err(Error::invalid(
+                "tags",
+                format!("a tag is 1 to {MAX_TAG_BYTES} bytes without control characters"),
+            ));
+        }
+        out.push(t.to_string());
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn check_importance(v: f32) -> Result<()> {
+    if !(0.0..=1.0).contains(&v) {
+        return Err(Error::invalid(
+            "importance",
+            format!("{v} is outside 0..=1"),
+        ));
+    }
+    Ok(())
+}
+
+fn parse_json(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or(Value::Object(Default::default()))
+}
+
+pub(crate) fn record_from(id: u128, rec: &ItemRecord) -> Record {
+    Record {
+        id: Uuid::from_u128(id),
+        kind: rec.kind,
+        parent: rec.parent.map(|p| Uuid::from_u128(u128::from_le_bytes(p))),
+        created_at: from_micros(rec.created_at),
+        updated_at: from_micros(rec.updated_at),
+        importance: rec.importance,
+        text: rec.text.clone(),
+        tags: rec.tags.clone(),
+        body: parse_json(&rec.body_json),
+        metadata: parse_json(&rec.metadata_json),
+    }
+}
+
+impl Memdb {
+    fn record_not_found(kind: &'static str, id: Uuid) -> Error {
+        Error::NotFound {
+            what: kind,
+            id: id.to_string(),
+        }
+    }
+
+    /// The vector space records of `kind` in this namespace are embedded
+    /// into by the configured model, creating it if `create`.
+    fn record_space(&self, kind: RecordKind, create: bool) -> Result<Option<VectorSpace>> {
+        let Some(e) = self.config().embedder.as_ref() else {
+            return Ok(None);
+        };
+        let model = e.identity();
+        let ns = self.ns_read()?;
+        let name = format!(
+            "records/{ns}/{}/{}/{}",
+            kind.code, model.provider, model.name
+        );
+        match self.vector_space(&name) {
+            Ok(s) => Ok(Some(s)),
+            Err(Error::NotFound { .. }) if create => {
+                let mut spec = SpaceSpec::new(name, model.dimension, model.metric);
+                spec.model = Some(
+                    serde_json::to_value(&model)
+                        .map_err(|e| Error::Embedding(format!("model identity: {e}")))?,
+                );
+                Ok(Some(self.create_vector_space(&spec)?))
+            }
+            Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Embeds `text` with the configured model, if there is one.
+    fn embed_record_text(&self, text: &str) -> Result<Option<Vec<f32>>> {
+        let Some(e) = self.config().embedder.as_ref() else {
+            return Ok(None);
+        };
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        let out = e.embed_report(&[text])?;
+        let v = out
+            .vectors
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Embedding("the model returned no vector".into()))?;
+        Ok(Some(v))
+    }
+
+    /// Makes sure the handle's namespace exists (a record needs its id).
+    fn ensure_namespace(&self) -> Result<u32> {
+        let id = self.write(|txn, _| self.ns_write(txn))?;
+        Ok(id)
+    }
+
+    /// Creates a record of `kind`. Its parent, when given, must exist in
+    /// this namespace (`NotFound` otherwise, nothing written).
+    pub fn create_record(&self, kind: RecordKind, new: NewRecord) -> Result<Record> {
+        self.put_record_as(kind, Uuid::new_v4(), new)
+    }
+
+    /// Creates a record of `kind` under a caller-chosen id; an existing id
+    /// is a conflict.
+    pub fn put_record_as(&self, kind: RecordKind, id: Uuid, new: NewRecord) -> Result<Record> {
+        check_text("text", &new.text)?;
+        if let Some(t) = &new.embed_text {
+            check_text("embed_text", t)?;
+        }
+        check_importance(new.importance)?;
+        let tags = normalize_tags(&new.tags)?;
+        let body = invalid_json("body", &new.body)?;
+        let metadata = invalid_json("metadata", &new.metadata)?;
+        if let Some(p) = new.parent {
+            // Checked again inside the write; this early check spares a
+            // model call for a write that cannot succeed.
+            self.get_record_any(p)?;
+        }
+        let vector = if new.embed {
+            self.embed_record_text(new.embed_text.as_deref().unwrap_or(&new.text))?
+        } else {
+            None
+        };
+        let ns = self.ensure_namespace()?;
+        let space = match &vector {
+            Some(v) => {
+                let s = self
+                    .record_space(kind, true)?
+                    .ok_or_else(|| Error::Embedding("no embedder".into()))?;
+                check_vector("embedding", &s, v)
+                    .map_err(|e| Error::Embedding(format!("unusable embedding: {e}")))?;
+                Some(s)
+            }
+            None => None,
+        };
+        let created = new.created_at.unwrap_or_else(now);
+        let rec = ItemRecord {
+            kind: kind.code,
+            namespace: ns,
+            parent: new.parent.map(|p| p.as_u128().to_le_bytes()),
+            created_at: to_micros(created),
+            updated_at: to_micros(now()),
+            importance: new.importance,
+            text: new.text,
+            tags,
+            body_json: body,
+            metadata_json: metadata,
+        };
+        let key = id.as_u128();
+        self.write(|txn, ops| {
+            if rows::get_for_write(txn, key)?.is_some() {
+                return Err(Error::Conflict(format!("record {id} already exists")));
+            }
+            if let Some(p) = new.parent {
+                match rows::get_for_write(txn, p.as_u128())? {
+                    Some(parent) if parent.namespace == ns => {}
+                    _ => return Err(Self::record_not_found("parent record", p)),
+                }
+            }
+            rows::put(txn, key, &rec, ops)?;
+            if let (Some(space), Some(v)) = (&space, &vector) {
+                crate::store::vectors::put_vectors(txn, space.id, [(key, v)], ops)?;
+            }
+            Ok(())
+        })?;
+        Ok(record_from(key, &rec))
+    }
+
+    /// Record `id` of this namespace, whatever its kind.
+    pub fn get_record_any(&self, id: Uuid) -> Result<Record> {
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        match view.get(id.as_u128())? {
+            Some(rec) if rec.namespace == self.ns_read()? => Ok(record_from(id.as_u128(), &rec)),
+            _ => Err(Self::record_not_found("record", id)),
+        }
+    }
+
+    /// Record `id`, which must be of `kind` (`NotFound` naming the kind
+    /// otherwise).
+    pub fn get_record(&self, kind: RecordKind, id: Uuid) -> Result<Record> {
+        match self.get_record_any(id) {
+            Ok(r) if r.kind == kind.code => Ok(r),
+            Ok(_) | Err(Error::NotFound { .. }) => Err(Self::record_not_found(kind.name, id)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The records among `ids` that exist in this namespace, in `ids` order.
+    pub fn get_records(&self, ids: &[Uuid]) -> Result<Vec<Record>> {
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        let ns = self.ns_read()?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(rec) = view.get(id.as_u128())?
+                && rec.namespace == ns
+            {
+                out.push(record_from(id.as_u128(), &rec));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Changes record `id` (of any kind in this namespace).
+    pub fn update_record(&self, id: Uuid, change: RecordChange) -> Result<Record> {
+        let old = self.get_record_any(id)?;
+        if let Some(t) = &change.text {
+            check_text("text", t)?;
+        }
+        if let Some(v) = change.importance {
+            check_importance(v)?;
+        }
+        let tags = change.tags.as_deref().map(normalize_tags).transpose()?;
+        let body = change
+            .body
+            .as_ref()
+            .map(|b| invalid_json("body", b))
+            .transpose()?;
+        let metadata = change
+            .metadata
+            .as_ref()
+            .map(|m| invalid_json("metadata", m))
+            .transpose()?;
+        let kind = RecordKind {
+            code: old.kind,
+            name: "record",
+        };
+        // Re-embed when the embedded text changed and the record had a vector.
+        let had_vector = self.record_vector(kind, id)?.is_some();
+        let new_embed = change
+            .embed_text
+            .clone()
+            .or_else(|| change.text.clone().filter(|_| had_vector));
+        let vector = match &new_embed {
+            Some(t) => self.embed_record_text(t)?,
+            None => None,
+        };
+        let space = match &vector {
+            Some(_) => self.record_space(kind, true)?,
+            None => None,
+        };
+        let key = id.as_u128();
+        let ns = self.ns_read()?;
+        let rec = self.write(|txn, ops| {
+            let mut rec = match rows::get_for_write(txn, key)? {
+                Some(r) if r.namespace == ns => r,
+                _ => return Err(Self::record_not_found("record", id)),
+            };
+            if let Some(t) = &change.text {
+                rec.text = t.clone();
+            }
+            if let Some(t) = &tags {
+                rec.tags = t.clone();
+            }
+            if let Some(v) = change.importance {
+                rec.importance = v;
+            }
+            if let Some(b) = &body {
+                rec.body_json = b.clone();
+            }
+            if let Some(m) = &metadata {
+                rec.metadata_json = m.clone();
+            }
+            rec.updated_at = to_micros(now());
+            rows::put(txn, key, &rec, ops)?;
+            if let (Some(space), Some(v)) = (&space, &vector) {
+                crate::store::vectors::put_vectors(txn, space.id, [(key, v)], ops)?;
+            }
+            Ok(rec)
+        })?;
+        Ok(record_from(key, &rec))
+    }
+
+    /// Deletes record `id` with every descendant and their vectors; returns
+    /// how many records were removed (0 when `id` does not exist here).
+    pub fn delete_record(&self, id: Uuid) -> Result<u64> {
+        let ns = self.ns_read()?;
+        let spaces: Vec<VectorSpace> = self
+            .vector_spaces()?
+            .into_iter()
+            .filter(|s| s.name.starts_with(&format!("records/{ns}/")))
+            .collect();
+        self.write(|txn, ops| {
+            match rows::get_for_write(txn, id.as_u128())? {
+                Some(r) if r.namespace == ns => {}
+                _ => return Ok(0),
+            }
+            let mut stack = vec![id.as_u128()];
+            let mut removed = 0;
+            while let Some(next) = stack.pop() {
+                stack.extend(rows::children_for_write(txn, next)?);
+                if rows::delete(txn, next, ops)?.is_some() {
+                    removed += 1;
+                    for s in &spaces {
+                        crate::store::vectors::delete_vector(txn, s.id, next, ops)?;
+                    }
+                }
+            }
+            Ok(removed)
+        })
+    }
+
+    /// The children of record `id` (of `kind`, when given), oldest first.
+    pub fn record_children(&self, id: Uuid, kind: Option<RecordKind>) -> Result<Vec<Record>> {
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        let ns = self.ns_read()?;
+        let mut out = Vec::new();
+        for child in view.children(id.as_u128())? {
+            if let Some(rec) = view.get(child)?
+                && rec.namespace == ns
+                && kind.is_none_or(|k| k.code == rec.kind)
+            {
+                out.push(record_from(child, &rec));
+            }
+        }
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// The ancestors of record `id`, nearest first.
+    pub fn record_ancestors(&self, id: Uuid) -> Result<Vec<Record>> {
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        let ns = self.ns_read()?;
+        let Some(rec) = view.get(id.as_u128())?.filter(|r| r.namespace == ns) else {
+            return Err(Self::record_not_found("record", id));
+        };
+        let mut out = Vec::new();
+        for a in rows::ancestors(&view, &rec)? {
+            if let Some(r) = view.get(a)? {
+                out.push(record_from(a, &r));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every descendant id of record `id` (not itself).
+    pub fn record_descendants(&self, id: Uuid) -> Result<HashSet<Uuid>> {
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        let mut out = HashSet::new();
+        let mut stack = vec![id.as_u128()];
+        while let Some(next) = stack.pop() {
+            for c in view.children(next)? {
+                if out.insert(Uuid::from_u128(c)) {
+                    stack.push(c);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// This namespace's records of `kind`, oldest first.
+    pub fn records_of_kind(&self, kind: RecordKind) -> Result<Vec<Record>> {
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        let ns = self.ns_read()?;
+        let mut out = Vec::new();
+        for id in view.of_kind(ns, kind.code)? {
+            if let Some(rec) = view.get(id)? {
+                out.push(record_from(id, &rec));
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many records of `kind` this namespace has.
+    pub fn count_records(&self, kind: RecordKind) -> Result<u64> {
+        let txn = self.store.read()?;
+        Ok(RecordsView::open(&txn)?
+            .of_kind(self.ns_read()?, kind.code)?
+            .len() as u64)
+    }
+
+    /// The stored embedding of record `id` (kind `kind`) for the configured
+    /// model, if any.
+    pub fn record_vector(&self, kind: RecordKind, id: Uuid) -> Result<Option<Vec<f32>>> {
+        let Some(space) = self.record_space(kind, false)? else {
+            return Ok(None);
+        };
+        let txn = self.store.read()?;
+        VectorRows::open(&txn)?.get(space.id, id.as_u128(), space.dimension)
+    }
+
+    /// Vectors of records of `kind` in this namespace for the configured
+    /// model (0 without an embedder).
+    pub fn count_record_vectors(&self, kind: RecordKind) -> Result<u64> {
+        match self.record_space(kind, false)? {
+            Some(space) => Ok(self.vector_stats(&space.name)?.count),
+            None => Ok(0),
+        }
+    }
+
+    /// Bytes of the generation file of `kind`'s vector space in this
+    /// namespace for the configured model (0 when it has none).
+    pub fn record_index_bytes(&self, kind: RecordKind) -> Result<u64> {
+        match self.record_space(kind, false)? {
+            Some(space) => Ok(self.vector_stats(&space.name)?.file_bytes),
+            None => Ok(0),
+        }
+    }
+
+    /// Keyword and semantic candidates for `query` among the records
+    /// `filter` allows, `limit` from each signal. The semantic side runs
+    /// when an embedder is configured (`semantic`), over each kind's space.
+    pub fn search_records(
+        &self,
+        query: &str,
+        filter: &RecordFilter,
+        limit: usize,
+        semantic: bool,
+    ) -> Result<RecordCandidates> {
+        if filter.kinds.is_empty() {
+            return Err(Error::invalid("kinds", "at least one record kind"));
+        }
+        if limit == 0 || limit > crate::model::filter::MAX_LIMIT {
+            return Err(Error::invalid(
+                "limit",
+                format!("{limit} is outside 1..={}", crate::model::filter::MAX_LIMIT),
+            ));
+        }
+        crate::text::budget::check_natural(query)?;
+        // One allow-list for both signals: explicit ids, then the scope's
+        // descendants.
+        let mut allowed: Option<HashSet<u128>> = filter
+            .allowed
+            .as_ref()
+            .map(|a| a.iter().map(|u| u.as_u128()).collect());
+        let scope_set = match filter.scope {
+            Some(s) => Some(
+                self.record_descendants(s)?
+                    .into_iter()
+                    .map(|u| u.as_u128())
+                    .collect::<HashSet<u128>>(),
+            ),
+            None => None,
+        };
+        let ns = self.ns_read()?;
+        let codes: Vec<u16> = filter.kinds.iter().map(|k| k.code).collect();
+        let text = self.fresh_text()?;
+        let keyword = text.search_records(
+            query,
+            &RecordTextFilter {
+                namespace: ns,
+                kinds: &codes,
+                scope: filter.scope.map(|s| s.as_u128()),
+                tags: &filter.tags,
+                allowed: allowed.as_ref(),
+            },
+            limit,
+        )?;
+        let mut out = RecordCandidates {
+            keyword: keyword
+                .into_iter()
+                .map(|(id, s)| (Uuid::from_u128(id), s))
+                .collect(),
+            ..Default::default()
+        };
+        if !semantic || self.config().embedder.is_none() || !crate::text::natural::has_words(query)
+        {
+            return Ok(out);
+        }
+        // Tags narrow the vector side through the allow-list as well.
+        if !filter.tags.is_empty() {
+            let tagged = self.tagged(&codes, &filter.tags)?;
+            allowed = Some(match allowed {
+                Some(a) => a.intersection(&tagged).copied().collect(),
+                None => tagged,
+            });
+        }
+        if let Some(s) = scope_set {
+            allowed = Some(match allowed {
+                Some(a) => a.intersection(&s).copied().collect(),
+                None => s,
+            });
+        }
+        let mut qv: Option<Vec<f32>> = None;
+        let mut hits: Vec<(Uuid, f32)> = Vec::new();
+        for kind in &filter.kinds {
+            let Some(space) = self.record_space(*kind, false)? else {
+                continue;
+            };
+            let v = match &qv {
+                Some(v) => v.clone(),
+                None => {
+                    let Some(e) = self.config().embedder.clone() else {
+                        break;
+                    };
+                    let (v, _) = self.query_vector(e.as_ref(), &space, query)?;
+                    qv = Some(v.clone());
+                    v
+                }
+            };
+            let vf = VectorFilter {
+                records: allowed
+                    .as_ref()
+                    .map(|a| a.iter().map(|id| Uuid::from_u128(*id)).collect()),
+                ..Default::default()
+            };
+            let params = VectorSearch {
+                k: limit,
+                ..Default::default()
+            };
+            // A neighbour with no positive similarity carries no evidence
+            // (nearest-neighbour search returns k records however far).
+            for h in self.search_vectors(&space.name, &v, params, &vf)? {
+                if h.similarity > 0.0 {
+                    hits.push((h.record, h.similarity));
+                }
+            }
+        }
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(limit);
+        out.semantic = hits;
+        out.query_vector = qv;
+        Ok(out)
+    }
+
+    /// Records of `kinds` in this namespace carrying every tag in `tags`.
+    fn tagged(&self, kinds: &[u16], tags: &[String]) -> Result<HashSet<u128>> {
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        let ns = self.ns_read()?;
+        let mut out = HashSet::new();
+        for k in kinds {
+            for id in view.of_kind(ns, *k)? {
+                if let Some(rec) = view.get(id)?
+                    && tags.iter().all(|t| rec.tags.binary_search(t).is_ok())
+                {
+                    out.insert(id);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Records of `kinds` in this namespace for which `keep` holds (a
+    /// metadata filter, say): the allow-list a filtered search passes.
+    pub fn select_records(
+        &self,
+        kinds: &[RecordKind],
+        mut keep: impl FnMut(&Record) -> bool,
+    ) -> Result<HashSet<Uuid>> {
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        let ns = self.ns_read()?;
+        let mut out = HashSet::new();
+        for k in kinds {
+            for id in view.of_kind(ns, k.code)? {
+                if let Some(rec) = view.get(id)? {
+                    let r = record_from(id, &rec);
+                    if keep(&r) {
+                        out.insert(r.id);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}

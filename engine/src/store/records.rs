@@ -1,0 +1,178 @@
+//! Generic records (tables `records`, `record_children`, `ns_records_by_kind`,
+//! SPEC.md §3 and §9.2): the rows of every record kind that is not a Sekha
+//! conversation or message, their parent → child index and their
+//! per-namespace, per-kind listing in creation order.
+//!
+//! Writes record their own oplog entries ([`Op::PutRecord`],
+//! [`Op::DeleteRecord`]), so no caller can forget one; the text index
+//! applies them by reading the row back.
+
+use memdb_format::{ItemRecord, Op};
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+
+use crate::error::Result;
+use crate::store::OpBatch;
+
+/// Record id → envelope(`ItemRecord`).
+pub(crate) const RECORDS: TableDefinition<u128, &[u8]> = TableDefinition::new("records");
+/// (parent, child) → (): "the children of a record" by query, never as a
+/// stored list.
+pub(crate) const RECORD_CHILDREN: TableDefinition<(u128, u128), ()> =
+    TableDefinition::new("record_children");
+/// (namespace, kind, created_at µs, record) → (): a kind's records of one
+/// namespace, oldest first.
+pub(crate) const RECORDS_BY_KIND: TableDefinition<(u32, u16, i64, u128), ()> =
+    TableDefinition::new("ns_records_by_kind");
+
+/// The record tables of one read snapshot, opened once (the store creates
+/// them on open, so they always exist).
+pub(crate) struct RecordsView {
+    rows: ReadOnlyTable<u128, &'static [u8]>,
+    children: ReadOnlyTable<(u128, u128), ()>,
+    by_kind: ReadOnlyTable<(u32, u16, i64, u128), ()>,
+}
+
+impl RecordsView {
+    pub(crate) fn open(txn: &ReadTransaction) -> Result<RecordsView> {
+        Ok(RecordsView {
+            rows: txn.open_table(RECORDS)?,
+            children: txn.open_table(RECORD_CHILDREN)?,
+            by_kind: txn.open_table(RECORDS_BY_KIND)?,
+        })
+    }
+
+    /// The row of record `id`.
+    pub(crate) fn get(&self, id: u128) -> Result<Option<ItemRecord>> {
+        match self.rows.get(id)? {
+            Some(v) => Ok(Some(ItemRecord::decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The ids of `parent`'s children, by id.
+    pub(crate) fn children(&self, parent: u128) -> Result<Vec<u128>> {
+        let mut out = Vec::new();
+        for row in self.children.range((parent, 0)..=(parent, u128::MAX))? {
+            out.push(row?.0.value().1);
+        }
+        Ok(out)
+    }
+
+    /// The ids of namespace `ns`'s records of `kind`, oldest first.
+    pub(crate) fn of_kind(&self, ns: u32, kind: u16) -> Result<Vec<u128>> {
+        let mut out = Vec::new();
+        for row in self
+            .by_kind
+            .range((ns, kind, i64::MIN, 0)..=(ns, kind, i64::MAX, u128::MAX))?
+        {
+            out.push(row?.0.value().3);
+        }
+        Ok(out)
+    }
+
+    /// Every record row, by id (text-index rebuilds).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(u128, ItemRecord) -> Result<()>) -> Result<()> {
+        for row in self.rows.iter()? {
+            let (k, v) = row?;
+            f(k.value(), ItemRecord::decode(v.value())?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The row of record `id` inside a write transaction.
+pub(crate) fn get_for_write(txn: &WriteTransaction, id: u128) -> Result<Option<ItemRecord>> {
+    let t = txn.open_table(RECORDS)?;
+    let row = t.get(id)?;
+    match row {
+        Some(v) => Ok(Some(ItemRecord::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// The children of `parent` inside a write transaction.
+pub(crate) fn children_for_write(txn: &WriteTransaction, parent: u128) -> Result<Vec<u128>> {
+    let t = txn.open_table(RECORD_CHILDREN)?;
+    let mut out = Vec::new();
+    for row in t.range((parent, 0)..=(parent, u128::MAX))? {
+        out.push(row?.0.value().1);
+    }
+    Ok(out)
+}
+
+/// Writes record `id` (insert or replace) with its index entries, and
+/// records [`Op::PutRecord`]. A replaced row's old index entries are
+/// removed first, so a changed parent or creation time moves it.
+pub(crate) fn put(
+    txn: &WriteTransaction,
+    id: u128,
+    rec: &ItemRecord,
+    ops: &mut OpBatch,
+) -> Result<()> {
+    let mut rows = txn.open_table(RECORDS)?;
+    let old = match rows.get(id)? {
+        Some(v) => Some(ItemRecord::decode(v.value())?),
+        None => None,
+    };
+    rows.insert(id, rec.encode().as_slice())?;
+    drop(rows);
+    let mut children = txn.open_table(RECORD_CHILDREN)?;
+    let mut by_kind = txn.open_table(RECORDS_BY_KIND)?;
+    if let Some(old) = &old {
+        if let Some(p) = old.parent {
+            children.remove((u128::from_le_bytes(p), id))?;
+        }
+        by_kind.remove((old.namespace, old.kind, old.created_at, id))?;
+    }
+    if let Some(p) = rec.parent {
+        children.insert((u128::from_le_bytes(p), id), ())?;
+    }
+    by_kind.insert((rec.namespace, rec.kind, rec.created_at, id), ())?;
+    ops.push(Op::PutRecord(id.to_le_bytes()));
+    Ok(())
+}
+
+/// Removes record `id` and its index entries (not its children), and
+/// records [`Op::DeleteRecord`]. Returns the removed row.
+pub(crate) fn delete(
+    txn: &WriteTransaction,
+    id: u128,
+    ops: &mut OpBatch,
+) -> Result<Option<ItemRecord>> {
+    let mut rows = txn.open_table(RECORDS)?;
+    let old = match rows.remove(id)? {
+        Some(v) => Some(ItemRecord::decode(v.value())?),
+        None => None,
+    };
+    drop(rows);
+    let Some(old) = old else { return Ok(None) };
+    if let Some(p) = old.parent {
+        txn.open_table(RECORD_CHILDREN)?
+            .remove((u128::from_le_bytes(p), id))?;
+    }
+    txn.open_table(RECORDS_BY_KIND)?
+        .remove((old.namespace, old.kind, old.created_at, id))?;
+    ops.push(Op::DeleteRecord(id.to_le_bytes()));
+    Ok(Some(old))
+}
+
+/// Longest parent chain followed (a guard against a cycle written by a
+/// bug; the engine refuses to create one).
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// The ancestors of `rec`, nearest first (parents that no longer exist end
+/// the chain).
+pub(crate) fn ancestors(view: &RecordsView, rec: &ItemRecord) -> Result<Vec<u128>> {
+    let mut out = Vec::new();
+    let mut next = rec.parent.map(u128::from_le_bytes);
+    while let Some(id) = next {
+        if out.len() >= MAX_DEPTH || out.contains(&id) {
+            break;
+        }
+        out.push(id);
+        next = view
+            .get(id)?
+            .and_then(|p| p.parent.map(u128::from_le_bytes));
+    }
+    Ok(out)
+}

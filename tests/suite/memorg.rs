@@ -1,0 +1,410 @@
+//! Memorg's model on the store (SPEC.md §22.9), through the library: the
+//! hierarchy built by query, `add_exchange` with persisted importance and
+//! one vector, `search_context` in every scope with real scores and match
+//! types, namespaces keeping two users apart, memory items with tags,
+//! metadata filters and `get_item_context`, and bad calls that write
+//! nothing. The lexical `Hashing` embedder makes the vector side real
+//! without model files.
+
+use std::sync::Arc;
+
+use memdb::memorg::items::{MemoryScope, SearchScope};
+use memdb::memorg::scorer::MatchType;
+use memdb::memorg::system::{ContextSearch, EXCHANGE, MemorySearch};
+use memdb::{Config, Error, Hashing, Memdb};
+use serde_json::json;
+
+fn open(dir: &std::path::Path) -> Memdb {
+    let e = Arc::new(Hashing::new(256).expect("hashing embedder"));
+    Memdb::open_with(dir, Config::with_embedder(e)).expect("open")
+}
+
+struct Tree {
+    session: uuid::Uuid,
+    conversation: uuid::Uuid,
+    databases: uuid::Uuid,
+    travel: uuid::Uuid,
+    vacuum: uuid::Uuid,
+    lisbon: uuid::Uuid,
+}
+
+fn build(db: &Memdb, user: &str) -> Tree {
+    let s = db
+        .create_session(user, json!({"model": "x"}), json!({}))
+        .unwrap();
+    let c = db.start_conversation(s.id, Some("planning")).unwrap();
+    let databases = db.create_topic(c.id, "databases", None).unwrap();
+    let travel = db
+        .create_topic(c.id, "travel", Some("trips in 2026"))
+        .unwrap();
+    let vacuum = db
+        .add_exchange(
+            databases.id,
+            "How do I tune Postgres autovacuum for a large table?",
+            "Lower autovacuum_vacuum_scale_factor and raise the cost limit.",
+            json!({}),
+        )
+        .unwrap();
+    db.add_exchange(
+        databases.id,
+        "Does redb support concurrent write transactions?",
+        "No: one writer at a time, readers never block.",
+        json!({}),
+    )
+    .unwrap();
+    let lisbon = db
+        .add_exchange(
+            travel.id,
+            "What should I see in Lisbon in March?",
+            "Alfama, the Belem tower and a day trip to Sintra.",
+            json!({}),
+        )
+        .unwrap();
+    db.add_exchange(
+        travel.id,
+        "Is the train from Lisbon to Porto fast?",
+        "About three hours on the Alfa Pendular.",
+        json!({}),
+    )
+    .unwrap();
+    Tree {
+        session: s.id,
+        conversation: c.id,
+        databases: databases.id,
+        travel: travel.id,
+        vacuum: vacuum.id,
+        lisbon: lisbon.id,
+    }
+}
+
+#[test]
+fn the_hierarchy_is_built_and_listed_by_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = build(&db, "alice");
+    let s = db.session(t.session).unwrap();
+    assert_eq!(s.user_id, "alice");
+    assert_eq!(s.system_config, json!({"model": "x"}));
+    let convs = db.session_conversations(t.session).unwrap();
+    assert_eq!(convs.len(), 1);
+    assert_eq!(convs[0].title, "planning");
+    let topics: Vec<String> = db
+        .conversation_topics(t.conversation)
+        .unwrap()
+        .into_iter()
+        .map(|t| t.title)
+        .collect();
+    assert_eq!(topics, ["databases", "travel"]);
+    let ex = db.topic_exchanges(t.databases).unwrap();
+    assert_eq!(ex.len(), 2);
+    assert_eq!(ex[0].id, t.vacuum);
+    // Parsed content and importance are persisted: a question scores above
+    // the 0.3 base.
+    let vacuum = db.exchange(t.vacuum).unwrap();
+    assert!(vacuum.importance_score > 0.3, "{}", vacuum.importance_score);
+    assert!(
+        vacuum
+            .user_message
+            .parsed_content
+            .intents
+            .iter()
+            .any(|i| i == "question"),
+        "{:?}",
+        vacuum.user_message.parsed_content
+    );
+    // One vector per exchange, of "User: …\nSystem: …".
+    assert_eq!(db.count_record_vectors(EXCHANGE).unwrap(), 4);
+    let usage = db.memory_usage().unwrap();
+    assert_eq!(usage.active_items, 1 + 1 + 2 + 4);
+    assert_eq!(usage.vector_count, 4);
+    assert!(usage.total_tokens > 0);
+    assert_eq!(db.sessions(Some("alice")).unwrap().len(), 1);
+    assert!(db.sessions(Some("bob")).unwrap().is_empty());
+}
+
+#[test]
+fn search_context_scores_and_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = build(&db, "alice");
+    let r = db
+        .search_context(&ContextSearch::new("postgres autovacuum"))
+        .unwrap();
+    assert_eq!(r.results[0].exchange.id, t.vacuum);
+    assert!(r.results[0].score > 0.0);
+    assert!(r.results.windows(2).all(|w| w[0].score >= w[1].score));
+    assert_eq!(r.results[0].match_type, MatchType::Hybrid);
+    assert!(r.results[0].content.starts_with("User: How do I tune"));
+    assert_eq!(r.metadata.query_terms, ["postgres", "autovacuum"]);
+
+    // A topic scope never returns another topic's exchanges.
+    let mut q = ContextSearch::new("lisbon postgres train redb");
+    q.scope = SearchScope::Topic;
+    q.scope_id = Some(t.databases.to_string());
+    let r = db.search_context(&q).unwrap();
+    assert!(!r.results.is_empty());
+    for hit in &r.results {
+        assert_eq!(hit.exchange.topic_id, t.databases);
+    }
+    q.scope_id = Some(t.travel.to_string());
+    let r = db.search_context(&q).unwrap();
+    assert!(r.results.iter().all(|h| h.exchange.topic_id == t.travel));
+    assert!(r.results.iter().any(|h| h.exchange.id == t.lisbon));
+    // Session and conversation scopes cover every topic below them.
+    for (scope, id) in [
+        (SearchScope::Session, t.session),
+        (SearchScope::Conversation, t.conversation),
+    ] {
+        q.scope = scope;
+        q.scope_id = Some(id.to_string());
+        let r = db.search_context(&q).unwrap();
+        assert_eq!(r.pagination.total_items, 4, "{scope:?}");
+    }
+    // Pagination.
+    let mut q = ContextSearch::new("lisbon postgres train redb");
+    q.max_results = 3;
+    let first = db.search_context(&q).unwrap();
+    assert_eq!(first.results.len(), 3);
+    assert_eq!(first.pagination.total_pages, 2);
+    q.page = 2;
+    let second = db.search_context(&q).unwrap();
+    assert_eq!(second.results.len(), 1);
+    assert!(
+        first
+            .results
+            .iter()
+            .all(|h| h.exchange.id != second.results[0].exchange.id)
+    );
+
+    // A temporal expression adds the temporal factor.
+    let r = db
+        .search_context(&ContextSearch::new("what about lisbon today"))
+        .unwrap();
+    assert!(r.metadata.temporal_constraints.is_some());
+    assert!(r.results[0].factors.iter().any(|f| f.name == "temporal"));
+}
+
+#[test]
+fn bad_calls_are_clear_errors_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = build(&db, "alice");
+    let before = db.memory_usage().unwrap();
+    let unknown = uuid::Uuid::new_v4();
+    assert!(matches!(
+        db.add_exchange(unknown, "hi", "hello", json!({})),
+        Err(Error::NotFound { what: "topic", .. })
+    ));
+    // A conversation id is not a topic.
+    assert!(matches!(
+        db.add_exchange(t.conversation, "hi", "hello", json!({})),
+        Err(Error::NotFound { what: "topic", .. })
+    ));
+    assert!(matches!(
+        db.add_exchange(t.databases, "  ", "hello", json!({})),
+        Err(Error::InvalidInput { .. })
+    ));
+    assert!(matches!(
+        db.start_conversation(unknown, None),
+        Err(Error::NotFound {
+            what: "session",
+            ..
+        })
+    ));
+    assert!(matches!(
+        db.create_topic(t.conversation, "", None),
+        Err(Error::InvalidInput { .. })
+    ));
+    assert!(matches!(
+        db.create_session("", json!({}), json!({})),
+        Err(Error::InvalidInput { .. })
+    ));
+    assert!(SearchScope::parse("BOGUS").is_err());
+    let mut q = ContextSearch::new("x".repeat(100_000));
+    assert!(matches!(
+        db.search_context(&q),
+        Err(Error::InvalidInput { .. })
+    ));
+    q.query = "postgres".into();
+    q.scope = SearchScope::Topic;
+    assert!(matches!(
+        db.search_context(&q),
+        Err(Error::InvalidInput { .. })
+    ));
+    q.scope_id = Some(t.session.to_string());
+    assert!(matches!(db.search_context(&q), Err(Error::NotFound { .. })));
+    assert_eq!(db.memory_usage().unwrap(), before);
+}
+
+#[test]
+fn two_users_in_two_namespaces_never_see_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let alice = db.namespace("alice").unwrap();
+    let bob = db.namespace("bob").unwrap();
+    let a = build(&alice, "alice");
+    let b = build(&bob, "bob");
+    for (me, mine, theirs) in [(&alice, &a, &b), (&bob, &b, &a)] {
+        let r = me
+            .search_context(&ContextSearch::new("postgres lisbon redb train"))
+            .unwrap();
+        assert_eq!(r.pagination.total_items, 4);
+        let topics = [mine.databases, mine.travel];
+        assert!(
+            r.results
+                .iter()
+                .all(|h| topics.contains(&h.exchange.topic_id))
+        );
+        assert!(matches!(
+            me.session(theirs.session),
+            Err(Error::NotFound { .. })
+        ));
+        assert!(matches!(
+            me.add_exchange(theirs.databases, "hi", "there", json!({})),
+            Err(Error::NotFound { .. })
+        ));
+        let mut q = ContextSearch::new("postgres");
+        q.scope = SearchScope::Session;
+        q.scope_id = Some(theirs.session.to_string());
+        assert!(matches!(me.search_context(&q), Err(Error::NotFound { .. })));
+        assert_eq!(me.memory_usage().unwrap().active_items, 8);
+    }
+    assert_eq!(db.memory_usage().unwrap().active_items, 0);
+}
+
+#[test]
+fn memory_items_with_tags_filters_and_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = build(&db, "alice");
+    let note = db
+        .create_memory_item(
+            "Alice prefers window seats on trains",
+            "note",
+            Some(t.session),
+            json!({"category": "travel", "priority": 3}),
+            &["prefs".into(), "travel".into()],
+            Some(0.8),
+        )
+        .unwrap();
+    assert_eq!(note.kind.custom_type.as_deref(), Some("note"));
+    let doc = db
+        .create_memory_item(
+            "Postgres runbook: vacuum, analyze, reindex",
+            "document",
+            Some(t.session),
+            json!({"category": "db", "priority": 7}),
+            &["ops".into()],
+            Some(0.4),
+        )
+        .unwrap();
+    let entity = db
+        .create_memory_item("Lisbon", "entity", None, json!({"kind": "city"}), &[], None)
+        .unwrap();
+
+    let search = |req: MemorySearch| -> Vec<uuid::Uuid> {
+        db.search_memory(&req)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.item.id)
+            .collect()
+    };
+    let base = MemorySearch {
+        query: "trains postgres lisbon".into(),
+        ..Default::default()
+    };
+    let all = search(base.clone());
+    assert_eq!(all.len(), 3);
+    // Types, tags and metadata filters (equality, $in, ranges, $exists).
+    assert_eq!(
+        search(MemorySearch {
+            item_types: vec!["document".into()],
+            ..base.clone()
+        }),
+        [doc.id]
+    );
+    assert_eq!(
+        search(MemorySearch {
+            item_types: vec!["note".into()],
+            ..base.clone()
+        }),
+        [note.id]
+    );
+    assert_eq!(
+        search(MemorySearch {
+            tags: vec!["prefs".into()],
+            ..base.clone()
+        }),
+        [note.id]
+    );
+    for (filter, want) in [
+        (json!({"category": "db"}), vec![doc.id]),
+        (
+            json!({"category": {"$in": ["travel", "food"]}}),
+            vec![note.id],
+        ),
+        (json!({"priority": {"$gte": 5}}), vec![doc.id]),
+        (json!({"kind": {"$exists": true}}), vec![entity.id]),
+    ] {
+        assert_eq!(
+            search(MemorySearch {
+                filters: Some(filter.clone()),
+                ..base.clone()
+            }),
+            want,
+            "{filter}"
+        );
+    }
+    // Scope: items under the session.
+    let scoped = search(MemorySearch {
+        scope: Some(MemoryScope::Session),
+        scope_id: Some(t.session),
+        ..base.clone()
+    });
+    assert_eq!(scoped.len(), 2);
+    assert!(!scoped.contains(&entity.id));
+
+    // Tags.
+    let tagged = db.add_item_tags(note.id, &["seat".into()]).unwrap();
+    assert_eq!(tagged.tags, ["prefs", "seat", "travel"]);
+    let untagged = db.remove_item_tags(note.id, &["travel".into()]).unwrap();
+    assert_eq!(untagged.tags, ["prefs", "seat"]);
+
+    // Context: ancestors up to the depth, children and siblings by importance.
+    let ctx = db.item_context(note.id, 3, true).unwrap();
+    assert_eq!(ctx.ancestors.len(), 1);
+    assert_eq!(ctx.ancestors[0].id, t.session);
+    let siblings: Vec<_> = ctx.siblings.iter().map(|i| i.id).collect();
+    assert_eq!(siblings[0], doc.id);
+    assert!(siblings.contains(&t.conversation));
+    let ctx = db.item_context(t.vacuum, 2, false).unwrap();
+    assert_eq!(ctx.ancestors.len(), 2);
+    assert_eq!(ctx.ancestors[0].id, t.databases);
+
+    // Update re-indexes; delete removes it.
+    db.update_memory_item(
+        doc.id,
+        Some("Kubernetes upgrade checklist"),
+        None,
+        None,
+        None,
+    )
+    .unwrap();
+    let hits = db.search_memory(&base).unwrap();
+    let doc_hit = hits.iter().find(|h| h.item.id == doc.id);
+    // No keyword match any more: at most a (weak) semantic neighbour, last.
+    if let Some(h) = doc_hit {
+        assert_eq!(h.match_type, MatchType::Semantic, "{h:?}");
+        assert_eq!(hits.last().map(|l| l.item.id), Some(doc.id));
+    }
+    assert_eq!(db.delete_memorg_record(entity.id).unwrap(), 1);
+    assert!(matches!(
+        db.memory_item(entity.id),
+        Err(Error::NotFound { .. })
+    ));
+    // Deleting the session removes its whole subtree, items included.
+    let removed = db.delete_memorg_record(t.session).unwrap();
+    assert_eq!(removed, 1 + 1 + 2 + 4 + 2);
+    assert_eq!(db.memory_usage().unwrap().active_items, 0);
+    assert!(db.check().unwrap().is_consistent());
+}

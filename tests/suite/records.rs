@@ -1,0 +1,258 @@
+//! Generic records (SPEC.md §9.2): adding a record kind is registering one
+//! `RecordKind` value, here a test-only kind defined in this module. The
+//! generic machinery stores it, full-text indexes it, embeds it, filters it
+//! (namespace, kind, ancestor scope, tags, allow-list) inside both searches,
+//! keeps it across a reopen and a text-index rebuild, and deletes it with
+//! its subtree and vectors.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use memdb::{Config, Error, Hashing, Memdb, NewRecord, RecordChange, RecordFilter, RecordKind};
+use serde_json::json;
+
+/// The test-only kind: a bookmark with a URL in its body.
+const BOOKMARK: RecordKind = RecordKind {
+    code: 1001,
+    name: "bookmark",
+};
+/// A second test kind, to show kinds never mix.
+const SHELF: RecordKind = RecordKind {
+    code: 1002,
+    name: "shelf",
+};
+
+fn open(dir: &std::path::Path) -> Memdb {
+    let e = Arc::new(Hashing::new(64).expect("hashing embedder"));
+    Memdb::open_with(dir, Config::with_embedder(e)).expect("open")
+}
+
+fn bookmark(db: &Memdb, shelf: Option<uuid::Uuid>, text: &str, tags: &[&str]) -> uuid::Uuid {
+    db.create_record(
+        BOOKMARK,
+        NewRecord {
+            parent: shelf,
+            text: text.into(),
+            embed: true,
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            body: json!({"url": format!("https://example.org/{}", text.len())}),
+            ..Default::default()
+        },
+    )
+    .expect("create bookmark")
+    .id
+}
+
+fn ids(hits: &[(uuid::Uuid, f32)]) -> Vec<uuid::Uuid> {
+    hits.iter().map(|h| h.0).collect()
+}
+
+fn filter(kinds: &[RecordKind]) -> RecordFilter {
+    RecordFilter {
+        kinds: kinds.to_vec(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_test_only_kind_is_stored_indexed_embedded_filtered_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let shelf = db
+        .create_record(
+            SHELF,
+            NewRecord {
+                text: "reading list about databases".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .id;
+    let a = bookmark(
+        &db,
+        Some(shelf),
+        "postgres vacuum tuning guide",
+        &["db", "ops"],
+    );
+    let b = bookmark(&db, Some(shelf), "redb transactions explained", &["db"]);
+    let c = bookmark(&db, None, "lisbon travel tips for march", &["travel"]);
+
+    // Stored, with the kind's own body.
+    let got = db.get_record(BOOKMARK, a).unwrap();
+    assert_eq!(got.kind, 1001);
+    assert_eq!(got.parent, Some(shelf));
+    assert_eq!(got.body["url"], "https://example.org/28");
+    assert_eq!(got.tags, ["db", "ops"]);
+    // Asked as another kind, it does not exist.
+    assert!(matches!(
+        db.get_record(SHELF, a),
+        Err(Error::NotFound { what: "shelf", .. })
+    ));
+
+    // Full-text indexed.
+    let found = db
+        .search_records("vacuum", &filter(&[BOOKMARK]), 10, false)
+        .unwrap();
+    assert_eq!(ids(&found.keyword), [a]);
+    // Kinds never mix: the shelf's text is not a bookmark.
+    let found = db
+        .search_records("databases", &filter(&[BOOKMARK]), 10, false)
+        .unwrap();
+    assert!(found.keyword.is_empty(), "{found:?}");
+    let found = db
+        .search_records("databases", &filter(&[SHELF]), 10, false)
+        .unwrap();
+    assert_eq!(ids(&found.keyword), [shelf]);
+
+    // Embedded: a vector per bookmark, none for the shelf (not asked).
+    assert!(db.record_vector(BOOKMARK, a).unwrap().is_some());
+    assert!(db.record_vector(SHELF, shelf).unwrap().is_none());
+    assert_eq!(db.count_record_vectors(BOOKMARK).unwrap(), 3);
+    let found = db
+        .search_records("lisbon travel", &filter(&[BOOKMARK]), 1, true)
+        .unwrap();
+    assert_eq!(ids(&found.semantic), [c]);
+
+    // Filtered inside both searches: scope (descendants of the shelf),
+    // tags, and an allow-list.
+    let mut scoped = filter(&[BOOKMARK]);
+    scoped.scope = Some(shelf);
+    let found = db
+        .search_records("lisbon travel tips", &scoped, 10, true)
+        .unwrap();
+    assert!(found.keyword.is_empty());
+    assert!(!ids(&found.semantic).contains(&c), "{found:?}");
+    let mut tagged = filter(&[BOOKMARK]);
+    tagged.tags = vec!["ops".into()];
+    let found = db
+        .search_records("redb postgres", &tagged, 10, true)
+        .unwrap();
+    assert_eq!(ids(&found.keyword), [a]);
+    assert_eq!(ids(&found.semantic), [a]);
+    let mut listed = filter(&[BOOKMARK]);
+    listed.allowed = Some(HashSet::from([b]));
+    let found = db
+        .search_records("postgres redb", &listed, 10, true)
+        .unwrap();
+    assert_eq!(ids(&found.keyword), [b]);
+    assert_eq!(ids(&found.semantic), [b]);
+
+    // Children by query, ancestors by walking parents.
+    let children: Vec<_> = db
+        .record_children(shelf, Some(BOOKMARK))
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(children, [a, b]);
+    assert_eq!(db.record_ancestors(a).unwrap()[0].id, shelf);
+
+    // Updated text is re-indexed and re-embedded.
+    db.update_record(
+        b,
+        RecordChange {
+            text: Some("sqlite fts5 benchmarks".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let found = db
+        .search_records("fts5", &filter(&[BOOKMARK]), 10, true)
+        .unwrap();
+    assert_eq!(ids(&found.keyword), [b]);
+    assert_eq!(ids(&found.semantic)[0], b);
+    assert!(
+        db.search_records("transactions", &filter(&[BOOKMARK]), 10, false)
+            .unwrap()
+            .keyword
+            .is_empty()
+    );
+
+    // Survives a reopen, and a rebuild of the text index from the store.
+    drop(db);
+    std::fs::remove_dir_all(dir.path().join("text")).unwrap();
+    let db = open(dir.path());
+    assert!(!db.recovery_report().is_empty());
+    let found = db
+        .search_records("vacuum", &filter(&[BOOKMARK]), 10, true)
+        .unwrap();
+    assert_eq!(ids(&found.keyword), [a]);
+    assert_eq!(ids(&found.semantic)[0], a);
+    assert!(db.check().unwrap().is_consistent());
+
+    // Deleting the shelf deletes its subtree, rows, documents and vectors.
+    assert_eq!(db.delete_record(shelf).unwrap(), 3);
+    assert!(matches!(
+        db.get_record(BOOKMARK, a),
+        Err(Error::NotFound { .. })
+    ));
+    assert_eq!(db.count_record_vectors(BOOKMARK).unwrap(), 1);
+    let found = db
+        .search_records(
+            "lisbon travel vacuum redb fts5",
+            &filter(&[BOOKMARK]),
+            10,
+            true,
+        )
+        .unwrap();
+    assert_eq!(ids(&found.keyword), [c]);
+    assert_eq!(ids(&found.semantic), [c]);
+    assert_eq!(db.delete_record(shelf).unwrap(), 0);
+}
+
+#[test]
+fn records_are_namespaced_and_bad_input_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let other = db.namespace("other").unwrap();
+    let mine = bookmark(&db, None, "zebra crossing photos", &[]);
+    let theirs = bookmark(&other, None, "zebra crossing photos", &[]);
+    for (handle, own, foreign) in [(&db, mine, theirs), (&other, theirs, mine)] {
+        let found = handle
+            .search_records("zebra crossing", &filter(&[BOOKMARK]), 10, true)
+            .unwrap();
+        assert_eq!(ids(&found.keyword), [own]);
+        assert_eq!(ids(&found.semantic), [own]);
+        assert!(matches!(
+            handle.get_record(BOOKMARK, foreign),
+            Err(Error::NotFound { .. })
+        ));
+        assert_eq!(handle.delete_record(foreign).unwrap(), 0);
+        assert_eq!(handle.count_records(BOOKMARK).unwrap(), 1);
+    }
+    // A parent in another namespace does not exist here.
+    let err = other
+        .create_record(
+            BOOKMARK,
+            NewRecord {
+                parent: Some(mine),
+                text: "child".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    // Bad input: a clear error, nothing written.
+    for bad in [
+        NewRecord {
+            importance: 2.0,
+            ..Default::default()
+        },
+        NewRecord {
+            tags: vec![" ".into()],
+            ..Default::default()
+        },
+        NewRecord {
+            body: json!([1, 2]),
+            ..Default::default()
+        },
+        NewRecord {
+            text: "x".repeat(memdb::MAX_RECORD_TEXT_BYTES + 1),
+            ..Default::default()
+        },
+    ] {
+        let err = db.create_record(BOOKMARK, bad).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }), "{err}");
+    }
+    assert_eq!(db.count_records(BOOKMARK).unwrap(), 1);
+}
