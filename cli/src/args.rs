@@ -229,7 +229,17 @@ pub enum Command {
     /// clients such as Claude Desktop spawn), with `--embedder`/`--models`.
     /// Logs go to stderr. When a memdb-server holds the directory, tool
     /// calls are forwarded to it with `MEMDB_API_KEY`.
-    Mcp,
+    Mcp {
+        /// Tool sets to serve, comma separated: `sekha` (7 tools), `memorg`
+        /// (16 tools), or `all` (clients with a tool-count limit pick one).
+        #[arg(
+            long,
+            env = "MEMDB_MCP_TOOLS",
+            default_value = "all",
+            value_name = "SETS"
+        )]
+        tools: String,
+    },
     /// Embed messages still waiting in the embedding queue (bulk imports
     /// with embeddings off, or a store the model was attached to late).
     Embed {

@@ -53,14 +53,14 @@ fn main() -> ExitCode {
             ..
         }) => return serve::run(data, embedder, models, openai, *args),
         Ok(Cli {
-            command: Command::Mcp,
+            command: Command::Mcp { tools },
             data,
             embedder,
             models,
             openai,
             namespace,
             ..
-        }) => return mcp::run(data, embedder, models, openai, namespace),
+        }) => return mcp::run(data, embedder, models, openai, namespace, &tools),
         Ok(cli) => {
             let json = cli.json;
             match commands::run(cli) {

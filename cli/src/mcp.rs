@@ -21,7 +21,15 @@ pub fn run(
     models: Option<PathBuf>,
     openai: OpenAiArgs,
     namespace: String,
+    tools: &str,
 ) -> ExitCode {
+    let tools = match memdb_server::contract::ToolSets::parse(tools) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: --tools: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     // The server's own spelling of the same flags.
     let openai = server::OpenAiSettings {
         base_url: openai.base_url,
@@ -40,6 +48,7 @@ pub fn run(
         models_dir: models,
         openai,
         namespace: Some(namespace),
+        tools,
     };
     let result = crate::options::data_dir(data)
         .map_err(|e| e.to_string())

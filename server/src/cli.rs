@@ -89,6 +89,10 @@ pub struct ServeArgs {
     /// Open MCP sessions per API key [default: 16].
     #[arg(long, env = "MEMDB_MCP_SESSIONS_PER_KEY")]
     pub mcp_sessions_per_key: Option<usize>,
+    /// MCP tool sets `/mcp` serves: `sekha`, `memorg` or both (comma
+    /// separated), or `all` [default: all].
+    #[arg(long, env = "MEMDB_MCP_TOOLS", value_name = "SETS")]
+    pub tools: Option<String>,
 }
 
 /// The `memdb-server` binary's arguments.
@@ -187,6 +191,9 @@ impl ServeArgs {
         set(self.max_connections, &mut c.max_connections);
         set(self.max_connections_per_ip, &mut c.max_connections_per_ip);
         set(self.mcp_sessions_per_key, &mut c.mcp_sessions_per_key);
+        if let Some(t) = &self.tools {
+            c.mcp_tools = t.clone();
+        }
         if let Some(e) = embedder {
             c.embedder = e;
         }

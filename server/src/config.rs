@@ -159,6 +159,8 @@ pub struct ServerConfig {
     pub max_connections_per_ip: usize,
     /// Open MCP sessions per API key; `initialize` beyond it answers 429. Default 16.
     pub mcp_sessions_per_key: usize,
+    /// MCP tool sets `/mcp` lists and calls (`sekha,memorg`, `all`).
+    pub mcp_tools: String,
 }
 
 impl Default for ServerConfig {
@@ -185,6 +187,7 @@ impl Default for ServerConfig {
             max_connections: 1024,
             max_connections_per_ip: 64,
             mcp_sessions_per_key: 16,
+            mcp_tools: "all".into(),
         }
     }
 }
@@ -294,6 +297,8 @@ impl ServerConfig {
                 return Err(ServerError::Config(format!("{name} must be at least 1")));
             }
         }
+        crate::contract::ToolSets::parse(&self.mcp_tools)
+            .map_err(|e| ServerError::Config(format!("mcp_tools: {e}")))?;
         if self.body_limit < 1024 {
             return Err(ServerError::Config(
                 "body_limit must be at least 1024 bytes".into(),

@@ -60,6 +60,7 @@ use utoipa::openapi::{RefOr, Schema};
 use crate::auth::Access;
 use crate::error::ApiError;
 use crate::mcp::text;
+use crate::memorg_tools;
 use crate::routes::{conversations, mcp, orchestration, search, system};
 use crate::state::AppState;
 use crate::tools::{self, ToolDef};
@@ -423,6 +424,92 @@ pub const TOOL_ROUTE_PREFIX: &str = "/mcp/tools/";
 /// The method of every tool route.
 pub const TOOL_METHOD: Verb = Verb::Post;
 
+/// The families of tools, each a system memdb reproduces. Clients with a
+/// tool-count limit serve only some (`memdb mcp --tools sekha`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ToolSet {
+    /// Sekha's seven memory tools.
+    Sekha,
+    /// Memorg's tools (hierarchy, search_context, optimizer, memory items).
+    Memorg,
+}
+
+impl ToolSet {
+    /// The set's name in `--tools`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolSet::Sekha => "sekha",
+            ToolSet::Memorg => "memorg",
+        }
+    }
+}
+
+/// Which tool sets an MCP server lists and calls (all by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolSets {
+    sekha: bool,
+    memorg: bool,
+}
+
+impl Default for ToolSets {
+    fn default() -> Self {
+        ToolSets::ALL
+    }
+}
+
+impl ToolSets {
+    /// Every set.
+    pub const ALL: ToolSets = ToolSets {
+        sekha: true,
+        memorg: true,
+    };
+
+    /// Parses a comma-separated list of set names (`sekha,memorg`, or
+    /// `all`). `kuradb` is named but not built yet: an error saying so.
+    pub fn parse(s: &str) -> Result<ToolSets, String> {
+        let mut out = ToolSets {
+            sekha: false,
+            memorg: false,
+        };
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part.to_ascii_lowercase().as_str() {
+                "all" => out = ToolSets::ALL,
+                "sekha" => out.sekha = true,
+                "memorg" => out.memorg = true,
+                "kuradb" => {
+                    return Err("the kuradb tool set (list_rag, search_rag) is not built yet;                          the sets are sekha and memorg"
+                        .into());
+                }
+                other => {
+                    return Err(format!(
+                        "unknown tool set {other:?}; the sets are sekha and memorg (or all)"
+                    ));
+                }
+            }
+        }
+        if !out.sekha && !out.memorg {
+            return Err("name at least one tool set: sekha, memorg or all".into());
+        }
+        Ok(out)
+    }
+
+    /// Whether `set` is served.
+    pub fn contains(self, set: ToolSet) -> bool {
+        match set {
+            ToolSet::Sekha => self.sekha,
+            ToolSet::Memorg => self.memorg,
+        }
+    }
+
+    /// The served tools, in table order.
+    pub fn tools(self) -> impl Iterator<Item = &'static dyn ToolEntry> {
+        TOOLS
+            .iter()
+            .copied()
+            .filter(move |t| self.contains(t.set()))
+    }
+}
+
 /// One MCP tool: its names, descriptions, access and typed function. `A` is
 /// the argument type (its schemas are the tool's input schemas), `T` the
 /// result (the `data` of the REST envelope and MCP's structured content).
@@ -436,6 +523,8 @@ pub struct Tool<A, T> {
     pub description: &'static str,
     /// Whether it reads or writes.
     pub access: Access,
+    /// The family it belongs to.
+    pub set: ToolSet,
     /// Whether it names a conversation and answers 404 when there is none
     /// (documented in OpenAPI).
     pub not_found: bool,
@@ -456,6 +545,8 @@ pub trait ToolEntry: Sync {
     fn description(&self) -> &'static str;
     /// Whether it reads or writes.
     fn access(&self) -> Access;
+    /// The family it belongs to.
+    fn set(&self) -> ToolSet;
     /// The REST shim's path, `/mcp/tools/{name}`.
     fn path(&self) -> String {
         format!("{TOOL_ROUTE_PREFIX}{}", self.name())
@@ -497,6 +588,10 @@ where
         self.access
     }
 
+    fn set(&self) -> ToolSet {
+        self.set
+    }
+
     fn input_schema(&self) -> Arc<JsonObject> {
         crate::mcp::schema::input_schema::<A>()
     }
@@ -535,7 +630,8 @@ where
     }
 }
 
-/// The seven tools of sekha-mcp, in the order `tools/list` gives them.
+/// Every tool: the seven of sekha-mcp (in the order `tools/list` gives
+/// them), then Memorg's.
 pub static TOOLS: &[&dyn ToolEntry] = &[
     &Tool {
         name: "memory_store",
@@ -544,6 +640,7 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
             memory. Use it when an exchange holds facts, decisions or preferences worth \
             recalling in later sessions. Returns the new conversation_id.",
         access: Access::Write,
+        set: ToolSet::Sekha,
         not_found: false,
         call: tools::memory_store,
         render: text::store,
@@ -557,6 +654,7 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
             messages with their conversation id, label and folder, best first; scores are \
             similarities, higher is better.",
         access: Access::Read,
+        set: ToolSet::Sekha,
         not_found: false,
         call: tools::memory_search,
         render: text::search,
@@ -569,6 +667,7 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
             conversation as more or less important, or to archive one memory_prune \
             suggested.",
         access: Access::Write,
+        set: ToolSet::Sekha,
         not_found: true,
         call: tools::memory_update,
         render: text::update,
@@ -580,6 +679,7 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
             conversation_id. Use it after memory_search when you need the whole exchange \
             around a hit, not just the matching message.",
         access: Access::Read,
+        set: ToolSet::Sekha,
         not_found: true,
         call: tools::memory_get_context,
         render: text::context,
@@ -592,6 +692,7 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
             and the tokens it would save. Changes nothing; use it to keep memory lean, then \
             archive with memory_update.",
         access: Access::Read,
+        set: ToolSet::Sekha,
         not_found: false,
         call: tools::memory_prune,
         render: text::prune,
@@ -603,6 +704,7 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
             or Markdown (for people). Use it to back up, share or show a conversation \
             verbatim.",
         access: Access::Read,
+        set: ToolSet::Sekha,
         not_found: true,
         call: tools::memory_export,
         render: text::export,
@@ -614,9 +716,193 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
             (active, archived, pinned), messages, words, average importance, and counts per \
             folder and label. Use it for an overview before searching or pruning.",
         access: Access::Read,
+        set: ToolSet::Sekha,
         not_found: false,
         call: tools::memory_stats,
         render: text::stats,
+    },
+    // Memorg (SPEC §22.10).
+    &Tool {
+        name: "create_session",
+        summary: "Create a Memorg session for a user",
+        description: "Start a new memory session for a user (Memorg's Session). Sessions hold \
+            conversations, which hold topics, which hold exchanges. Returns session_id.",
+        access: Access::Write,
+        set: ToolSet::Memorg,
+        not_found: false,
+        call: memorg_tools::create_session,
+        render: text::json,
+    },
+    &Tool {
+        name: "start_conversation",
+        summary: "Start a conversation in a session",
+        description: "Start a conversation inside a session (session_id from create_session). \
+            Returns conversation_id; add topics to it with create_topic.",
+        access: Access::Write,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::start_conversation,
+        render: text::json,
+    },
+    &Tool {
+        name: "create_topic",
+        summary: "Create a topic in a conversation",
+        description: "Create a topic (a thread of related exchanges) in a conversation. \
+            Returns topic_id, which add_exchange needs.",
+        access: Access::Write,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::create_topic,
+        render: text::json,
+    },
+    &Tool {
+        name: "add_exchange",
+        summary: "Store one user/system exchange in a topic",
+        description: "Store one exchange (the user's message and the system's answer) in a \
+            topic. It is parsed (entities, intents, sentiment), scored for importance, \
+            full-text indexed and embedded, and search_context finds it afterwards.",
+        access: Access::Write,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::add_exchange,
+        render: text::json,
+    },
+    &Tool {
+        name: "search_context",
+        summary: "Search exchanges by meaning, keywords, time and importance",
+        description: "Search stored exchanges for a natural-language query, within ALL, a \
+            SESSION, a CONVERSATION or a TOPIC (scope_id). Results are ranked by Memorg's \
+            multi-factor score (0.4 semantic, 0.3 temporal, 0.3 importance) with a match \
+            type; time expressions such as 'yesterday' or 'in March' narrow by date.",
+        access: Access::Read,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::search_context,
+        render: text::json,
+    },
+    &Tool {
+        name: "get_memory_usage",
+        summary: "Counts, tokens and vectors of the Memorg memory",
+        description: "How much Memorg memory is stored: records per kind (sessions, conversations, \
+            topics, exchanges, items), estimated tokens, vectors and index size.",
+        access: Access::Read,
+        set: ToolSet::Memorg,
+        not_found: false,
+        call: memorg_tools::get_memory_usage,
+        render: text::json,
+    },
+    &Tool {
+        name: "optimize_context",
+        summary: "Fit text into a token budget",
+        description: "Shorten text to at most max_tokens (o200k tokens) by extractive \
+            summarization, keeping named entities, optionally rendered into Memorg's \
+            'default' or 'summary' prompt template. Text that fits is returned unchanged.",
+        access: Access::Read,
+        set: ToolSet::Memorg,
+        not_found: false,
+        call: memorg_tools::optimize_context,
+        render: text::json,
+    },
+    &Tool {
+        name: "get_session",
+        summary: "A session with its conversations, topics and exchanges",
+        description: "Read a session's whole hierarchy: its conversations, their topics and \
+            each topic's exchanges, oldest first.",
+        access: Access::Read,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::get_session,
+        render: text::json,
+    },
+    &Tool {
+        name: "create_memory_item",
+        summary: "Store a memory item (note, document, entity, ...)",
+        description: "Store a free-form memory item: content, a type (document, entity, or \
+            any custom name such as 'note'), tags, metadata and an optional parent (a \
+            session, conversation, topic, exchange or another item).",
+        access: Access::Write,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::create_memory_item,
+        render: text::json,
+    },
+    &Tool {
+        name: "get_memory_item",
+        summary: "Read a memory item",
+        description: "Read one memory item by item_id: type, content, tags, metadata, importance and \
+            parent. Any Memorg record (session, topic, exchange, ...) reads as an item too.",
+        access: Access::Read,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::get_memory_item,
+        render: text::json,
+    },
+    &Tool {
+        name: "update_memory_item",
+        summary: "Change a memory item",
+        description: "Change a memory item's content (re-indexed and re-embedded), metadata, \
+            importance or tags.",
+        access: Access::Write,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::update_memory_item,
+        render: text::json,
+    },
+    &Tool {
+        name: "delete_memory_item",
+        summary: "Delete a memory item or record with everything under it",
+        description: "Delete a memory item, or a session, conversation, topic or exchange, \
+            with every record under it.",
+        access: Access::Write,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::delete_memory_item,
+        render: text::json,
+    },
+    &Tool {
+        name: "add_memory_tags",
+        summary: "Add tags to a memory item",
+        description: "Add tags to a memory item (set union; tags are kept sorted and distinct). Tags \
+            narrow search_memory.",
+        access: Access::Write,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::add_memory_tags,
+        render: text::json,
+    },
+    &Tool {
+        name: "remove_memory_tags",
+        summary: "Remove tags from a memory item",
+        description: "Remove tags from a memory item; tags it does not carry are ignored. Returns the \
+            item as stored afterwards.",
+        access: Access::Write,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::remove_memory_tags,
+        render: text::json,
+    },
+    &Tool {
+        name: "search_memory",
+        summary: "Search memory items",
+        description: "Search memory items by meaning and keywords, within a scope, item \
+            types, tags and a metadata filter (Chroma-style where: $eq, $in, $gt, $exists, \
+            $and, $or, ...).",
+        access: Access::Read,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::search_memory,
+        render: text::json,
+    },
+    &Tool {
+        name: "get_item_context",
+        summary: "A memory item with its ancestors, children and siblings",
+        description: "Read a memory item with up to depth ancestors (nearest first), its \
+            children and, when asked, its siblings, both by importance.",
+        access: Access::Read,
+        set: ToolSet::Memorg,
+        not_found: true,
+        call: memorg_tools::get_item_context,
+        render: text::json,
     },
 ];
 
@@ -783,6 +1069,16 @@ mod tests {
             ("GET", "/health", Public),
             ("POST", "/mcp/memory/search", Read),
             ("POST", "/mcp/memory/stats", Read),
+            ("POST", "/mcp/tools/add_exchange", Write),
+            ("POST", "/mcp/tools/add_memory_tags", Write),
+            ("POST", "/mcp/tools/create_memory_item", Write),
+            ("POST", "/mcp/tools/create_session", Write),
+            ("POST", "/mcp/tools/create_topic", Write),
+            ("POST", "/mcp/tools/delete_memory_item", Write),
+            ("POST", "/mcp/tools/get_item_context", Read),
+            ("POST", "/mcp/tools/get_memory_item", Read),
+            ("POST", "/mcp/tools/get_memory_usage", Read),
+            ("POST", "/mcp/tools/get_session", Read),
             ("POST", "/mcp/tools/memory_export", Read),
             ("POST", "/mcp/tools/memory_get_context", Read),
             ("POST", "/mcp/tools/memory_prune", Read),
@@ -790,6 +1086,12 @@ mod tests {
             ("POST", "/mcp/tools/memory_stats", Read),
             ("POST", "/mcp/tools/memory_store", Write),
             ("POST", "/mcp/tools/memory_update", Write),
+            ("POST", "/mcp/tools/optimize_context", Read),
+            ("POST", "/mcp/tools/remove_memory_tags", Write),
+            ("POST", "/mcp/tools/search_context", Read),
+            ("POST", "/mcp/tools/search_memory", Read),
+            ("POST", "/mcp/tools/start_conversation", Write),
+            ("POST", "/mcp/tools/update_memory_item", Write),
             ("GET", "/metrics", StoreRead),
             ("GET", "/openapi.json", Read),
         ]
@@ -824,7 +1126,11 @@ mod tests {
 
     #[test]
     fn the_tools_sekha_knows_with_their_access() {
-        let names: Vec<(&str, Access)> = TOOLS.iter().map(|t| (t.name(), t.access())).collect();
+        let names: Vec<(&str, Access)> = TOOLS
+            .iter()
+            .filter(|t| t.set() == ToolSet::Sekha)
+            .map(|t| (t.name(), t.access()))
+            .collect();
         assert_eq!(
             names,
             [

@@ -47,6 +47,7 @@ pub mod extract;
 pub mod guard;
 pub mod listen;
 pub mod mcp;
+pub mod memorg_tools;
 pub mod metrics;
 pub mod openapi;
 pub mod ratelimit;

@@ -85,6 +85,19 @@ pub struct Entity {
     pub metadata: serde_json::Map<String, Value>,
 }
 
+impl Entity {
+    /// An entity known only by its name (type `other`, salience 1), as a
+    /// caller names the entities `optimize_context` must preserve.
+    pub fn named(name: &str) -> Entity {
+        Entity {
+            name: name.trim().to_string(),
+            entity_type: EntityType::Other,
+            salience: 1.0,
+            metadata: serde_json::Map::new(),
+        }
+    }
+}
+
 /// Memorg's `ParsedContent`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ParsedContent {

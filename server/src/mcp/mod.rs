@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Access;
-use crate::contract::{self, TOOLS, ToolEntry};
+use crate::contract::{self, ToolEntry, ToolSets};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -49,12 +49,14 @@ const INSTRUCTIONS: &str = "memdb is long-term memory for conversations. Search 
 (memory_search) before answering questions that may depend on earlier sessions, read a \
 whole conversation with memory_get_context, save conversations worth remembering with \
 memory_store, and organize them with memory_update. memory_stats, memory_export and \
-memory_prune (suggestions only) help to review what is stored.";
+memory_prune (suggestions only) help to review what is stored. Memorg's tools keep a \
+session > conversation > topic > exchange hierarchy: create_session, start_conversation, \
+create_topic, add_exchange, then search_context; memory items (create_memory_item, \
+search_memory, get_item_context) hold notes, documents and entities.";
 
 /// The tool definitions as MCP lists them, from the contract's tool table.
-pub fn tool_list() -> Vec<Tool> {
-    TOOLS
-        .iter()
+pub fn tool_list(sets: ToolSets) -> Vec<Tool> {
+    sets.tools()
         .map(|t| {
             Tool::new(t.name(), t.description(), t.input_schema()).with_annotations(
                 ToolAnnotations::new()
@@ -68,9 +70,9 @@ pub fn tool_list() -> Vec<Tool> {
 
 /// The tool error a read-only key gets for a write tool: it names the
 /// tools the key may call.
-fn read_only_message() -> String {
-    let reads: Vec<&str> = TOOLS
-        .iter()
+fn read_only_message(sets: ToolSets) -> String {
+    let reads: Vec<&str> = sets
+        .tools()
         .filter(|t| t.access() == Access::Read)
         .map(|t| t.name())
         .collect();
@@ -109,6 +111,8 @@ pub struct MemdbMcp {
     /// The namespace of calls that name none (stdio: `--namespace`; over
     /// HTTP the auth layer decides per request).
     namespace: Option<Arc<str>>,
+    /// The tool sets listed and callable.
+    tools: ToolSets,
 }
 
 /// A failed tool call: the message shown to the caller and its HTTP-style code.
@@ -133,7 +137,14 @@ impl MemdbMcp {
             backend,
             surface: Surface::Stdio,
             namespace: None,
+            tools: ToolSets::ALL,
         }
+    }
+
+    /// The same handler serving only the tool sets `sets`.
+    pub fn with_tools(mut self, sets: ToolSets) -> Self {
+        self.tools = sets;
+        self
     }
 
     /// The same handler addressing namespace `name` (a local store's; a
@@ -149,6 +160,7 @@ impl MemdbMcp {
             backend: Backend::Local(db),
             surface: Surface::Http,
             namespace: None,
+            tools: ToolSets::ALL,
         }
     }
 
@@ -163,6 +175,11 @@ impl MemdbMcp {
                 .and_then(|p| p.extensions.get::<crate::auth::RequestNamespace>())
                 .map(|n| n.0.clone()),
         }
+    }
+
+    /// The tool named `name`, if this handler serves its set.
+    fn served(&self, name: &str) -> Option<&'static dyn ToolEntry> {
+        contract::tool(name).filter(|t| self.tools.contains(t.set()))
     }
 
     fn may_write(&self, ctx: &RequestContext<RoleServer>) -> bool {
@@ -212,12 +229,12 @@ impl MemdbMcp {
         may_write: bool,
         namespace: Option<Arc<str>>,
     ) -> CallToolResult {
-        let Some(tool) = contract::tool(&request.name) else {
+        let Some(tool) = self.served(&request.name) else {
             // Checked by the caller; kept total for safety.
             return tool_error(&request.name, "unknown tool", 400);
         };
         if tool.access() == Access::Write && !may_write {
-            return tool_error(tool.name(), &read_only_message(), 403);
+            return tool_error(tool.name(), &read_only_message(self.tools), 403);
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
         match self.dispatch(tool, args, namespace).await {
@@ -252,7 +269,7 @@ impl ServerHandler for MemdbMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tool_list()))
+        Ok(ListToolsResult::with_all_items(tool_list(self.tools)))
     }
 
     async fn call_tool(
@@ -260,8 +277,8 @@ impl ServerHandler for MemdbMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if contract::tool(&request.name).is_none() {
-            let names: Vec<&str> = TOOLS.iter().map(|t| t.name()).collect();
+        if self.served(&request.name).is_none() {
+            let names: Vec<&str> = self.tools.tools().map(|t| t.name()).collect();
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool {:?}; the tools are {}",
@@ -288,13 +305,14 @@ pub fn http_service(
     shutdown: CancellationToken,
 ) -> StreamableHttpService<MemdbMcp, LocalSessionManager> {
     let db = state.db.clone();
+    let tools = ToolSets::parse(&state.config.mcp_tools).unwrap_or_default();
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
         .with_max_request_body_bytes(state.config.body_limit)
         .disable_allowed_hosts()
         .disable_allowed_origins();
     StreamableHttpService::new(
-        move || Ok(MemdbMcp::http(db.clone())),
+        move || Ok(MemdbMcp::http(db.clone()).with_tools(tools)),
         state.mcp_sessions.manager.clone(),
         config,
     )
@@ -304,9 +322,11 @@ pub fn http_service(
 mod tests {
     use super::*;
 
+    use crate::contract::{TOOLS, ToolSet};
+
     #[test]
     fn tools_list_is_the_contracts_tool_table() {
-        let tools = tool_list();
+        let tools = tool_list(ToolSets::ALL);
         assert_eq!(tools.len(), TOOLS.len());
         for (listed, t) in tools.iter().zip(TOOLS) {
             assert_eq!(listed.name, t.name());
@@ -334,9 +354,57 @@ mod tests {
     #[test]
     fn read_only_message_names_the_read_tools() {
         assert_eq!(
-            read_only_message(),
+            read_only_message(ToolSets::parse("sekha").unwrap()),
             "this API key is read-only: it may call only memory_search, \
              memory_get_context, memory_prune, memory_export and memory_stats"
+        );
+        let all = read_only_message(ToolSets::ALL);
+        assert!(
+            all.contains("search_context") && all.contains("memory_stats"),
+            "{all}"
+        );
+        assert!(!all.contains("add_exchange"), "{all}");
+    }
+
+    #[test]
+    fn tool_sets_choose_what_is_listed_and_callable() {
+        let sekha = ToolSets::parse("sekha").unwrap();
+        let memorg = ToolSets::parse(" memorg ").unwrap();
+        let names = |s: ToolSets| -> Vec<String> {
+            tool_list(s)
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect()
+        };
+        assert_eq!(names(sekha).len(), 7);
+        assert!(names(memorg).iter().all(|n| !n.starts_with("memory_")));
+        for six in [
+            "create_session",
+            "start_conversation",
+            "add_exchange",
+            "search_context",
+            "get_memory_usage",
+            "optimize_context",
+        ] {
+            assert!(names(memorg).iter().any(|n| n == six), "{six}");
+            assert!(!names(sekha).iter().any(|n| n == six), "{six}");
+        }
+        assert_eq!(
+            names(ToolSets::parse("sekha,memorg").unwrap()).len(),
+            TOOLS.len()
+        );
+        assert_eq!(ToolSets::parse("all").unwrap(), ToolSets::ALL);
+        for bad in ["", "kuradb", "sekha,nope"] {
+            assert!(ToolSets::parse(bad).is_err(), "{bad}");
+        }
+        // A handler serving only Memorg's set does not serve Sekha's tools.
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Memdb::open(dir.path()).unwrap());
+        let h = MemdbMcp::http(db).with_tools(memorg);
+        assert!(h.served("memory_store").is_none());
+        assert_eq!(
+            h.served("add_exchange").map(|t| t.set()),
+            Some(ToolSet::Memorg)
         );
     }
 

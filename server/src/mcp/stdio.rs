@@ -35,6 +35,8 @@ pub struct McpArgs {
     /// The namespace every tool call addresses (SPEC §9.1) [default:
     /// `default`].
     pub namespace: Option<String>,
+    /// The tool sets served (`--tools`).
+    pub tools: crate::contract::ToolSets,
 }
 
 /// Drops notifications and responses that arrive before the client's
@@ -143,6 +145,7 @@ pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
         memdb::validate_namespace(ns).map_err(|e| ServerError::Config(e.to_string()))?;
     }
     let namespace = args.namespace.clone();
+    let tools = args.tools;
     let mut settings = ServerConfig::default();
     if let Some(e) = args.embedder {
         settings.embedder = e;
@@ -172,7 +175,12 @@ pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
             }
             Err(e) => return Err(ServerError::Open(e)),
         };
-        serve_stdio(MemdbMcp::stdio(backend).with_namespace(namespace)).await?;
+        serve_stdio(
+            MemdbMcp::stdio(backend)
+                .with_namespace(namespace)
+                .with_tools(tools),
+        )
+        .await?;
         if let Some(db) = db {
             close(db).await?;
         }
