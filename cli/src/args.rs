@@ -252,6 +252,22 @@ pub enum Command {
     /// space and switch to it when done; resumable after an interruption.
     RebuildEmbeddings,
 
+    /// Call an MCP tool by name, exactly as `memdb mcp` and `POST
+    /// /mcp/tools/{name}` do: every Sekha and Memorg operation (sessions,
+    /// topics, exchanges, search_context, optimize_context, memory items)
+    /// from the shell. Arguments are one JSON object (inline, a file, or `-`
+    /// for stdin; `{}` when absent).
+    Tool {
+        /// The tool (`memdb tool --list` lists them).
+        #[arg(required_unless_present = "list")]
+        name: Option<String>,
+        /// Its arguments: a JSON object, `@FILE`, or `-` for stdin.
+        args: Option<String>,
+        /// List the tools with their sets and access.
+        #[arg(long)]
+        list: bool,
+    },
+
     /// Install or check the local embedding model (all-MiniLM-L6-v2 and
     /// ONNX Runtime), verified against pinned SHA-256 sums.
     Model {

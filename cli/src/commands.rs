@@ -238,6 +238,64 @@ pub fn run(cli: Cli) -> Result<Output> {
                 Ok(Output::Imported(report))
             })?
         }
+        Command::Tool { name, args, list } => {
+            if list {
+                let text = memdb_server::contract::TOOLS
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "{:<20} {:<7} {:<6} {}",
+                            t.name(),
+                            t.set().as_str(),
+                            if t.access() == memdb_server::auth::Access::Write {
+                                "write"
+                            } else {
+                                "read"
+                            },
+                            t.summary()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let data = serde_json::Value::Array(
+                    memdb_server::contract::TOOLS
+                        .iter()
+                        .map(|t| {
+                            serde_json::json!({
+                                "name": t.name(),
+                                "set": t.set().as_str(),
+                                "write": t.access() == memdb_server::auth::Access::Write,
+                                "summary": t.summary(),
+                            })
+                        })
+                        .collect(),
+                );
+                return Ok(Output::Tool { text, data });
+            }
+            let name = name.unwrap_or_default();
+            let tool = memdb_server::contract::tool(&name).ok_or_else(|| {
+                anyhow::anyhow!("unknown tool {name:?}; `memdb tool --list` lists them")
+            })?;
+            let args = input::tool_args(args.as_deref())?;
+            let db = if tool.access() == memdb_server::auth::Access::Write {
+                create_embedding()?
+            } else {
+                let (db, note) = open_embedding()?;
+                if let Some(note) = note {
+                    eprintln!("note: {note}");
+                }
+                db
+            };
+            with_db(db, |db| {
+                let data = tool
+                    .call_json(db, args)
+                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+                Ok(Output::Tool {
+                    text: tool.render(&data),
+                    data,
+                })
+            })?
+        }
         Command::Reindex => with_db(open()?, |db| Ok(Output::Reindexed(db.reindex()?)))?,
         Command::Optimize => with_db(open()?, |db| Ok(Output::Optimized(db.optimize()?)))?,
         Command::Check => with_db(open()?, |db| Ok(Output::Check(db.check()?)))?,

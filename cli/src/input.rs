@@ -97,3 +97,20 @@ pub fn new_messages(source: &Source) -> Result<Vec<NewMessage>> {
 pub fn export(source: &Source) -> Result<Export> {
     source.parse("export JSON")
 }
+
+/// The arguments of `memdb tool`: an inline JSON object, `@FILE`, `-` for
+/// stdin, or `{}` when absent.
+pub fn tool_args(arg: Option<&str>) -> Result<serde_json::Value> {
+    let value: serde_json::Value = match arg {
+        None => return Ok(serde_json::Value::Object(Default::default())),
+        Some("-") => Source::Stdin.parse("tool arguments")?,
+        Some(a) if a.starts_with('@') => {
+            Source::File(PathBuf::from(&a[1..])).parse("tool arguments")?
+        }
+        Some(a) => serde_json::from_str(a).context("invalid tool arguments")?,
+    };
+    if !value.is_object() {
+        bail!("tool arguments must be a JSON object");
+    }
+    Ok(value)
+}

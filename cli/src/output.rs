@@ -38,6 +38,11 @@ pub enum Output {
     Metadata(Conversation),
     Page(ConversationPage),
     Count(u64),
+    /// `tool`: the tool's text rendering and its JSON data.
+    Tool {
+        text: String,
+        data: Value,
+    },
     Changed {
         action: &'static str,
         conversation: Conversation,
@@ -148,6 +153,7 @@ impl Output {
             Output::Metadata(c) => to_value(c),
             Output::Page(p) => to_value(p),
             Output::Count(n) => json!({ "count": n }),
+            Output::Tool { data, .. } => data.clone(),
             Output::Changed { conversation, .. } => to_value(conversation),
             Output::Deleted {
                 id,
@@ -324,6 +330,7 @@ impl Output {
                 }
             }
             Output::Count(n) => line(o, format_args!("{n}")),
+            Output::Tool { text, .. } => line(o, format_args!("{text}")),
             Output::Changed {
                 action,
                 conversation: c,

@@ -1010,7 +1010,15 @@ fn mcp_serves_tools_over_stdio_and_keeps_stdout_clean() {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         2,
     );
-    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(7));
+    // Every set by default: Sekha's seven and Memorg's sixteen.
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 23, "{names:?}");
+    assert!(names.contains(&"memory_store") && names.contains(&"add_exchange"));
     let stored = answer(
         &mut stdin,
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
@@ -1412,4 +1420,71 @@ fn query_reads_natural_language_unless_mode_keyword() {
         .ok()
         .json();
     assert_eq!(labels(&v), vec!["cs".to_string()]);
+}
+
+#[test]
+fn memorg_tools_run_from_the_shell() {
+    let db = Db::new();
+    let hashing = ["--json", "--embedder", "hashing", "tool"];
+    let run = |name: &str, args: &str| -> Value {
+        let mut argv = hashing.to_vec();
+        argv.push(name);
+        argv.push(args);
+        db.run(&argv).ok().json()
+    };
+    let session = run("create_session", r#"{"user_id":"alice"}"#);
+    let sid = session["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_string();
+    assert_eq!(session["user_id"], "alice");
+    let conv = run(
+        "start_conversation",
+        &format!(r#"{{"session_id":"{sid}"}}"#),
+    );
+    let cid = conv["conversation_id"].as_str().unwrap().to_string();
+    let topic = run(
+        "create_topic",
+        &format!(r#"{{"conversation_id":"{cid}","title":"databases"}}"#),
+    );
+    let tid = topic["topic_id"].as_str().unwrap().to_string();
+    let ex = run(
+        "add_exchange",
+        &format!(
+            r#"{{"topic_id":"{tid}","user_message":"How do I vacuum Postgres?","system_message":"Run VACUUM ANALYZE."}}"#
+        ),
+    );
+    assert!(ex["importance_score"].as_f64().unwrap() > 0.0, "{ex}");
+    let found = run(
+        "search_context",
+        &format!(r#"{{"query":"postgres vacuum","scope":"TOPIC","scope_id":"{tid}"}}"#),
+    );
+    assert_eq!(found["results"][0]["id"], ex["exchange_id"], "{found}");
+    assert!(found["results"][0]["score"].as_f64().unwrap() > 0.0);
+    let usage = run("get_memory_usage", "{}");
+    assert_eq!(usage["active_items"], 4, "{usage}");
+    // Human text by default; the list names both sets.
+    let text = db.run(&["tool", "--list"]).ok().stdout;
+    assert!(
+        text.contains("add_exchange") && text.contains("memory_store"),
+        "{text}"
+    );
+    // Bad calls: one error line, nothing written.
+    db.run(&[
+        "--embedder",
+        "hashing",
+        "tool",
+        "add_exchange",
+        r#"{"topic_id":"nope","user_message":"x","system_message":"y"}"#,
+    ])
+    .fails_with(&["topic_id"]);
+    db.run(&["tool", "no_such_tool"])
+        .fails_with(&["unknown tool"]);
+    db.run(&["tool", "get_memory_usage", "[1]"])
+        .fails_with(&["JSON object"]);
+    assert_eq!(run("get_memory_usage", "{}")["active_items"], 4);
+    db.run(&["mcp", "--tools", "kuradb"])
+        .fails_with(&["not built yet"]);
+    db.run(&["mcp", "--tools", "nope"])
+        .fails_with(&["unknown tool set"]);
 }

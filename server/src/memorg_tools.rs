@@ -9,7 +9,9 @@
 //! Results keep Memorg's keys and add memdb's (ids, match types,
 //! pagination): a client written for memorg-mcp finds every key it reads.
 //! Times are ISO 8601 in UTC with an explicit `+00:00` offset, as Python's
-//! `datetime.isoformat()` writes them.
+//! `datetime.isoformat()` writes them. Unknown argument names are refused
+//! (memorg-mcp's schemas forbid extra properties), so a misspelt
+//! `scope_Id` is an error, not a silent search of everything.
 
 use chrono::{DateTime, Utc};
 use memdb::Memdb;
@@ -46,6 +48,7 @@ fn object(v: Option<Value>) -> Value {
 
 /// `create_session` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateSessionArgs {
     /// The user the session belongs to.
     #[schema(min_length = 1, max_length = 256)]
@@ -87,6 +90,7 @@ pub fn create_session(db: &Memdb, args: CreateSessionArgs) -> Result<SessionData
 
 /// `start_conversation` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct StartConversationArgs {
     /// The session to start it in.
     pub session_id: String,
@@ -130,6 +134,7 @@ pub fn start_conversation(
 
 /// `create_topic` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateTopicArgs {
     /// The conversation to add it to.
     pub conversation_id: String,
@@ -182,6 +187,7 @@ pub fn create_topic(db: &Memdb, args: CreateTopicArgs) -> Result<TopicData, ApiE
 
 /// `add_exchange` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AddExchangeArgs {
     /// The topic to add it to.
     pub topic_id: String,
@@ -240,6 +246,7 @@ fn default_scope() -> String {
 
 /// `search_context` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SearchContextArgs {
     /// The question, natural language.
     #[schema(min_length = 1, max_length = 8192)]
@@ -269,9 +276,12 @@ pub struct SearchContextArgs {
 pub struct ContextResultData {
     /// The exchange.
     pub id: Uuid,
-    /// Memorg's result type (`Exchange`).
+    /// The match type, as memorg-mcp puts it under `type` (keyword,
+    /// semantic, temporal, hybrid or importance).
     #[serde(rename = "type")]
     pub kind: String,
+    /// The record type: `exchange`.
+    pub record_type: String,
     /// `"User: …\nSystem: …"`.
     pub content: String,
     /// The multi-factor score.
@@ -322,7 +332,8 @@ pub fn search_context(db: &Memdb, args: SearchContextArgs) -> Result<SearchConte
         .into_iter()
         .map(|h| ContextResultData {
             id: h.exchange.id,
-            kind: "Exchange".into(),
+            kind: h.match_type.as_str().to_string(),
+            record_type: "exchange".into(),
             content: h.content,
             score: h.score,
             match_type: h.match_type.as_str().to_string(),
@@ -349,6 +360,7 @@ pub fn search_context(db: &Memdb, args: SearchContextArgs) -> Result<SearchConte
 
 /// `get_memory_usage` arguments (none).
 #[derive(Debug, Clone, Default, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
 /// `get_memory_usage` result.
@@ -386,6 +398,7 @@ pub fn get_memory_usage(db: &Memdb, _args: NoArgs) -> Result<MemoryUsageData, Ap
 
 /// `optimize_context` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct OptimizeContextArgs {
     /// The text to fit.
     pub content: String,
@@ -401,15 +414,20 @@ pub struct OptimizeContextArgs {
     pub template: Option<String>,
 }
 
-/// `optimize_context` result (memorg-mcp's keys; lengths in o200k tokens).
+/// `optimize_context` result (memorg-mcp's keys: lengths in characters,
+/// as Python's `len`; token counts beside them).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct OptimizeData {
     /// The fitted text.
     pub optimized_content: String,
-    /// Tokens before.
+    /// Characters before.
     pub original_length: usize,
-    /// Tokens after.
+    /// Characters after.
     pub optimized_length: usize,
+    /// o200k tokens before.
+    pub original_tokens: usize,
+    /// o200k tokens after (at most `max_tokens`).
+    pub optimized_tokens: usize,
     /// Optimizer details.
     #[schema(value_type = Object)]
     pub metadata: Value,
@@ -431,9 +449,11 @@ pub fn optimize_context(db: &Memdb, args: OptimizeContextArgs) -> Result<Optimiz
         TokenCounter::O200kBase,
     )?;
     Ok(OptimizeData {
+        original_length: args.content.chars().count(),
+        optimized_length: r.optimized_content.chars().count(),
         optimized_content: r.optimized_content,
-        original_length: r.original_length,
-        optimized_length: r.optimized_length,
+        original_tokens: r.original_length,
+        optimized_tokens: r.optimized_length,
         metadata: Value::Object(r.context.metadata),
     })
 }
@@ -442,6 +462,7 @@ pub fn optimize_context(db: &Memdb, args: OptimizeContextArgs) -> Result<Optimiz
 
 /// `get_session` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GetSessionArgs {
     /// The session.
     pub session_id: String,
@@ -555,6 +576,7 @@ fn item_data(i: MemoryItem) -> ItemData {
 
 /// `create_memory_item` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateItemArgs {
     /// Content (indexed and embedded).
     #[schema(min_length = 1)]
@@ -600,6 +622,7 @@ pub fn create_memory_item(db: &Memdb, args: CreateItemArgs) -> Result<ItemData, 
 
 /// Arguments naming one item.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ItemIdArgs {
     /// The item.
     pub item_id: String,
@@ -612,6 +635,7 @@ pub fn get_memory_item(db: &Memdb, args: ItemIdArgs) -> Result<ItemData, ApiErro
 
 /// `update_memory_item` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UpdateItemArgs {
     /// The item.
     pub item_id: String,
@@ -665,6 +689,7 @@ pub fn delete_memory_item(db: &Memdb, args: ItemIdArgs) -> Result<DeletedData, A
 
 /// `add_memory_tags` / `remove_memory_tags` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TagArgs {
     /// The item.
     pub item_id: String,
@@ -699,6 +724,7 @@ fn default_item_limit() -> usize {
 
 /// `search_memory` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SearchMemoryArgs {
     /// The query.
     #[schema(min_length = 1, max_length = 8192)]
@@ -789,6 +815,7 @@ fn default_depth() -> usize {
 
 /// `get_item_context` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ItemContextArgs {
     /// The item.
     pub item_id: String,

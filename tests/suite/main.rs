@@ -14,6 +14,7 @@ mod http_stub;
 mod mcp_http;
 mod mcp_stdio;
 mod memorg;
+mod memorg_crash;
 mod model;
 mod namespaces;
 mod natural_language;
