@@ -932,10 +932,13 @@ pub fn permission(method: &Method, route: &str) -> Option<Permission> {
         .map(|r| r.permission)
 }
 
-/// The tools as `GET /api/v1/mcp/tools` lists them.
+/// The tools as `GET /api/v1/mcp/tools` (Sekha's controller route) lists
+/// them: Sekha's set. MCP's `tools/list` and `memdb tool --list` list every
+/// served set.
 pub fn tool_defs() -> Vec<ToolDef> {
     TOOLS
         .iter()
+        .filter(|t| t.set() == ToolSet::Sekha)
         .map(|t| ToolDef {
             name: t.name(),
             description: t.summary(),

@@ -16,7 +16,8 @@ const KEY: &str = "sk-mcp-stdio-0123456789abcdefghijklmnopqrstuvwxyz";
 
 fn mcp_command(dir: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_memdb-test-mcp"));
-    c.arg("--data")
+    c.args(["--tools", "sekha"])
+        .arg("--data")
         .arg(dir)
         .env_remove("MEMDB_API_KEY")
         .env_remove("MEMDB_API_KEYS")
@@ -143,6 +144,7 @@ fn official_python_sdk_over_stdio() {
         .arg(python_dir().join("mcp_e2e.py"))
         .arg("stdio")
         .arg(env!("CARGO_BIN_EXE_memdb-test-mcp"))
+        .args(["--tools", "sekha"])
         .arg("--data")
         .arg(data.path())
         .env_remove("MEMDB_API_KEY")
@@ -361,4 +363,31 @@ fn directory_held_by_memdb_server_forwards_or_refuses() {
         !data.path().join("server.json").exists(),
         "endpoint file left after shutdown"
     );
+}
+
+#[test]
+fn official_python_sdk_calls_every_memorg_tool_over_stdio() {
+    let python = venv();
+    let data = crate::tmp();
+    let out = Command::new(&python)
+        .arg(python_dir().join("memorg_mcp_e2e.py"))
+        .arg("stdio")
+        .arg(env!("CARGO_BIN_EXE_memdb-test-mcp"))
+        .args(["--tools", "memorg", "--embedder", "hashing"])
+        .arg("--data")
+        .arg(data.path())
+        .env_remove("MEMDB_API_KEY")
+        .env_remove("MEMDB_API_KEYS")
+        .output()
+        .expect("run memorg_mcp_e2e.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "memorg_mcp_e2e.py stdio failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("checks passed"), "{stdout}");
+    let db = memdb::Memdb::open(data.path()).expect("reopen after the session");
+    // One session, conversation, two topics, two exchanges; the note was deleted.
+    assert_eq!(db.memory_usage().expect("usage").active_items, 6);
 }
