@@ -351,7 +351,7 @@ pub fn search_context(db: &Memdb, args: SearchContextArgs) -> Result<SearchConte
         query: args.query,
         total_results: results.len(),
         results,
-        pagination: serde_json::to_value(&r.pagination).map_err(ApiError::internal)?,
+        pagination: serde_json::to_value(r.pagination).map_err(ApiError::internal)?,
         metadata: serde_json::to_value(&r.metadata).map_err(ApiError::internal)?,
     })
 }
