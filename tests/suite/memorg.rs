@@ -408,3 +408,37 @@ fn memory_items_with_tags_filters_and_context() {
     assert_eq!(db.memory_usage().unwrap().active_items, 0);
     assert!(db.check().unwrap().is_consistent());
 }
+
+#[test]
+fn bulk_add_exchanges_is_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = build(&db, "alice");
+    let pairs: Vec<(String, String)> = (0..50)
+        .map(|i| {
+            (
+                format!("question number {i} about zebras"),
+                format!("answer {i}"),
+            )
+        })
+        .collect();
+    let added = db.add_exchanges(t.databases, &pairs).unwrap();
+    assert_eq!(added.len(), 50);
+    assert_eq!(db.topic_exchanges(t.databases).unwrap().len(), 52);
+    assert_eq!(db.count_record_vectors(EXCHANGE).unwrap(), 54);
+    assert!(added.iter().all(|e| e.importance_score > 0.0));
+    let r = db
+        .search_context(&ContextSearch::new("question number 17 zebras"))
+        .unwrap();
+    assert_eq!(r.results[0].exchange.id, added[17].id);
+    // One blank message: nothing of the batch is written.
+    let mut bad = pairs.clone();
+    bad[30].0 = " ".into();
+    let err = db.add_exchanges(t.databases, &bad).unwrap_err();
+    assert!(err.to_string().contains("exchanges[30]"), "{err}");
+    assert_eq!(db.topic_exchanges(t.databases).unwrap().len(), 52);
+    assert!(matches!(
+        db.add_exchanges(t.conversation, &pairs),
+        Err(Error::NotFound { what: "topic", .. })
+    ));
+}

@@ -283,67 +283,176 @@ impl Memdb {
     /// Creates a record of `kind` under a caller-chosen id; an existing id
     /// is a conflict.
     pub fn put_record_as(&self, kind: RecordKind, id: Uuid, new: NewRecord) -> Result<Record> {
-        check_text("text", &new.text)?;
-        if let Some(t) = &new.embed_text {
-            check_text("embed_text", t)?;
+        self.put_records(kind, vec![(id, new)])?
+            .pop()
+            .ok_or_else(|| Error::Store("a record write returned nothing".into()))
+    }
+
+    /// Creates many records of `kind` (new ids) in one transaction: the
+    /// texts are embedded in batches of `Config::embed_batch` first, then
+    /// every row and vector is written at once. Any invalid record, missing
+    /// parent or failed embedding writes nothing.
+    pub fn create_records(&self, kind: RecordKind, new: Vec<NewRecord>) -> Result<Vec<Record>> {
+        self.put_records(kind, new.into_iter().map(|r| (Uuid::new_v4(), r)).collect())
+    }
+
+    fn put_records(&self, kind: RecordKind, new: Vec<(Uuid, NewRecord)>) -> Result<Vec<Record>> {
+        struct Prepared {
+            key: u128,
+            parent: Option<Uuid>,
+            row: ItemRecord,
+            embed: Option<String>,
         }
-        check_importance(new.importance)?;
-        let tags = normalize_tags(&new.tags)?;
-        let body = invalid_json("body", &new.body)?;
-        let metadata = invalid_json("metadata", &new.metadata)?;
-        if let Some(p) = new.parent {
-            // Checked again inside the write; this early check spares a
-            // model call for a write that cannot succeed.
-            self.get_record_any(p)?;
+        let mut prepared = Vec::with_capacity(new.len());
+        let mut parents: HashSet<Uuid> = HashSet::new();
+        let stamp = to_micros(now());
+        let many = new.len() > 1;
+        for (i, (id, r)) in new.into_iter().enumerate() {
+            let at = |e: Error| match e {
+                Error::InvalidInput { field, reason } if many => Error::InvalidInput {
+                    field: format!("records[{i}].{field}"),
+                    reason,
+                },
+                other => other,
+            };
+            check_text("text", &r.text).map_err(at)?;
+            if let Some(t) = &r.embed_text {
+                check_text("embed_text", t).map_err(at)?;
+            }
+            check_importance(r.importance).map_err(at)?;
+            let tags = normalize_tags(&r.tags).map_err(at)?;
+            let body = invalid_json("body", &r.body).map_err(at)?;
+            let metadata = invalid_json("metadata", &r.metadata).map_err(at)?;
+            if let Some(p) = r.parent {
+                parents.insert(p);
+            }
+            let embed = if r.embed {
+                Some(r.embed_text.clone().unwrap_or_else(|| r.text.clone()))
+                    .filter(|t| !t.trim().is_empty())
+            } else {
+                None
+            };
+            prepared.push(Prepared {
+                key: id.as_u128(),
+                parent: r.parent,
+                embed,
+                row: ItemRecord {
+                    kind: kind.code,
+                    namespace: 0,
+                    parent: r.parent.map(|p| p.as_u128().to_le_bytes()),
+                    created_at: r.created_at.map_or(stamp, to_micros),
+                    updated_at: stamp,
+                    importance: r.importance,
+                    text: r.text,
+                    tags,
+                    body_json: body,
+                    metadata_json: metadata,
+                },
+            });
         }
-        let vector = if new.embed {
-            self.embed_record_text(new.embed_text.as_deref().unwrap_or(&new.text))?
+        // Checked again inside the write; this early check spares model
+        // calls for a write that cannot succeed.
+        for p in &parents {
+            if !prepared.iter().any(|r| r.key == p.as_u128()) {
+                self.get_record_any(*p)?;
+            }
+        }
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; prepared.len()];
+        if let Some(e) = self.config().embedder.clone() {
+            let wanted: Vec<usize> = (0..prepared.len())
+                .filter(|&i| prepared[i].embed.is_some())
+                .collect();
+            for chunk in wanted.chunks(self.config().embed_batch.max(1)) {
+                let texts: Vec<&str> = chunk
+                    .iter()
+                    .filter_map(|&i| prepared[i].embed.as_deref())
+                    .collect();
+                let out = e.embed_report(&texts)?;
+                if out.vectors.len() != chunk.len() {
+                    return Err(Error::Embedding(format!(
+                        "the model returned {} vectors for {} texts",
+                        out.vectors.len(),
+                        chunk.len()
+                    )));
+                }
+                for (&i, v) in chunk.iter().zip(out.vectors) {
+                    vectors[i] = Some(v);
+                }
+            }
+        }
+        let ns = self.ensure_namespace()?;
+        let space = if vectors.iter().any(Option::is_some) {
+            let s = self
+                .record_space(kind, true)?
+                .ok_or_else(|| Error::Embedding("no embedder".into()))?;
+            for v in vectors.iter().flatten() {
+                check_vector("embedding", &s, v)
+                    .map_err(|e| Error::Embedding(format!("unusable embedding: {e}")))?;
+            }
+            Some(s)
         } else {
             None
         };
-        let ns = self.ensure_namespace()?;
-        let space = match &vector {
-            Some(v) => {
-                let s = self
-                    .record_space(kind, true)?
-                    .ok_or_else(|| Error::Embedding("no embedder".into()))?;
-                check_vector("embedding", &s, v)
-                    .map_err(|e| Error::Embedding(format!("unusable embedding: {e}")))?;
-                Some(s)
-            }
-            None => None,
-        };
-        let created = new.created_at.unwrap_or_else(now);
-        let rec = ItemRecord {
-            kind: kind.code,
-            namespace: ns,
-            parent: new.parent.map(|p| p.as_u128().to_le_bytes()),
-            created_at: to_micros(created),
-            updated_at: to_micros(now()),
-            importance: new.importance,
-            text: new.text,
-            tags,
-            body_json: body,
-            metadata_json: metadata,
-        };
-        let key = id.as_u128();
+        for p in &mut prepared {
+            p.row.namespace = ns;
+        }
+        let keys: HashSet<u128> = prepared.iter().map(|p| p.key).collect();
+        if keys.len() != prepared.len() {
+            return Err(Error::invalid("records", "two records have the same id"));
+        }
         self.write(|txn, ops| {
-            if rows::get_for_write(txn, key)?.is_some() {
-                return Err(Error::Conflict(format!("record {id} already exists")));
-            }
-            if let Some(p) = new.parent {
-                match rows::get_for_write(txn, p.as_u128())? {
-                    Some(parent) if parent.namespace == ns => {}
-                    _ => return Err(Self::record_not_found("parent record", p)),
+            for p in &prepared {
+                if rows::get_for_write(txn, p.key)?.is_some() {
+                    return Err(Error::Conflict(format!(
+                        "record {} already exists",
+                        Uuid::from_u128(p.key)
+                    )));
+                }
+                if let Some(parent) = p.parent
+                    && !keys.contains(&parent.as_u128())
+                {
+                    match rows::get_for_write(txn, parent.as_u128())? {
+                        Some(row) if row.namespace == ns => {}
+                        _ => return Err(Self::record_not_found("parent record", parent)),
+                    }
                 }
             }
-            rows::put(txn, key, &rec, ops)?;
-            if let (Some(space), Some(v)) = (&space, &vector) {
-                crate::store::vectors::put_vectors(txn, space.id, [(key, v)], ops)?;
+            for (p, v) in prepared.iter().zip(&vectors) {
+                rows::put(txn, p.key, &p.row, ops)?;
+                if let (Some(space), Some(v)) = (&space, v) {
+                    crate::store::vectors::put_vectors(txn, space.id, [(p.key, v)], ops)?;
+                }
             }
             Ok(())
         })?;
-        Ok(record_from(key, &rec))
+        // The write is durable; a failed compaction is maintenance, retried
+        // by the next write, not the caller's error.
+        if let Some(space) = &space
+            && let Err(e) = self.compact_record_space_if_due(space)
+        {
+            self.maintenance_failed("compacting a record vector space", &e);
+        }
+        Ok(prepared
+            .iter()
+            .map(|p| record_from(p.key, &p.row))
+            .collect())
+    }
+
+    /// Builds a new generation of a record space whose delta (plus
+    /// tombstones) reached `Config::vector_compact_backlog` and the size of
+    /// its generation (the message pipeline's geometric rule, SPEC §16.2),
+    /// so the oplog can be trimmed and a reopen replays little.
+    fn compact_record_space_if_due(&self, space: &VectorSpace) -> Result<()> {
+        let threshold = self.config().vector_compact_backlog;
+        if threshold == 0 {
+            return Ok(());
+        }
+        let index = self.vectors.ensure(&self.store, &space.name)?;
+        let (backlog, base) = self.vectors.backlog(&index);
+        if backlog >= threshold.max(base) {
+            self.compact_vectors(&space.name)?;
+        }
+        Ok(())
     }
 
     /// Record `id` of this namespace, whatever its kind.

@@ -271,6 +271,31 @@ fn exchange_from(r: &Record) -> Exchange {
     }
 }
 
+/// The record of one exchange: both messages parsed, the documented
+/// importance, `"User: <u>\nSystem: <s>"` as the indexed and embedded text.
+fn exchange_record(
+    topic_id: Uuid,
+    user_message: &str,
+    system_message: &str,
+    metadata: Value,
+) -> NewRecord {
+    let user = parse_content(user_message);
+    let system = parse_content(system_message);
+    let importance = base_importance(user_message, &user, system_message, &system).score;
+    NewRecord {
+        parent: Some(topic_id),
+        text: format!("User: {user_message}\nSystem: {system_message}"),
+        embed: true,
+        importance: importance as f32,
+        body: json!({
+            "user_message": {"raw_content": user_message, "parsed_content": user},
+            "system_message": {"raw_content": system_message, "parsed_content": system},
+        }),
+        metadata,
+        ..Default::default()
+    }
+}
+
 fn item_kind_of(r: &Record) -> ItemKind {
     r.body
         .get("item_type")
@@ -604,26 +629,40 @@ impl Memdb {
         check_len("system_message", system_message, MAX_MESSAGE_BYTES)?;
         let metadata = object_or_empty("metadata", metadata)?;
         self.get_record(TOPIC, topic_id)?;
-        let user = parse_content(user_message);
-        let system = parse_content(system_message);
-        let importance = base_importance(user_message, &user, system_message, &system).score;
-        let text = format!("User: {user_message}\nSystem: {system_message}");
         let r = self.create_record(
             EXCHANGE,
-            NewRecord {
-                parent: Some(topic_id),
-                text,
-                embed: true,
-                importance: importance as f32,
-                body: json!({
-                    "user_message": {"raw_content": user_message, "parsed_content": user},
-                    "system_message": {"raw_content": system_message, "parsed_content": system},
-                }),
-                metadata,
-                ..Default::default()
-            },
+            exchange_record(topic_id, user_message, system_message, metadata),
         )?;
         Ok(exchange_from(&r))
+    }
+
+    /// Many `add_exchange` calls on one topic in one transaction: the
+    /// texts are embedded in batches (`Config::embed_batch`), then every
+    /// exchange and vector is written at once. Any invalid exchange writes
+    /// nothing. For bulk loads and imports.
+    pub fn add_exchanges(
+        &self,
+        topic_id: Uuid,
+        exchanges: &[(String, String)],
+    ) -> Result<Vec<Exchange>> {
+        self.get_record(TOPIC, topic_id)?;
+        let mut new = Vec::with_capacity(exchanges.len());
+        for (i, (u, s)) in exchanges.iter().enumerate() {
+            if u.trim().is_empty() {
+                return Err(Error::invalid(
+                    format!("exchanges[{i}].user_message"),
+                    "must not be empty",
+                ));
+            }
+            check_len("user_message", u, MAX_MESSAGE_BYTES)?;
+            check_len("system_message", s, MAX_MESSAGE_BYTES)?;
+            new.push(exchange_record(topic_id, u, s, json!({})));
+        }
+        Ok(self
+            .create_records(EXCHANGE, new)?
+            .iter()
+            .map(exchange_from)
+            .collect())
     }
 
     /// An exchange of this namespace.
