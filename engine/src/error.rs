@@ -67,9 +67,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The redb store failed.
+    /// The redb store failed: an engine-level store condition, described.
     #[error("store error: {0}")]
     Store(String),
+    /// redb itself failed (I/O, a full disk, a damaged page): the source is
+    /// kept for callers that walk `Error::source`.
+    #[error("store error: {0}")]
+    Backend(#[source] Box<redb::Error>),
     /// The tantivy index failed.
     #[error("text index error: {0}")]
     TextIndex(String),
@@ -168,7 +172,7 @@ macro_rules! store_error {
     ($($t:ty),*) => {$(
         impl From<$t> for Error {
             fn from(e: $t) -> Self {
-                Error::Store(e.to_string())
+                Error::Backend(Box::new(redb::Error::from(e)))
             }
         }
     )*};
@@ -194,5 +198,19 @@ impl From<memdb_format::FormatError> for Error {
             what: "record".into(),
             reason: e.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_errors_keep_their_source() {
+        let e: Error = redb::StorageError::Corrupted("page 7".into()).into();
+        assert!(matches!(e, Error::Backend(_)));
+        assert!(e.to_string().starts_with("store error: "), "{e}");
+        let source = std::error::Error::source(&e).expect("a source");
+        assert!(source.to_string().contains("page 7"), "{source}");
     }
 }

@@ -106,7 +106,8 @@ pub struct ServerCli {
     /// Data directory [default: $MEMDB_DATA, else the platform data dir + /memdb].
     #[arg(long, env = "MEMDB_DATA", value_name = "DIR")]
     pub data: Option<PathBuf>,
-    /// Embedder for semantic and hybrid search [default: none].
+    /// Embedder for semantic and hybrid search [default: auto: the local
+    /// model when installed, else none with a logged note].
     #[arg(long, env = "MEMDB_EMBEDDER", value_enum)]
     pub embedder: Option<EmbedderChoice>,
     /// Directory of the local embedding model.

@@ -176,7 +176,9 @@ impl Default for ServerConfig {
             rate_limit_burst: 200,
             trusted_proxies: Vec::new(),
             body_limit: 16 << 20,
-            embedder: EmbedderChoice::None,
+            // As the CLI: the local model when installed, else keyword
+            // only with a logged note.
+            embedder: EmbedderChoice::Auto,
             models_dir: None,
             openai: OpenAiSettings::default(),
             allowed_hosts: Vec::new(),

@@ -9,7 +9,9 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let mut data = None;
     let mut tools = memdb_server::contract::ToolSets::ALL;
-    let mut embedder = None;
+    // Keyword only unless asked: the suite's MCP tests are deterministic
+    // whether or not the local model is installed.
+    let mut embedder = Some(memdb_server::config::EmbedderChoice::None);
     while let Some(a) = args.next() {
         if a == "--data" {
             data = args.next().map(PathBuf::from);

@@ -192,6 +192,11 @@ async def orchestration(c: SekhaClient, rid: str, bid: str) -> str:
     check(by_id[old]["days_since_access"] >= 199, f"age: {by_id[old]}")
     check(rid not in by_id or by_id[rid]["recommendation"] == "keep", f"pinned recent kept: {by_id.get(rid)}")
     check(report["estimated_token_savings"] >= by_id[old]["token_estimate"] > 0, "savings")
+    # threshold_days=0 (the SDK sends it for "everything older than now"):
+    # accepted, and every conversation counts as old.
+    everything = await c.prune_dry_run(threshold_days=0)
+    every_id = {x["conversation_id"] for x in everything["suggestions"]}
+    check(old in every_id and len(every_id) >= len(by_id), f"threshold 0: {everything}")
     alias = await c.get_pruning_suggestions(threshold_days=90)
     check([x["conversation_id"] for x in alias["suggestions"]] == [x["conversation_id"] for x in report["suggestions"]], "alias")
     await c.prune_execute([old])

@@ -264,3 +264,27 @@ fn local_model_matches_the_python_reference() {
         assert!((x - r).abs() < 1e-4, "{:?} vs {reference:?}", &v[0][..5]);
     }
 }
+
+/// memdb-server without `--embedder` picks the local model when it is
+/// installed (as the CLI does), and keyword-only search when it is not.
+#[test]
+fn the_server_uses_the_local_model_by_default() {
+    let installed = memdb_server::config::ServerConfig {
+        models_dir: Some(models_dir()),
+        ..Default::default()
+    };
+    assert_eq!(
+        installed.embedder,
+        memdb_server::config::EmbedderChoice::Auto
+    );
+    let engine = memdb_server::cli::engine_config(&installed).expect("engine config");
+    let e = engine.embedder.expect("the local model");
+    assert_eq!(e.identity().provider, "local-onnx");
+    let empty = tempfile::tempdir().unwrap();
+    let missing = memdb_server::config::ServerConfig {
+        models_dir: Some(empty.path().to_path_buf()),
+        ..Default::default()
+    };
+    let engine = memdb_server::cli::engine_config(&missing).expect("no model is not an error");
+    assert!(engine.embedder.is_none());
+}

@@ -39,7 +39,8 @@ fn default_threshold() -> u32 {
 /// tool's `importance_threshold`, an `inactivity_days` and `now`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PruneRequest {
-    /// Days without activity after which a conversation is old (1..=36500, default 90).
+    /// Days without activity after which a conversation is old (0..=36500,
+    /// default 90; 0 makes every conversation old).
     #[serde(default = "default_threshold")]
     pub threshold_days: u32,
     /// Importance below which a conversation is low-importance (0..=10, default 3).
@@ -274,20 +275,22 @@ pub(crate) fn judge(
 impl Memdb {
     /// Pruning suggestions (SPEC.md §16.3). Reads only.
     pub fn prune_suggestions(&self, req: &PruneRequest) -> Result<PruneReport> {
-        let check_days = |field: &str, d: u32| {
-            if d == 0 || d > MAX_DAYS {
+        let check_days = |field: &str, d: u32, min: u32| {
+            if d < min || d > MAX_DAYS {
                 Err(Error::invalid(
                     field,
-                    format!("{d} is outside 1..={MAX_DAYS}"),
+                    format!("{d} is outside {min}..={MAX_DAYS}"),
                 ))
             } else {
                 Ok(d)
             }
         };
-        let threshold_days = check_days("threshold_days", req.threshold_days)?;
+        // 0 is "everything older than now" (Sekha's SDK sends it).
+        let threshold_days = check_days("threshold_days", req.threshold_days, 0)?;
         let inactivity_days = check_days(
             "inactivity_days",
             req.inactivity_days.unwrap_or(DEFAULT_INACTIVITY_DAYS),
+            1,
         )?;
         let importance_threshold = req
             .importance_threshold
@@ -635,7 +638,7 @@ mod tests {
         for (req, field) in [
             (
                 PruneRequest {
-                    threshold_days: 0,
+                    threshold_days: 36_501,
                     ..Default::default()
                 },
                 "threshold_days",

@@ -26,7 +26,7 @@ use crate::config::{EmbedderChoice, OpenAiSettings, ServerConfig};
 /// `memdb mcp` settings (the CLI's global `--embedder` and `--models`).
 #[derive(Debug, Clone, Default)]
 pub struct McpArgs {
-    /// Embedder for semantic and hybrid search [default: none].
+    /// Embedder for semantic and hybrid search [default: auto].
     pub embedder: Option<EmbedderChoice>,
     /// Directory of the local embedding model.
     pub models_dir: Option<PathBuf>,

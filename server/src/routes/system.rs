@@ -60,7 +60,7 @@ fn check<T>(r: memdb::Result<T>) -> Check {
             let kind = match e {
                 memdb::Error::Corrupted { .. } => "corrupted data",
                 memdb::Error::TextIndex(_) => "text index error",
-                memdb::Error::Store(_) => "store error",
+                memdb::Error::Store(_) | memdb::Error::Backend(_) => "store error",
                 memdb::Error::Io { .. } => "I/O error",
                 _ => "error",
             };
