@@ -118,8 +118,12 @@ async def sdk(c: SekhaClient):
     check(scores == sorted(scores, reverse=True), f"scores descend (higher is better): {scores}")
     q = await c.smart_query("sourdough", limit=5, filters={"folder": "/home"})
     check([r["conversation_id"] for r in q["results"]] == [bid], f"smart_query filtered: {q}")
+    # The folder filter excludes the cooking conversation. (With the local
+    # model, the server's default, hybrid search may still return /work's
+    # nearest messages by meaning; none may come from another folder.)
     q = await c.query("sourdough", filters={"folder": "/work"})
-    check(q["results"] == [], f"filter excludes: {q}")
+    check(all(r["folder"].startswith("/work") for r in q["results"])
+          and bid not in [r["conversation_id"] for r in q["results"]], f"filter excludes: {q}")
     fts = await c.full_text_search("sourdough OR lifetimes", limit=10)
     check(fts["total"] == 3, f"fts: {fts}")
     check({r["conversation_id"] for r in fts["results"]} == {rid, bid}, "fts ids")
@@ -231,7 +235,10 @@ async def mcp(rid: str):
     check("Messages: 2" in out, out)
 
     out = text_of(await memory_search_tool({"query": "Kyoto temples", "limit": 5}))
-    check("Found 1 relevant conversation" in out and "Kyoto trip" in out and kid in out, f"memory_search: {out}")
+    # Keyword search finds one conversation; hybrid (the default server has
+    # the local model) may add neighbours by meaning, ranked after it.
+    check("relevant conversation" in out and kid in out
+          and out.split("1. **", 1)[-1].startswith("Kyoto trip"), f"memory_search: {out}")
     out = text_of(await memory_search_tool({"query": "Kyoto", "filter_labels": ["Nope"]}))
     check("No matching conversations" in out, f"memory_search filtered: {out}")
 

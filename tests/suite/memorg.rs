@@ -442,3 +442,45 @@ fn bulk_add_exchanges_is_all_or_nothing() {
         Err(Error::NotFound { what: "topic", .. })
     ));
 }
+
+/// A chat-model double answering one fixed text (or failing).
+struct Scripted(Option<&'static str>);
+
+impl memdb::ChatModel for Scripted {
+    fn complete(&self, _system: &str, _user: &str, _max_tokens: u32) -> memdb::Result<String> {
+        self.0
+            .map(str::to_string)
+            .ok_or_else(|| Error::Embedding("the model is down".into()))
+    }
+    fn name(&self) -> String {
+        "scripted".into()
+    }
+}
+
+#[test]
+fn query_entities_come_from_a_chat_model_when_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = build(&db, "alice");
+    let q = ContextSearch::new("what did we decide about autovacuum");
+    let plain = db.search_context(&q).unwrap();
+    let model = Scripted(Some(
+        r#"{"entities": [{"name": "Postgres", "type": "technology"}]}"#,
+    ));
+    let with = db.search_context_with(&q, Some(&model)).unwrap();
+    let names: Vec<&str> = with
+        .metadata
+        .entities
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(names, ["Postgres"]);
+    // The ranking does not depend on the entities.
+    assert_eq!(with.results[0].exchange.id, t.vacuum);
+    assert_eq!(with.results.len(), plain.results.len());
+    // A failing or nonsensical model keeps the heuristic's entities.
+    for bad in [Scripted(None), Scripted(Some("I cannot help with that"))] {
+        let r = db.search_context_with(&q, Some(&bad)).unwrap();
+        assert_eq!(r.metadata.entities, plain.metadata.entities);
+    }
+}

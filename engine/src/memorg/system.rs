@@ -22,11 +22,12 @@ use uuid::Uuid;
 use crate::db::Memdb;
 use crate::db::records::{NewRecord, Record, RecordChange, RecordFilter, RecordKind};
 use crate::error::{Error, Result};
+use crate::llm::ChatModel;
 use crate::memorg::filter::MetadataFilter;
 use crate::memorg::importance::base_importance;
 use crate::memorg::items::{self, ItemKind, MemoryScope, MemoryType, ScopeTarget, SearchScope};
 use crate::memorg::optimizer::{self, Extractive, OptimizedContext, PromptTemplate};
-use crate::memorg::parse::{Entity, ParsedContent, parse_content};
+use crate::memorg::parse::{Entity, ParsedContent, entities_from_json, parse_content};
 use crate::memorg::scorer::{
     Candidate, MatchType, MultiFactorScorer, Pagination, QueryMetadata, ScoringQuery,
 };
@@ -294,6 +295,19 @@ fn exchange_record(
         metadata,
         ..Default::default()
     }
+}
+
+/// The system prompt of [`model_entities`] (Memorg's query processor's
+/// request, made explicit about the answer's shape).
+pub const ENTITY_PROMPT: &str = "Extract the named entities (people, organizations, \
+locations, concepts, events) from the user's text. Answer with JSON only: \
+{\"entities\": [{\"name\": \"...\", \"type\": \"person|organization|location|concept|event|other\"}]}.";
+
+/// The entities `model` finds in `text`, read by [`entities_from_json`]
+/// (every answer shape Memorg accepts).
+pub fn model_entities(model: &dyn ChatModel, text: &str) -> Result<Vec<Entity>> {
+    let answer = model.complete(ENTITY_PROMPT, text, 256)?;
+    entities_from_json(&answer)
 }
 
 fn item_kind_of(r: &Record) -> ItemKind {
@@ -704,8 +718,35 @@ impl Memdb {
     /// Memorg's `search_context` (SPEC.md §22.9): candidates from the
     /// vector index (2 × `max_results` × `page`) and the full-text index
     /// (the same number) inside the scope, scored by the multi-factor
-    /// scorer, paginated.
+    /// scorer, paginated. Query entities come from the heuristic extractor.
     pub fn search_context(&self, req: &ContextSearch) -> Result<ContextResults> {
+        self.search_context_with(req, None)
+    }
+
+    /// [`Memdb::search_context`] with the query's entities read by `model`
+    /// when one is given (Memorg's query processor asks gpt-4o-mini in JSON
+    /// mode); a model that fails or answers something that is not an
+    /// entity list leaves the heuristic's entities (logged, not an error).
+    pub fn search_context_with(
+        &self,
+        req: &ContextSearch,
+        model: Option<&dyn ChatModel>,
+    ) -> Result<ContextResults> {
+        let mut out = self.search_context_inner(req)?;
+        if let Some(m) = model {
+            match model_entities(m, req.query.trim()) {
+                Ok(entities) => out.metadata.entities = entities,
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    model = %m.name(),
+                    "query entities: the model failed; kept the heuristic's"
+                ),
+            }
+        }
+        Ok(out)
+    }
+
+    fn search_context_inner(&self, req: &ContextSearch) -> Result<ContextResults> {
         let query = req.query.trim();
         if query.is_empty() {
             return Err(Error::invalid("query", "must not be empty"));
