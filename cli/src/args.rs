@@ -268,6 +268,14 @@ pub enum Command {
         list: bool,
     },
 
+    /// KuraDB's knowledge bases: folders of documents, parsed into chunks,
+    /// searched by keyword and by meaning (SPEC §23).
+    Kb {
+        /// What to do.
+        #[command(subcommand)]
+        action: KbAction,
+    },
+
     /// Install or check the local embedding model (all-MiniLM-L6-v2 and
     /// ONNX Runtime), verified against pinned SHA-256 sums.
     Model {
@@ -277,6 +285,55 @@ pub enum Command {
 }
 
 /// Which embedding model a command uses.
+/// `memdb kb` actions.
+#[derive(Debug, Subcommand)]
+pub enum KbAction {
+    /// Register a knowledge base reading one or more folders.
+    Add {
+        /// Its name (whitespace runs become `_`, as KuraDB does).
+        name: String,
+        /// The folders it reads.
+        #[arg(required = true)]
+        inbox: Vec<PathBuf>,
+    },
+    /// List the knowledge bases.
+    List,
+    /// Remove a knowledge base and everything stored for it.
+    Remove {
+        /// Its name.
+        name: String,
+        /// Do not ask for the typed confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Rename a knowledge base.
+    Rename {
+        /// The current name.
+        old: String,
+        /// The new name.
+        new: String,
+    },
+    /// Read a knowledge base's folders once: parse new and changed files,
+    /// dismiss removed ones.
+    Sync {
+        /// Its name.
+        name: String,
+    },
+    /// Search a knowledge base (keyword and semantic, grouped by file).
+    Search {
+        /// Its name.
+        name: String,
+        /// The query.
+        query: String,
+        /// `keyword` or `semantic` (both when absent).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Chunks per branch (1..=100).
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EmbedderChoice {
     /// The local model if installed, else none (with a note).

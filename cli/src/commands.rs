@@ -13,7 +13,7 @@ use memdb::{
     QueryLanguage, SearchMode, SearchNote, SearchRequest, Selection,
 };
 
-use crate::args::{Cli, Command, Fusion, Mode, QueryArgs};
+use crate::args::{Cli, Command, Fusion, KbAction, Mode, QueryArgs};
 use crate::embedder;
 use crate::input::{self, Source};
 use crate::options;
@@ -296,6 +296,56 @@ pub fn run(cli: Cli) -> Result<Output> {
                 })
             })?
         }
+        Command::Kb { action } => {
+            let json_out = |v: serde_json::Value| Output::Tool {
+                text: serde_json::to_string_pretty(&v).unwrap_or_default(),
+                data: v,
+            };
+            match action {
+                KbAction::Add { name, inbox } => with_db(create_embedding()?, |db| {
+                    Ok(json_out(serde_json::to_value(db.kb_add(&name, &inbox)?)?))
+                })?,
+                KbAction::List => with_db(open()?, |db| {
+                    Ok(json_out(serde_json::to_value(db.kb_list()?)?))
+                })?,
+                KbAction::Rename { old, new } => with_db(open()?, |db| {
+                    Ok(json_out(serde_json::to_value(db.kb_rename(&old, &new)?)?))
+                })?,
+                KbAction::Remove { name, yes } => {
+                    let db = open()?;
+                    let kb = db.kb(&name)?;
+                    if !yes {
+                        confirm_removal(&kb.name)?;
+                    }
+                    with_db(db, |db| {
+                        let removed = db.kb_remove(&kb.name)?;
+                        Ok(json_out(
+                            serde_json::json!({"removed": kb.name, "records": removed}),
+                        ))
+                    })?
+                }
+                KbAction::Sync { name } => with_db(create_embedding()?, |db| {
+                    Ok(json_out(serde_json::to_value(db.kb_sync(&name)?)?))
+                })?,
+                KbAction::Search {
+                    name,
+                    query,
+                    mode,
+                    limit,
+                } => {
+                    let target = memdb::kuradb::RagTarget::parse(mode.as_deref().unwrap_or(""))?;
+                    let (db, note) = open_embedding()?;
+                    if let Some(note) = note {
+                        eprintln!("note: {note}");
+                    }
+                    with_db(db, |db| {
+                        Ok(json_out(serde_json::to_value(
+                            db.kb_search(&name, &query, target, limit)?,
+                        )?))
+                    })?
+                }
+            }
+        }
         Command::Reindex => with_db(open()?, |db| Ok(Output::Reindexed(db.reindex()?)))?,
         Command::Optimize => with_db(open()?, |db| Ok(Output::Optimized(db.optimize()?)))?,
         Command::Check => with_db(open()?, |db| Ok(Output::Check(db.check()?)))?,
@@ -452,4 +502,18 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
         bar.set_style(style);
     }
     Some(bar)
+}
+
+/// `kb remove` without `--yes`: the name typed back on stdin (a terminal or
+/// a pipe); anything else aborts with nothing removed.
+fn confirm_removal(name: &str) -> Result<()> {
+    eprintln!("type the name of the knowledge base to remove it ({name}):");
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .context("reading the confirmation")?;
+    if line.trim() != name {
+        anyhow::bail!("not removed: the confirmation did not match {name:?} (or pass --yes)");
+    }
+    Ok(())
 }

@@ -1010,14 +1010,14 @@ fn mcp_serves_tools_over_stdio_and_keeps_stdout_clean() {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         2,
     );
-    // Every set by default: Sekha's seven and Memorg's sixteen.
+    // Every set by default: Sekha's seven, Memorg's sixteen, KuraDB's two.
     let names: Vec<&str> = list["result"]["tools"]
         .as_array()
         .expect("tools")
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(names.len(), 23, "{names:?}");
+    assert_eq!(names.len(), 25, "{names:?}");
     assert!(names.contains(&"memory_store") && names.contains(&"add_exchange"));
     let stored = answer(
         &mut stdin,
@@ -1483,8 +1483,104 @@ fn memorg_tools_run_from_the_shell() {
     db.run(&["tool", "get_memory_usage", "[1]"])
         .fails_with(&["JSON object"]);
     assert_eq!(run("get_memory_usage", "{}")["active_items"], 4);
-    db.run(&["mcp", "--tools", "kuradb"])
-        .fails_with(&["not built yet"]);
     db.run(&["mcp", "--tools", "nope"])
         .fails_with(&["unknown tool set"]);
+}
+
+#[test]
+fn knowledge_bases_from_the_shell() {
+    let db = Db::new();
+    let inbox = db.path().join("inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    std::fs::write(
+        inbox.join("redb.md"),
+        "redb commits are durable.\n\nReaders never block.\n",
+    )
+    .unwrap();
+    let inbox_arg = inbox.to_string_lossy().to_string();
+    let added = db
+        .run(&[
+            "--json",
+            "--embedder",
+            "hashing",
+            "kb",
+            "add",
+            "team notes",
+            &inbox_arg,
+        ])
+        .ok()
+        .json();
+    assert_eq!(added["name"], "team_notes", "{added}");
+    let synced = db
+        .run(&[
+            "--json",
+            "--embedder",
+            "hashing",
+            "kb",
+            "sync",
+            "team_notes",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        (synced["parsed"].as_u64(), synced["chunks"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let found = db
+        .run(&[
+            "--json",
+            "--embedder",
+            "hashing",
+            "kb",
+            "search",
+            "team_notes",
+            "durable",
+            "--mode",
+            "keyword",
+        ])
+        .ok()
+        .json();
+    assert_eq!(found["keyword"][0]["matches"][0]["chunk"], 1, "{found}");
+    // The same through KuraDB's MCP tools.
+    let listed = db.run(&["--json", "tool", "list_rag"]).ok().json();
+    assert_eq!(listed["loaded"][0], "team_notes", "{listed}");
+    assert!(
+        listed["registered"][0]["createAt"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    let rag = db
+        .run(&[
+            "--json",
+            "--embedder",
+            "hashing",
+            "tool",
+            "search_rag",
+            r#"{"db":"team_notes","q":"readers block","mode":"keyword"}"#,
+        ])
+        .ok()
+        .json();
+    assert_eq!(rag["keyword"][0]["matches"][0]["chunk"], 2, "{rag}");
+    assert!(
+        rag.get("semantic").is_none(),
+        "an empty branch is left out: {rag}"
+    );
+    db.run(&["tool", "search_rag", r#"{"db":"nope","q":"x"}"#])
+        .fails_with(&["knowledge base"]);
+    // Removal asks for the name unless --yes.
+    let refused = db.run_stdin(&["kb", "remove", "team_notes"], Some(b"wrong\n"));
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("not removed"), "{}", refused.stderr);
+    assert_eq!(
+        db.run(&["--json", "kb", "list"]).ok().json()[0]["name"],
+        "team_notes"
+    );
+    db.run_stdin(
+        &["--json", "kb", "remove", "team_notes"],
+        Some(b"team_notes\n"),
+    )
+    .ok();
+    let listed = db.run(&["--json", "kb", "list"]).ok().json();
+    assert_eq!(listed, json!([]));
 }

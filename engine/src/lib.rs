@@ -40,6 +40,7 @@ mod conversations;
 mod db;
 mod embed;
 mod error;
+pub mod kuradb;
 mod llm;
 pub mod memorg;
 mod model;

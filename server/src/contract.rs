@@ -59,6 +59,7 @@ use utoipa::openapi::{RefOr, Schema};
 
 use crate::auth::Access;
 use crate::error::ApiError;
+use crate::kuradb_tools;
 use crate::mcp::text;
 use crate::memorg_tools;
 use crate::routes::{conversations, mcp, orchestration, search, system};
@@ -432,6 +433,8 @@ pub enum ToolSet {
     Sekha,
     /// Memorg's tools (hierarchy, search_context, optimizer, memory items).
     Memorg,
+    /// KuraDB's two read-only tools (`list_rag`, `search_rag`).
+    Kuradb,
 }
 
 impl ToolSet {
@@ -440,6 +443,7 @@ impl ToolSet {
         match self {
             ToolSet::Sekha => "sekha",
             ToolSet::Memorg => "memorg",
+            ToolSet::Kuradb => "kuradb",
         }
     }
 }
@@ -449,6 +453,7 @@ impl ToolSet {
 pub struct ToolSets {
     sekha: bool,
     memorg: bool,
+    kuradb: bool,
 }
 
 impl Default for ToolSets {
@@ -462,33 +467,32 @@ impl ToolSets {
     pub const ALL: ToolSets = ToolSets {
         sekha: true,
         memorg: true,
+        kuradb: true,
     };
 
-    /// Parses a comma-separated list of set names (`sekha,memorg`, or
-    /// `all`). `kuradb` is named but not built yet: an error saying so.
+    /// Parses a comma-separated list of set names (`sekha,memorg,kuradb`,
+    /// or `all`).
     pub fn parse(s: &str) -> Result<ToolSets, String> {
         let mut out = ToolSets {
             sekha: false,
             memorg: false,
+            kuradb: false,
         };
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             match part.to_ascii_lowercase().as_str() {
                 "all" => out = ToolSets::ALL,
                 "sekha" => out.sekha = true,
                 "memorg" => out.memorg = true,
-                "kuradb" => {
-                    return Err("the kuradb tool set (list_rag, search_rag) is not built yet;                          the sets are sekha and memorg"
-                        .into());
-                }
+                "kuradb" => out.kuradb = true,
                 other => {
                     return Err(format!(
-                        "unknown tool set {other:?}; the sets are sekha and memorg (or all)"
+                        "unknown tool set {other:?}; the sets are sekha, memorg and kuradb (or all)"
                     ));
                 }
             }
         }
-        if !out.sekha && !out.memorg {
-            return Err("name at least one tool set: sekha, memorg or all".into());
+        if !out.sekha && !out.memorg && !out.kuradb {
+            return Err("name at least one tool set: sekha, memorg, kuradb or all".into());
         }
         Ok(out)
     }
@@ -498,6 +502,7 @@ impl ToolSets {
         match set {
             ToolSet::Sekha => self.sekha,
             ToolSet::Memorg => self.memorg,
+            ToolSet::Kuradb => self.kuradb,
         }
     }
 
@@ -904,6 +909,31 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
         call: memorg_tools::get_item_context,
         render: text::json,
     },
+    // KuraDB (SPEC §23.4).
+    &Tool {
+        name: "list_rag",
+        summary: "List RAG knowledge base databases",
+        description: "List RAG knowledge base databases. Call when the target database name \
+            is unknown; skip if the database name is already known.",
+        access: Access::Read,
+        set: ToolSet::Kuradb,
+        not_found: false,
+        call: kuradb_tools::list_rag,
+        render: text::json,
+    },
+    &Tool {
+        name: "search_rag",
+        summary: "Search a RAG knowledge base (keyword + semantic)",
+        description: "Search RAG knowledge base (keyword + semantic by default). \
+            mode=keyword for exact strings; mode=semantic for natural-language queries. \
+            Answer directly if results suffice.\nIndexed files only: it holds no \
+            conversation history and no session memory.",
+        access: Access::Read,
+        set: ToolSet::Kuradb,
+        not_found: true,
+        call: kuradb_tools::search_rag,
+        render: text::json,
+    },
 ];
 
 /// The tool named `name`.
@@ -1082,6 +1112,7 @@ mod tests {
             ("POST", "/mcp/tools/get_memory_item", Read),
             ("POST", "/mcp/tools/get_memory_usage", Read),
             ("POST", "/mcp/tools/get_session", Read),
+            ("POST", "/mcp/tools/list_rag", Read),
             ("POST", "/mcp/tools/memory_export", Read),
             ("POST", "/mcp/tools/memory_get_context", Read),
             ("POST", "/mcp/tools/memory_prune", Read),
@@ -1093,6 +1124,7 @@ mod tests {
             ("POST", "/mcp/tools/remove_memory_tags", Write),
             ("POST", "/mcp/tools/search_context", Read),
             ("POST", "/mcp/tools/search_memory", Read),
+            ("POST", "/mcp/tools/search_rag", Read),
             ("POST", "/mcp/tools/start_conversation", Write),
             ("POST", "/mcp/tools/update_memory_item", Write),
             ("GET", "/metrics", StoreRead),

@@ -45,6 +45,7 @@ pub mod contract;
 pub mod error;
 pub mod extract;
 pub mod guard;
+pub mod kuradb_tools;
 pub mod listen;
 pub mod mcp;
 pub mod memorg_tools;

@@ -11,6 +11,7 @@ mod crash;
 mod embed;
 mod hostile;
 mod http_stub;
+mod kuradb;
 mod mcp_http;
 mod mcp_stdio;
 mod memorg;

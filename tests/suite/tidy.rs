@@ -153,6 +153,7 @@ const LAYERS: &[&[&str]] = &[
     &["query"],
     &["conversations"],
     &["memorg"],
+    &["kuradb"],
 ];
 
 fn layer_of(subsystem: &str) -> Option<usize> {

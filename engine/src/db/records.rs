@@ -125,6 +125,8 @@ pub struct RecordFilter {
     pub tags: Vec<String>,
     /// Only these records (metadata filters resolve to this).
     pub allowed: Option<HashSet<Uuid>>,
+    /// Never records with any of these tags (KuraDB's dismissed chunks).
+    pub exclude_tags: Vec<String>,
 }
 
 /// Candidates of a record search, one list per signal, best first.
@@ -438,6 +440,175 @@ impl Memdb {
             .collect())
     }
 
+    /// Replaces the children of `parent` of kind `kind` with `children`, in
+    /// one transaction: the old children (rows, documents, vectors) go, the
+    /// new ones come. A new child whose embedded text equals an old child's
+    /// takes that child's stored vector instead of a model call, so an
+    /// unchanged piece of a re-parsed document keeps its embedding. The
+    /// parent must exist in this namespace.
+    ///
+    /// With `parent_row`, the parent itself is written in the same
+    /// transaction (created under id `parent` when missing, its creation
+    /// time kept when present), so a document and its pieces change in one
+    /// commit; without it the parent must already exist.
+    pub fn replace_children(
+        &self,
+        parent: Uuid,
+        parent_row: Option<(RecordKind, NewRecord)>,
+        kind: RecordKind,
+        children: Vec<NewRecord>,
+    ) -> Result<Vec<Record>> {
+        let parent_new = match parent_row {
+            Some((pk, r)) => {
+                check_text("text", &r.text)?;
+                check_importance(r.importance)?;
+                Some((
+                    pk,
+                    normalize_tags(&r.tags)?,
+                    invalid_json("body", &r.body)?,
+                    invalid_json("metadata", &r.metadata)?,
+                    r,
+                ))
+            }
+            None => {
+                self.get_record_any(parent)?;
+                None
+            }
+        };
+        let ns = self.ensure_namespace()?;
+        let space = self.record_space(kind, true)?;
+        // The old children's vectors by embedded text (the record text).
+        let mut old_vectors: std::collections::HashMap<String, Vec<f32>> = Default::default();
+        let old = self.record_children(parent, Some(kind))?;
+        if let Some(space) = &space {
+            let txn = self.store.read()?;
+            let rows = VectorRows::open(&txn)?;
+            for r in &old {
+                if let Some(v) = rows.get(space.id, r.id.as_u128(), space.dimension)? {
+                    old_vectors.insert(r.text.clone(), v);
+                }
+            }
+        }
+        let mut prepared = Vec::with_capacity(children.len());
+        let stamp = to_micros(now());
+        let mut to_embed: Vec<(usize, String)> = Vec::new();
+        let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(children.len());
+        for (i, r) in children.into_iter().enumerate() {
+            check_text("text", &r.text)?;
+            check_importance(r.importance)?;
+            let tags = normalize_tags(&r.tags)?;
+            let body = invalid_json("body", &r.body)?;
+            let metadata = invalid_json("metadata", &r.metadata)?;
+            let embed_text = r.embed_text.clone().unwrap_or_else(|| r.text.clone());
+            let reused = old_vectors.get(&embed_text).cloned();
+            if r.embed && reused.is_none() && !embed_text.trim().is_empty() {
+                to_embed.push((i, embed_text));
+            }
+            vectors.push(if r.embed { reused } else { None });
+            prepared.push((
+                Uuid::new_v4().as_u128(),
+                ItemRecord {
+                    kind: kind.code,
+                    namespace: ns,
+                    parent: Some(parent.as_u128().to_le_bytes()),
+                    created_at: r.created_at.map_or(stamp, to_micros),
+                    updated_at: stamp,
+                    importance: r.importance,
+                    text: r.text,
+                    tags,
+                    body_json: body,
+                    metadata_json: metadata,
+                },
+            ));
+        }
+        if let (Some(e), false) = (self.config().embedder.clone(), to_embed.is_empty()) {
+            for chunk in to_embed.chunks(self.config().embed_batch.max(1)) {
+                let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
+                let out = e.embed_report(&texts)?;
+                if out.vectors.len() != chunk.len() {
+                    return Err(Error::Embedding(format!(
+                        "the model returned {} vectors for {} texts",
+                        out.vectors.len(),
+                        chunk.len()
+                    )));
+                }
+                for ((i, _), v) in chunk.iter().zip(out.vectors) {
+                    vectors[*i] = Some(v);
+                }
+            }
+        }
+        if let Some(space) = &space {
+            for v in vectors.iter().flatten() {
+                check_vector("embedding", space, v)
+                    .map_err(|e| Error::Embedding(format!("unusable embedding: {e}")))?;
+            }
+        }
+        let spaces: Vec<VectorSpace> = self
+            .vector_spaces()?
+            .into_iter()
+            .filter(|s| s.name.starts_with(&format!("records/{ns}/")))
+            .collect();
+        self.write(|txn, ops| {
+            let existing = rows::get_for_write(txn, parent.as_u128())?;
+            match (&existing, &parent_new) {
+                (Some(p), _) if p.namespace != ns => {
+                    return Err(Self::record_not_found("parent record", parent));
+                }
+                (None, None) => return Err(Self::record_not_found("parent record", parent)),
+                _ => {}
+            }
+            if let Some((pk, tags, body, metadata, r)) = &parent_new {
+                let row = ItemRecord {
+                    kind: pk.code,
+                    namespace: ns,
+                    parent: r.parent.map(|p| p.as_u128().to_le_bytes()),
+                    created_at: existing
+                        .as_ref()
+                        .map_or(r.created_at.map_or(stamp, to_micros), |e| e.created_at),
+                    updated_at: stamp,
+                    importance: r.importance,
+                    text: r.text.clone(),
+                    tags: tags.clone(),
+                    body_json: body.clone(),
+                    metadata_json: metadata.clone(),
+                };
+                rows::put(txn, parent.as_u128(), &row, ops)?;
+            }
+            for child in rows::children_for_write(txn, parent.as_u128())? {
+                match rows::get_for_write(txn, child)? {
+                    Some(c) if c.kind == kind.code => {}
+                    _ => continue,
+                }
+                // A child's own subtree goes with it.
+                let mut stack = vec![child];
+                while let Some(next) = stack.pop() {
+                    stack.extend(rows::children_for_write(txn, next)?);
+                    if rows::delete(txn, next, ops)?.is_some() {
+                        for s in &spaces {
+                            crate::store::vectors::delete_vector(txn, s.id, next, ops)?;
+                        }
+                    }
+                }
+            }
+            for ((key, row), v) in prepared.iter().zip(&vectors) {
+                rows::put(txn, *key, row, ops)?;
+                if let (Some(space), Some(v)) = (&space, v) {
+                    crate::store::vectors::put_vectors(txn, space.id, [(*key, v)], ops)?;
+                }
+            }
+            Ok(())
+        })?;
+        if let Some(space) = &space
+            && let Err(e) = self.compact_record_space_if_due(space)
+        {
+            self.maintenance_failed("compacting a record vector space", &e);
+        }
+        Ok(prepared
+            .iter()
+            .map(|(key, row)| record_from(*key, row))
+            .collect())
+    }
+
     /// Builds a new generation of a record space whose delta (plus
     /// tombstones) reached `Config::vector_compact_backlog` and the size of
     /// its generation (the message pipeline's geometric rule, SPEC §16.2),
@@ -736,6 +907,7 @@ impl Memdb {
                 kinds: &codes,
                 scope: filter.scope.map(|s| s.as_u128()),
                 tags: &filter.tags,
+                exclude_tags: &filter.exclude_tags,
                 allowed: allowed.as_ref(),
             },
             limit,
@@ -750,6 +922,17 @@ impl Memdb {
         if !semantic || self.config().embedder.is_none() || !crate::text::natural::has_words(query)
         {
             return Ok(out);
+        }
+        // Excluded tags: the allow-list is every other record of the kinds.
+        if !filter.exclude_tags.is_empty() {
+            let kept = self.select_records(&filter.kinds, |r| {
+                !r.tags.iter().any(|t| filter.exclude_tags.contains(t))
+            })?;
+            let kept: HashSet<u128> = kept.into_iter().map(|u| u.as_u128()).collect();
+            allowed = Some(match allowed {
+                Some(a) => a.intersection(&kept).copied().collect(),
+                None => kept,
+            });
         }
         // Tags narrow the vector side through the allow-list as well.
         if !filter.tags.is_empty() {

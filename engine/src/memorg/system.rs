@@ -1105,6 +1105,7 @@ impl Memdb {
                 scope,
                 tags,
                 allowed,
+                exclude_tags: Vec::new(),
             },
             (2 * limit).min(crate::model::filter::MAX_LIMIT),
             true,

@@ -273,6 +273,8 @@ pub(crate) struct RecordTextFilter<'a> {
     pub(crate) scope: Option<u128>,
     /// Only records carrying every one of these tags.
     pub(crate) tags: &'a [String],
+    /// Never records carrying any of these tags.
+    pub(crate) exclude_tags: &'a [String],
     /// Only these records.
     pub(crate) allowed: Option<&'a HashSet<u128>>,
 }
@@ -1099,6 +1101,15 @@ impl TextIndex {
             }
             let terms: Vec<Term> = allowed.iter().map(|id| self.id_term(*id)).collect();
             must(Box::new(tantivy::query::TermSetQuery::new(terms)));
+        }
+        for tag in filter.exclude_tags {
+            clauses.push((
+                Occur::MustNot,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.rtags, tag),
+                    IndexRecordOption::Basic,
+                )),
+            ));
         }
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();

@@ -391,10 +391,18 @@ mod tests {
         }
         assert_eq!(
             names(ToolSets::parse("sekha,memorg").unwrap()).len(),
+            TOOLS.len() - 2
+        );
+        assert_eq!(
+            names(ToolSets::parse("sekha,memorg,kuradb").unwrap()).len(),
             TOOLS.len()
         );
         assert_eq!(ToolSets::parse("all").unwrap(), ToolSets::ALL);
-        for bad in ["", "kuradb", "sekha,nope"] {
+        assert_eq!(
+            names(ToolSets::parse("kuradb").unwrap()),
+            ["list_rag", "search_rag"]
+        );
+        for bad in ["", "nope", "sekha,nope"] {
             assert!(ToolSets::parse(bad).is_err(), "{bad}");
         }
         // A handler serving only Memorg's set does not serve Sekha's tools.

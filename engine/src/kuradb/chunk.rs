@@ -1,0 +1,313 @@
+//! KuraDB's parsers and chunking for the formats this build reads (SPEC.md
+//! §23.3): text, Markdown and code by paragraphs, CSV/TSV as five data rows
+//! per chunk, and the rules that decide which files are read at all (the
+//! skip list, the UTF-8 sniff).
+
+/// Longest chunk, in characters; a longer paragraph is cut at the last
+/// sentence end inside the window (KuraDB's 65,535).
+pub const MAX_CHUNK_CHARS: usize = 65_535;
+/// Bytes the UTF-8 sniff reads (KuraDB's 8,192).
+pub const SNIFF_BYTES: usize = 8192;
+/// Largest CSV/TSV file read (KuraDB's 1 MiB).
+pub const MAX_TABLE_BYTES: usize = 1 << 20;
+/// Data rows per CSV/TSV chunk (KuraDB v0.5.1).
+pub const TABLE_ROWS_PER_CHUNK: usize = 5;
+
+/// Extensions KuraDB never reads (images, media, archives, binaries,
+/// databases, design files, fonts), lower-case.
+pub const SKIPPED_EXTENSIONS: &[&str] = &[
+    "jpg", "jpeg", "png", "gif", "webp", "bmp", "heic", "heif", "svg", "ico", "tiff", "tif",
+    "avif", "mp4", "mov", "avi", "mkv", "webm", "flv", "wmv", "m4v", "mpg", "mpeg", "3gp", "mp3",
+    "wav", "flac", "ogg", "m4a", "aac", "wma", "opus", "zip", "tar", "gz", "bz2", "xz", "7z",
+    "rar", "tgz", "exe", "dll", "so", "dylib", "o", "a", "bin", "iso", "dmg", "pkg", "deb", "rpm",
+    "apk", "class", "jar", "pyc", "pyo", "wasm", "db", "sqlite", "sqlite3", "psd", "ai", "sketch",
+    "fig", "ttf", "otf", "woff", "woff2", "eot",
+];
+
+/// Formats KuraDB parses with a dedicated parser that this build does not
+/// have yet: such files are counted as unsupported, never read as text.
+pub const UNSUPPORTED_EXTENSIONS: &[&str] = &["pdf", "docx", "pptx", "xlsx"];
+
+/// How a file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// Not read (skip list, `.DS_Store`).
+    Skipped,
+    /// A format this build cannot parse yet.
+    Unsupported,
+    /// Comma-separated values.
+    Csv,
+    /// Tab-separated values.
+    Tsv,
+    /// Anything else: read as text when it sniffs as UTF-8.
+    Text,
+}
+
+/// The reading of file `name` by its name alone.
+pub fn kind_of(name: &str) -> FileKind {
+    if name == ".DS_Store" {
+        return FileKind::Skipped;
+    }
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    if SKIPPED_EXTENSIONS.contains(&ext.as_str()) {
+        FileKind::Skipped
+    } else if UNSUPPORTED_EXTENSIONS.contains(&ext.as_str()) {
+        FileKind::Unsupported
+    } else if ext == "csv" {
+        FileKind::Csv
+    } else if ext == "tsv" {
+        FileKind::Tsv
+    } else {
+        FileKind::Text
+    }
+}
+
+/// KuraDB's sniff: the first 8,192 bytes are non-empty, hold no NUL and are
+/// valid UTF-8 (a multi-byte character cut by the window still counts).
+pub fn sniffs_as_text(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
+    if head.is_empty() || head.contains(&0) {
+        return false;
+    }
+    match std::str::from_utf8(head) {
+        Ok(_) => true,
+        // Only an incomplete character at the very end of the window.
+        Err(e) => e.error_len().is_none() && bytes.len() > SNIFF_BYTES,
+    }
+}
+
+fn is_blank(line: &str) -> bool {
+    line.chars().all(|c| c == ' ' || c == '\t' || c == '\r')
+}
+
+/// Text, Markdown and code: paragraphs (pieces between blank lines),
+/// trimmed, empty ones dropped; a paragraph over [`MAX_CHUNK_CHARS`] is cut
+/// after the last `.`, `?`, `!`, `。`, `？` or `！` inside each window (a
+/// hard cut when there is none).
+pub fn chunk_text(text: &str) -> Vec<String> {
+    let mut paragraphs = Vec::new();
+    let mut current = String::new();
+    for line in text.split('\n') {
+        if is_blank(line) {
+            if !current.trim().is_empty() {
+                paragraphs.push(std::mem::take(&mut current));
+            }
+            current.clear();
+        } else {
+            if !current.is_empty() {
+                current.push('\n');
+            }
+            current.push_str(line.trim_end_matches('\r'));
+        }
+    }
+    if !current.trim().is_empty() {
+        paragraphs.push(current);
+    }
+    let mut out = Vec::new();
+    for p in paragraphs {
+        split_long(p.trim(), &mut out);
+    }
+    out
+}
+
+fn split_long(piece: &str, out: &mut Vec<String>) {
+    let chars: Vec<char> = piece.chars().collect();
+    let mut start = 0;
+    while chars.len() - start > MAX_CHUNK_CHARS {
+        let window = &chars[start..start + MAX_CHUNK_CHARS];
+        let cut = window
+            .iter()
+            .rposition(|c| matches!(c, '.' | '?' | '!' | '。' | '？' | '！'))
+            .map_or(MAX_CHUNK_CHARS, |i| i + 1);
+        let seg: String = chars[start..start + cut].iter().collect();
+        if !seg.trim().is_empty() {
+            out.push(seg.trim().to_string());
+        }
+        start += cut;
+    }
+    let rest: String = chars[start..].iter().collect();
+    if !rest.trim().is_empty() {
+        out.push(rest.trim().to_string());
+    }
+}
+
+/// Splits one CSV/TSV record line into fields: quotes group (`""` is a
+/// quote), lazily (a stray quote is text).
+fn fields(line: &str, sep: char) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if quoted {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    field.push('"');
+                    chars.next();
+                } else {
+                    quoted = false;
+                }
+            } else {
+                field.push(c);
+            }
+        } else if c == '"' && field.is_empty() {
+            quoted = true;
+        } else if c == sep {
+            out.push(std::mem::take(&mut field));
+        } else {
+            field.push(c);
+        }
+    }
+    out.push(field);
+    out
+}
+
+/// CSV/TSV: the first row is the header; every data row becomes
+/// `[N] header=value, …` (N counts data rows from 1 over the file, an empty
+/// header is `colK`), rows padded or cut to the header's width, five rows
+/// per chunk joined by newlines. Fewer than two rows: no chunks. Errors on
+/// a file over [`MAX_TABLE_BYTES`] or one that is not UTF-8.
+pub fn chunk_table(bytes: &[u8], sep: char) -> Result<Vec<String>, String> {
+    if bytes.len() > MAX_TABLE_BYTES {
+        return Err(format!(
+            "table of {} bytes is over the {MAX_TABLE_BYTES}-byte limit",
+            bytes.len()
+        ));
+    }
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let rows: Vec<Vec<String>> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| fields(l.trim_end_matches('\r'), sep))
+        .collect();
+    if rows.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let header: Vec<String> = rows[0]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let h = h.trim();
+            if h.is_empty() {
+                format!("col{}", i + 1)
+            } else {
+                h.to_string()
+            }
+        })
+        .collect();
+    let lines: Vec<String> = rows[1..]
+        .iter()
+        .enumerate()
+        .map(|(n, row)| {
+            let cells: Vec<String> = header
+                .iter()
+                .enumerate()
+                .map(|(i, h)| format!("{h}={}", row.get(i).map_or("", |v| v.as_str())))
+                .collect();
+            format!("[{}] {}", n + 1, cells.join(", "))
+        })
+        .collect();
+    Ok(lines
+        .chunks(TABLE_ROWS_PER_CHUNK)
+        .map(|c| c.join("\n"))
+        .collect())
+}
+
+/// A stable 128-bit content hash (FNV-1a), hex: detects a changed file
+/// whose size and modification time did not change, across builds.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    for b in bytes {
+        h ^= u128::from(*b);
+        h = h.wrapping_mul(0x0000000001000000000000000000013B);
+    }
+    format!("{h:032x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paragraphs_are_chunks() {
+        let text = "# Title\r\n\r\nFirst line\nsecond line\n  \t\nThird\n\n\n";
+        assert_eq!(
+            chunk_text(text),
+            ["# Title", "First line\nsecond line", "Third"]
+        );
+        assert!(chunk_text(" \n\n\t").is_empty());
+    }
+
+    #[test]
+    fn long_paragraphs_split_at_sentence_ends() {
+        let sentence = "a".repeat(40_000) + ". ";
+        let text = sentence.repeat(3);
+        let chunks = chunk_text(&text);
+        assert_eq!(
+            chunks.len(),
+            3,
+            "{:?}",
+            chunks.iter().map(|c| c.len()).collect::<Vec<_>>()
+        );
+        assert!(
+            chunks
+                .iter()
+                .all(|c| c.ends_with('.') && c.chars().count() <= MAX_CHUNK_CHARS)
+        );
+        let hard = chunk_text(&"b".repeat(70_000));
+        assert_eq!(
+            hard.iter().map(|c| c.chars().count()).collect::<Vec<_>>(),
+            [65_535, 4_465]
+        );
+    }
+
+    #[test]
+    fn tables_render_five_rows_per_chunk() {
+        let mut csv = String::from("name,,city\n");
+        for i in 1..=7 {
+            csv.push_str(&format!("n{i},x,\"Lis, bon\"\n"));
+        }
+        csv.push_str("short\n");
+        let chunks = chunk_table(csv.as_bytes(), ',').unwrap();
+        assert_eq!(chunks.len(), 2);
+        assert!(
+            chunks[0].starts_with("[1] name=n1, col2=x, city=Lis, bon\n[2] "),
+            "{}",
+            chunks[0]
+        );
+        assert_eq!(chunks[0].lines().count(), 5);
+        assert!(
+            chunks[1].ends_with("[8] name=short, col2=, city="),
+            "{}",
+            chunks[1]
+        );
+        let tsv = chunk_table(b"\xef\xbb\xbfa\tb\n1\t2\n", '\t').unwrap();
+        assert_eq!(tsv, ["[1] a=1, b=2"]);
+        assert!(chunk_table(b"only,a,header\n", ',').unwrap().is_empty());
+        assert!(chunk_table(&vec![b'x'; MAX_TABLE_BYTES + 1], ',').is_err());
+    }
+
+    #[test]
+    fn files_are_read_by_name_and_sniff() {
+        assert_eq!(kind_of("photo.JPG"), FileKind::Skipped);
+        assert_eq!(kind_of(".DS_Store"), FileKind::Skipped);
+        assert_eq!(kind_of("report.pdf"), FileKind::Unsupported);
+        assert_eq!(kind_of("data.tsv"), FileKind::Tsv);
+        assert_eq!(kind_of("main.rs"), FileKind::Text);
+        assert_eq!(kind_of("README"), FileKind::Text);
+        assert!(sniffs_as_text("héllo".as_bytes()));
+        assert!(!sniffs_as_text(b""));
+        assert!(!sniffs_as_text(b"ab\0cd"));
+        assert!(!sniffs_as_text(&[0xff, 0xfe, 0x41]));
+        // A character cut by the 8 KiB window still sniffs as text.
+        let mut long = "a".repeat(SNIFF_BYTES - 1).into_bytes();
+        long.extend_from_slice("é and more".as_bytes());
+        assert!(sniffs_as_text(&long));
+        assert_ne!(content_hash(b"a"), content_hash(b"b"));
+        assert_eq!(content_hash(b"abc"), content_hash(b"abc"));
+    }
+}

@@ -1,0 +1,576 @@
+//! KuraDB's model on the store (SPEC.md §23): named knowledge bases fed by
+//! inbox folders, their files parsed into chunks (`chunk.rs`), and KuraDB's
+//! two searches, keyword and semantic, grouped by source file.
+//!
+//! Every knowledge base is a namespace of the one store (`kb-<id>`); its
+//! registry entry is a generic record (kind 20) in the namespace `kuradb`,
+//! its files are document records (kind 21) and their pieces chunk records
+//! (kind 22) under them, full-text indexed and embedded by the generic
+//! machinery (`db/records.rs`). A sync walks the inbox folders once; each
+//! changed file is one transaction (the document and all its chunks), an
+//! unchanged chunk keeps its vector, a removed file's chunks are tagged
+//! `dismissed` (excluded from both searches, vectors kept) and revived
+//! when the file comes back. Parse failures are counted and logged; the
+//! store keeps what it had.
+
+pub mod chunk;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::db::Memdb;
+use crate::db::records::{NewRecord, Record, RecordFilter, RecordKind};
+use crate::error::{Error, Result};
+use chunk::FileKind;
+
+/// A knowledge base's registry entry (namespace [`REGISTRY_NAMESPACE`]).
+pub const KNOWLEDGE_BASE: RecordKind = RecordKind {
+    code: 20,
+    name: "knowledge base",
+};
+/// One source file of a knowledge base.
+pub const DOCUMENT: RecordKind = RecordKind {
+    code: 21,
+    name: "document",
+};
+/// One piece of a document.
+pub const CHUNK: RecordKind = RecordKind {
+    code: 22,
+    name: "chunk",
+};
+/// The namespace holding the registry.
+pub const REGISTRY_NAMESPACE: &str = "kuradb";
+/// The tag of a removed file's chunks.
+pub const DISMISSED: &str = "dismissed";
+/// Semantic hits under this similarity are cut (KuraDB's 0.3).
+pub const MIN_SIMILARITY: f32 = 0.3;
+/// Largest file read as text, in bytes.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+/// Deepest folder level walked under an inbox.
+const MAX_WALK_DEPTH: usize = 64;
+
+/// KuraDB's name rule: the name trimmed, every run of whitespace one `_`;
+/// case and every other character kept. Empty is invalid.
+pub fn normalize_name(name: &str) -> Result<String> {
+    let n = name.split_whitespace().collect::<Vec<_>>().join("_");
+    if n.is_empty() {
+        return Err(Error::invalid("name", "invalid name: it is empty"));
+    }
+    if n.len() > 256 || n.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            "name",
+            "at most 256 bytes, without control characters",
+        ));
+    }
+    Ok(n)
+}
+
+/// A registered knowledge base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnowledgeBase {
+    /// Its name (normalized).
+    pub name: String,
+    /// The namespace holding its documents and chunks.
+    pub namespace: String,
+    /// The folders it reads.
+    pub inbox: Vec<PathBuf>,
+    /// When it was registered.
+    pub created_at: DateTime<Utc>,
+}
+
+/// What one sync did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncReport {
+    /// Files looked at (after the skip list).
+    pub scanned: u64,
+    /// Files (re)parsed and stored.
+    pub parsed: u64,
+    /// Files unchanged since the last sync (size and time, or content).
+    pub unchanged: u64,
+    /// Files whose chunks were dismissed (removed from the inbox).
+    pub dismissed: u64,
+    /// Dismissed files that came back.
+    pub revived: u64,
+    /// Files in formats this build cannot parse (PDF, DOCX, PPTX, XLSX).
+    pub unsupported: u64,
+    /// Files skipped: the skip list, or not UTF-8 text.
+    pub skipped: u64,
+    /// Files that failed to read or parse (logged; the store untouched).
+    pub failed: u64,
+    /// Chunks written.
+    pub chunks: u64,
+}
+
+/// One chunk of a search result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkMatch {
+    /// Its number in its file, from 1.
+    pub chunk: u64,
+    /// Its text.
+    pub content: String,
+}
+
+/// The hits of one source file, in rank order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceGroup {
+    /// The file's path.
+    pub source: String,
+    /// Its matching chunks.
+    pub matches: Vec<ChunkMatch>,
+}
+
+/// Which search `search_rag` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RagTarget {
+    /// BM25 over the chunks.
+    Keyword,
+    /// Vector similarity over the chunks (at least [`MIN_SIMILARITY`]).
+    Semantic,
+}
+
+impl RagTarget {
+    /// Parses `keyword` or `semantic`, any case; the empty string is none.
+    pub fn parse(s: &str) -> Result<Option<RagTarget>> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" => Ok(None),
+            "keyword" => Ok(Some(RagTarget::Keyword)),
+            "semantic" => Ok(Some(RagTarget::Semantic)),
+            other => Err(Error::invalid(
+                "mode",
+                format!("unknown target {other:?}; expected keyword or semantic"),
+            )),
+        }
+    }
+}
+
+/// `search_rag`'s answer: the branches that ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RagResults {
+    /// Keyword hits grouped by source.
+    pub keyword: Option<Vec<SourceGroup>>,
+    /// Semantic hits grouped by source.
+    pub semantic: Option<Vec<SourceGroup>>,
+}
+
+fn kb_from(r: &Record) -> KnowledgeBase {
+    KnowledgeBase {
+        name: r.body["name"].as_str().unwrap_or_default().to_string(),
+        namespace: r.body["namespace"].as_str().unwrap_or_default().to_string(),
+        inbox: r.body["inbox"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(PathBuf::from)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        created_at: r.created_at,
+    }
+}
+
+/// A file as a sync sees it.
+struct Seen {
+    path: PathBuf,
+    size: u64,
+    mtime_ns: i64,
+}
+
+fn walk(dir: &Path, depth: usize, out: &mut Vec<Seen>, skipped: &mut u64) {
+    if depth > MAX_WALK_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        tracing::warn!(dir = %dir.display(), "kuradb: cannot read folder");
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if meta.is_dir() {
+            walk(&e.path(), depth + 1, out, skipped);
+        } else if meta.is_file() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if chunk::kind_of(&name) == FileKind::Skipped {
+                *skipped += 1;
+                continue;
+            }
+            let mtime_ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i64);
+            out.push(Seen {
+                path: e.path(),
+                size: meta.len(),
+                mtime_ns,
+            });
+        }
+    }
+}
+
+/// What parsing a file gave.
+enum Parsed {
+    Chunks(Vec<String>),
+    Unsupported,
+    NotText,
+}
+
+fn parse_file(path: &Path, bytes: &[u8]) -> std::result::Result<Parsed, String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    match chunk::kind_of(&name) {
+        FileKind::Skipped => Ok(Parsed::NotText),
+        FileKind::Unsupported => Ok(Parsed::Unsupported),
+        FileKind::Csv => chunk::chunk_table(bytes, ',').map(Parsed::Chunks),
+        FileKind::Tsv => chunk::chunk_table(bytes, '\t').map(Parsed::Chunks),
+        FileKind::Text => {
+            if !chunk::sniffs_as_text(bytes) {
+                return Ok(Parsed::NotText);
+            }
+            let text = String::from_utf8_lossy(bytes);
+            let chunks = chunk::chunk_text(&text);
+            if chunks.is_empty() {
+                return Err("parser: empty content".into());
+            }
+            Ok(Parsed::Chunks(chunks))
+        }
+    }
+}
+
+fn chunk_records(texts: &[String], dismissed: bool) -> Vec<NewRecord> {
+    let total = texts.len();
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| NewRecord {
+            text: t.clone(),
+            embed: true,
+            tags: if dismissed {
+                vec![DISMISSED.to_string()]
+            } else {
+                Vec::new()
+            },
+            body: json!({"chunk": i + 1, "total": total}),
+            ..Default::default()
+        })
+        .collect()
+}
+
+impl Memdb {
+    fn kb_registry(&self) -> Result<Memdb> {
+        self.namespace(REGISTRY_NAMESPACE)
+    }
+
+    fn kb_record(&self, name: &str) -> Result<Record> {
+        let name = normalize_name(name)?;
+        self.kb_registry()?
+            .records_of_kind(KNOWLEDGE_BASE)?
+            .into_iter()
+            .find(|r| r.body["name"] == name.as_str())
+            .ok_or(Error::NotFound {
+                what: "knowledge base",
+                id: name,
+            })
+    }
+
+    /// Registers knowledge base `name` reading the folders `inbox` (each
+    /// must exist). Names are normalized as KuraDB does; a taken name is a
+    /// conflict. Live at once: no restart.
+    pub fn kb_add(&self, name: &str, inbox: &[PathBuf]) -> Result<KnowledgeBase> {
+        let name = normalize_name(name)?;
+        if inbox.is_empty() {
+            return Err(Error::invalid("inbox", "name at least one folder"));
+        }
+        let mut folders = Vec::new();
+        for f in inbox {
+            let abs = std::fs::canonicalize(f)
+                .map_err(|e| Error::invalid("inbox", format!("{}: {e}", f.display())))?;
+            if !abs.is_dir() {
+                return Err(Error::invalid(
+                    "inbox",
+                    format!("{} is not a folder", abs.display()),
+                ));
+            }
+            folders.push(abs.to_string_lossy().to_string());
+        }
+        if self.kb_record(&name).is_ok() {
+            return Err(Error::Conflict(format!("db already registered: {name}")));
+        }
+        let id = Uuid::new_v4();
+        let namespace = format!("kb-{}", &id.simple().to_string()[..12]);
+        let r = self.kb_registry()?.put_record_as(
+            KNOWLEDGE_BASE,
+            id,
+            NewRecord {
+                text: name.clone(),
+                body: json!({"name": name, "namespace": namespace, "inbox": folders}),
+                ..Default::default()
+            },
+        )?;
+        Ok(kb_from(&r))
+    }
+
+    /// Every registered knowledge base, oldest first.
+    pub fn kb_list(&self) -> Result<Vec<KnowledgeBase>> {
+        Ok(self
+            .kb_registry()?
+            .records_of_kind(KNOWLEDGE_BASE)?
+            .iter()
+            .map(kb_from)
+            .collect())
+    }
+
+    /// Knowledge base `name`.
+    pub fn kb(&self, name: &str) -> Result<KnowledgeBase> {
+        Ok(kb_from(&self.kb_record(name)?))
+    }
+
+    /// Renames a knowledge base (its namespace and data stay).
+    pub fn kb_rename(&self, old: &str, new: &str) -> Result<KnowledgeBase> {
+        let rec = self.kb_record(old)?;
+        let new = normalize_name(new)?;
+        if rec.body["name"] == new.as_str() {
+            return Ok(kb_from(&rec));
+        }
+        if self.kb_record(&new).is_ok() {
+            return Err(Error::Conflict(format!(
+                "target name already exists: {new}"
+            )));
+        }
+        let mut body = rec.body.clone();
+        body["name"] = Value::from(new.clone());
+        let r = self.kb_registry()?.update_record(
+            rec.id,
+            crate::db::records::RecordChange {
+                text: Some(new),
+                body: Some(body),
+                ..Default::default()
+            },
+        )?;
+        Ok(kb_from(&r))
+    }
+
+    /// Removes a knowledge base with all its documents and chunks; returns
+    /// how many records went.
+    pub fn kb_remove(&self, name: &str) -> Result<u64> {
+        let rec = self.kb_record(name)?;
+        let kb = kb_from(&rec);
+        let h = self.namespace(&kb.namespace)?;
+        let mut removed = 0;
+        for d in h.records_of_kind(DOCUMENT)? {
+            removed += h.delete_record(d.id)?;
+        }
+        removed += self.kb_registry()?.delete_record(rec.id)?;
+        Ok(removed)
+    }
+
+    /// Reads knowledge base `name`'s inbox folders once: new and changed
+    /// files are parsed and stored (one transaction per file), unchanged
+    /// ones skipped, removed ones dismissed, returning ones revived.
+    pub fn kb_sync(&self, name: &str) -> Result<SyncReport> {
+        let kb = self.kb(name)?;
+        let h = self.namespace(&kb.namespace)?;
+        let mut report = SyncReport::default();
+        let mut seen = Vec::new();
+        for dir in &kb.inbox {
+            walk(dir, 0, &mut seen, &mut report.skipped);
+        }
+        let docs: HashMap<String, Record> = h
+            .records_of_kind(DOCUMENT)?
+            .into_iter()
+            .map(|d| (d.body["source"].as_str().unwrap_or_default().to_string(), d))
+            .collect();
+        let mut present = std::collections::HashSet::new();
+        for f in &seen {
+            report.scanned += 1;
+            let source = f.path.to_string_lossy().to_string();
+            present.insert(source.clone());
+            let old = docs.get(&source);
+            let dismissed = old.is_some_and(|d| d.body["dismissed"] == true);
+            if let Some(d) = old
+                && !dismissed
+                && d.body["size"] == f.size
+                && d.body["mtime_ns"] == f.mtime_ns
+            {
+                report.unchanged += 1;
+                continue;
+            }
+            if f.size > MAX_FILE_BYTES {
+                tracing::warn!(file = %source, "kuradb: file over {MAX_FILE_BYTES} bytes not read");
+                report.failed += 1;
+                continue;
+            }
+            let bytes = match std::fs::read(&f.path) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(file = %source, error = %e, "kuradb: cannot read file");
+                    report.failed += 1;
+                    continue;
+                }
+            };
+            let hash = chunk::content_hash(&bytes);
+            let chunks = match parse_file(&f.path, &bytes) {
+                Ok(Parsed::Chunks(c)) => c,
+                Ok(Parsed::Unsupported) => {
+                    report.unsupported += 1;
+                    continue;
+                }
+                Ok(Parsed::NotText) => {
+                    report.skipped += 1;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(file = %source, error = %e, "kuradb: parse failed; store unchanged");
+                    report.failed += 1;
+                    continue;
+                }
+            };
+            let same_content = old.is_some_and(|d| d.body["hash"] == hash.as_str());
+            if same_content && !dismissed {
+                report.unchanged += 1;
+            } else if same_content {
+                report.revived += 1;
+            } else {
+                report.parsed += 1;
+            }
+            let id = old.map_or_else(Uuid::new_v4, |d| d.id);
+            let doc = NewRecord {
+                text: String::new(),
+                body: json!({
+                    "source": source,
+                    "size": f.size,
+                    "mtime_ns": f.mtime_ns,
+                    "hash": hash,
+                    "total": chunks.len(),
+                    "dismissed": false,
+                }),
+                ..Default::default()
+            };
+            report.chunks += chunks.len() as u64;
+            h.replace_children(
+                id,
+                Some((DOCUMENT, doc)),
+                CHUNK,
+                chunk_records(&chunks, false),
+            )?;
+        }
+        for (source, d) in &docs {
+            if present.contains(source) || d.body["dismissed"] == true {
+                continue;
+            }
+            let texts: Vec<String> = h
+                .record_children(d.id, Some(CHUNK))?
+                .into_iter()
+                .map(|c| c.text)
+                .collect();
+            let mut body = d.body.clone();
+            body["dismissed"] = Value::Bool(true);
+            let doc = NewRecord {
+                body,
+                ..Default::default()
+            };
+            h.replace_children(
+                d.id,
+                Some((DOCUMENT, doc)),
+                CHUNK,
+                chunk_records(&texts, true),
+            )?;
+            report.dismissed += 1;
+        }
+        Ok(report)
+    }
+
+    /// KuraDB's `search_rag` over knowledge base `name`: keyword (BM25 over
+    /// the chunks), semantic (vector similarity, hits under
+    /// [`MIN_SIMILARITY`] cut) or both; each grouped by source file in the
+    /// order of its first hit. Dismissed chunks never match.
+    pub fn kb_search(
+        &self,
+        name: &str,
+        query: &str,
+        target: Option<RagTarget>,
+        limit: usize,
+    ) -> Result<RagResults> {
+        let kb = self.kb(name)?;
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(Error::invalid("q", "invalid argument: q is required"));
+        }
+        let limit = if (1..=100).contains(&limit) {
+            limit
+        } else {
+            10
+        };
+        let h = self.namespace(&kb.namespace)?;
+        let filter = RecordFilter {
+            kinds: vec![CHUNK],
+            exclude_tags: vec![DISMISSED.to_string()],
+            ..Default::default()
+        };
+        let mut out = RagResults::default();
+        if target != Some(RagTarget::Semantic) {
+            let found = h.search_records(query, &filter, limit, false)?;
+            let ids: Vec<Uuid> = found.keyword.iter().map(|h| h.0).collect();
+            out.keyword = Some(h.group_by_source(&ids)?);
+        }
+        if target != Some(RagTarget::Keyword) {
+            let ids: Vec<Uuid> = if h.config().embedder.is_some() {
+                h.search_records(query, &filter, limit, true)?
+                    .semantic
+                    .into_iter()
+                    .take_while(|(_, s)| *s >= MIN_SIMILARITY)
+                    .map(|(id, _)| id)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            out.semantic = Some(h.group_by_source(&ids)?);
+        }
+        Ok(out)
+    }
+
+    fn group_by_source(&self, chunk_ids: &[Uuid]) -> Result<Vec<SourceGroup>> {
+        let chunks = self.get_records(chunk_ids)?;
+        let parents: Vec<Uuid> = chunks.iter().filter_map(|c| c.parent).collect();
+        let docs: HashMap<Uuid, String> = self
+            .get_records(&parents)?
+            .into_iter()
+            .map(|d| {
+                (
+                    d.id,
+                    d.body["source"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        let mut groups: Vec<SourceGroup> = Vec::new();
+        for c in chunks {
+            let Some(source) = c.parent.and_then(|p| docs.get(&p)) else {
+                continue;
+            };
+            let m = ChunkMatch {
+                chunk: c.body["chunk"].as_u64().unwrap_or(0),
+                content: c.text,
+            };
+            match groups.iter_mut().find(|g| &g.source == source) {
+                Some(g) => g.matches.push(m),
+                None => groups.push(SourceGroup {
+                    source: source.clone(),
+                    matches: vec![m],
+                }),
+            }
+        }
+        Ok(groups)
+    }
+}

@@ -1,0 +1,241 @@
+//! KuraDB's model through the library (SPEC.md §23): knowledge bases with
+//! KuraDB's name rule, a sync of real files on disk (text, Markdown, code,
+//! CSV; skipped, unsupported and unparsable files), keyword and semantic
+//! search grouped by source, an unchanged chunk keeping its embedding (no
+//! model call), a removed file dismissed (never found) and revived, and
+//! knowledge bases kept apart from each other and from conversations.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memdb::kuradb::{RagTarget, normalize_name};
+use memdb::{Config, Embedder, Embeddings, Error, Hashing, Memdb, ModelIdentity};
+
+/// The hashing embedder, counting the texts it embeds.
+struct Counting {
+    inner: Hashing,
+    texts: AtomicUsize,
+}
+
+impl Embedder for Counting {
+    fn identity(&self) -> ModelIdentity {
+        self.inner.identity()
+    }
+    fn embed_report(&self, texts: &[&str]) -> memdb::Result<Embeddings> {
+        self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+        self.inner.embed_report(texts)
+    }
+}
+
+fn open(dir: &Path) -> (Memdb, Arc<Counting>) {
+    let e = Arc::new(Counting {
+        inner: Hashing::new(128).unwrap(),
+        texts: AtomicUsize::new(0),
+    });
+    let db = Memdb::open_with(dir, Config::with_embedder(e.clone())).unwrap();
+    (db, e)
+}
+
+fn write(dir: &Path, name: &str, body: &[u8]) {
+    let p = dir.join(name);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(p, body).unwrap();
+}
+
+fn sources(groups: &Option<Vec<memdb::kuradb::SourceGroup>>) -> Vec<String> {
+    groups
+        .iter()
+        .flatten()
+        .map(|g| {
+            Path::new(&g.source)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn names_follow_kuradb() {
+    assert_eq!(
+        normalize_name("  my   notes\tbase ").unwrap(),
+        "my_notes_base"
+    );
+    assert_eq!(normalize_name("Ünïcode/ok.v2").unwrap(), "Ünïcode/ok.v2");
+    assert!(normalize_name(" \t ").is_err());
+}
+
+#[test]
+fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let (db, model) = open(store.path());
+    write(
+        inbox.path(),
+        "notes/redb.md",
+        b"# redb\n\nredb commits are durable after fsync.\n\nReaders never block writers.\n",
+    );
+    write(
+        inbox.path(),
+        "travel.txt",
+        b"Lisbon in March: Alfama and the Belem tower.\n",
+    );
+    write(
+        inbox.path(),
+        "people.csv",
+        b"name,city\nAna,Lisbon\nBo,Porto\nCy,Faro\nDi,Braga\nEd,Evora\nFi,Sintra\n",
+    );
+    write(inbox.path(), "photo.png", b"\x89PNG\r\n\x1a\nbinary");
+    write(inbox.path(), "report.pdf", b"%PDF-1.4 ...");
+    write(inbox.path(), "blob.dat", b"\x00\x01\x02binary");
+    write(inbox.path(), "empty.txt", b"\n\n  \n");
+
+    let kb = db.kb_add("my docs", &[inbox.path().to_path_buf()]).unwrap();
+    assert_eq!(kb.name, "my_docs");
+    assert!(matches!(
+        db.kb_add("my   docs", &[inbox.path().to_path_buf()]),
+        Err(Error::Conflict(_))
+    ));
+    assert!(matches!(
+        db.kb_add("other", &[inbox.path().join("missing")]),
+        Err(Error::InvalidInput { .. })
+    ));
+
+    let embedded = || model.texts.load(Ordering::SeqCst);
+    let r = db.kb_sync("my_docs").unwrap();
+    assert_eq!(r.parsed, 3, "{r:?}");
+    assert_eq!(r.unsupported, 1, "{r:?}");
+    assert_eq!(r.failed, 1, "{r:?}"); // empty.txt: no content
+    assert_eq!(r.skipped, 2, "{r:?}"); // photo.png by name, blob.dat by sniff
+    // redb.md: 3 paragraphs; travel.txt: 1; people.csv: 6 rows = 2 chunks.
+    assert_eq!(r.chunks, 6, "{r:?}");
+    assert_eq!(embedded(), 6);
+
+    // Keyword, grouped by file, chunks numbered from 1.
+    let found = db
+        .kb_search("my_docs", "fsync durable", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert!(found.semantic.is_none());
+    let groups = found.keyword.as_ref().unwrap();
+    assert_eq!(sources(&found.keyword), ["redb.md"]);
+    assert_eq!(groups[0].matches[0].chunk, 2);
+    assert!(groups[0].matches[0].content.contains("durable"));
+    let csv = db
+        .kb_search("my_docs", "Sintra", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    let m = &csv.keyword.as_ref().unwrap()[0].matches[0];
+    assert_eq!(
+        (m.chunk, m.content.as_str()),
+        (2, "[6] name=Fi, city=Sintra")
+    );
+    // Semantic (both branches by default).
+    let both = db
+        .kb_search("my_docs", "Lisbon Alfama Belem", None, 10)
+        .unwrap();
+    assert_eq!(sources(&both.semantic)[0], "travel.txt");
+    assert!(sources(&both.keyword).contains(&"travel.txt".to_string()));
+
+    // A second sync changes nothing (queries embed; syncs counted alone).
+    let before = embedded();
+    let r = db.kb_sync("my_docs").unwrap();
+    assert_eq!((r.parsed, r.unchanged), (0, 3), "{r:?}");
+    assert_eq!(embedded(), before);
+
+    // Edit one paragraph: only that chunk is embedded again.
+    write(
+        inbox.path(),
+        "notes/redb.md",
+        b"# redb\n\nredb commits are durable after fsync.\n\nReaders see snapshots (MVCC).\n",
+    );
+    let before = embedded();
+    let r = db.kb_sync("my_docs").unwrap();
+    assert_eq!(r.parsed, 1, "{r:?}");
+    assert_eq!(embedded(), before + 1);
+    let mvcc = db
+        .kb_search("my_docs", "snapshots MVCC", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert_eq!(sources(&mvcc.keyword), ["redb.md"]);
+    let gone = db
+        .kb_search("my_docs", "block writers", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert!(sources(&gone.keyword).is_empty(), "{gone:?}");
+
+    // Remove a file: dismissed, never found by either search.
+    std::fs::remove_file(inbox.path().join("travel.txt")).unwrap();
+    let before = embedded();
+    let r = db.kb_sync("my_docs").unwrap();
+    assert_eq!(r.dismissed, 1, "{r:?}");
+    assert_eq!(embedded(), before);
+    let q = db
+        .kb_search("my_docs", "Lisbon Alfama Belem tower", None, 10)
+        .unwrap();
+    assert!(
+        !sources(&q.keyword).contains(&"travel.txt".to_string()),
+        "{q:?}"
+    );
+    assert!(
+        !sources(&q.semantic).contains(&"travel.txt".to_string()),
+        "{q:?}"
+    );
+    // It comes back unchanged: revived, without a model call.
+    write(
+        inbox.path(),
+        "travel.txt",
+        b"Lisbon in March: Alfama and the Belem tower.\n",
+    );
+    let before = embedded();
+    let r = db.kb_sync("my_docs").unwrap();
+    assert_eq!(r.revived, 1, "{r:?}");
+    assert_eq!(embedded(), before);
+    let q = db.kb_search("my_docs", "Alfama", None, 10).unwrap();
+    assert_eq!(sources(&q.keyword), ["travel.txt"]);
+    assert_eq!(sources(&q.semantic)[0], "travel.txt");
+
+    // Everything survives a reopen and a text-index rebuild.
+    drop(db);
+    std::fs::remove_dir_all(store.path().join("text")).unwrap();
+    let (db, _) = open(store.path());
+    assert!(db.check().unwrap().is_consistent());
+    let q = db
+        .kb_search("my_docs", "Alfama", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert_eq!(sources(&q.keyword), ["travel.txt"]);
+
+    // Rename, bad calls, remove.
+    db.kb_rename("my_docs", "docs").unwrap();
+    assert!(matches!(db.kb("my_docs"), Err(Error::NotFound { .. })));
+    assert!(db.kb_search("docs", "  ", None, 10).is_err());
+    assert!(matches!(
+        db.kb_search("nope", "x", None, 10),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(RagTarget::parse("fuzzy").is_err());
+    assert!(db.kb_remove("docs").unwrap() > 0);
+    assert!(db.kb_list().unwrap().is_empty());
+}
+
+#[test]
+fn knowledge_bases_are_apart_from_each_other_and_from_conversations() {
+    let store = tempfile::tempdir().unwrap();
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let (db, _) = open(store.path());
+    write(a.path(), "a.md", b"zebra migration plan for team a\n");
+    write(b.path(), "b.md", b"zebra migration plan for team b\n");
+    db.kb_add("a", &[a.path().to_path_buf()]).unwrap();
+    db.kb_add("b", &[b.path().to_path_buf()]).unwrap();
+    db.kb_sync("a").unwrap();
+    db.kb_sync("b").unwrap();
+    for (name, own) in [("a", "a.md"), ("b", "b.md")] {
+        let q = db.kb_search(name, "zebra migration", None, 10).unwrap();
+        assert_eq!(sources(&q.keyword), [own]);
+        assert_eq!(sources(&q.semantic), [own]);
+    }
+    // Sekha's search of the default namespace never sees chunks.
+    let hits = db.search_text(&memdb::TextQuery::new("zebra")).unwrap();
+    assert!(hits.is_empty());
+}
