@@ -62,7 +62,7 @@ use crate::error::ApiError;
 use crate::kuradb_tools;
 use crate::mcp::text;
 use crate::memorg_tools;
-use crate::routes::{conversations, mcp, orchestration, search, system};
+use crate::routes::{conversations, kuradb, mcp, orchestration, search, system};
 use crate::state::AppState;
 use crate::tools::{self, ToolDef};
 
@@ -401,6 +401,28 @@ pub static ROUTES: &[Route] = &[
         Read,
         |m| on(m, system::memory_stats),
         doc::<system::__path_memory_stats>,
+    ),
+    // KuraDB's read-only API (SPEC §23.4).
+    route(
+        Get,
+        "/api/health",
+        Public,
+        |m| on(m, kuradb::health),
+        doc::<kuradb::__path_health>,
+    ),
+    route(
+        Get,
+        "/api/list",
+        Read,
+        |m| on(m, kuradb::list),
+        doc::<kuradb::__path_list>,
+    ),
+    route(
+        Get,
+        "/api/search",
+        Read,
+        |m| on(m, kuradb::search),
+        doc::<kuradb::__path_search>,
     ),
     // Operations.
     route(
@@ -1077,6 +1099,9 @@ mod tests {
             .collect();
         surface.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
         let expected = [
+            ("GET", "/api/health", Public),
+            ("GET", "/api/list", Read),
+            ("GET", "/api/search", Read),
             ("POST", "/api/v1/context/assemble", Read),
             ("GET", "/api/v1/conversations", Read),
             ("POST", "/api/v1/conversations", Write),

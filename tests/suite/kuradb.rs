@@ -239,3 +239,62 @@ fn knowledge_bases_are_apart_from_each_other_and_from_conversations() {
     let hits = db.search_text(&memdb::TextQuery::new("zebra")).unwrap();
     assert!(hits.is_empty());
 }
+
+/// KuraDB's read-only REST routes on memdb-server.
+#[test]
+fn kuradb_rest_routes_answer_as_kuradb_does() {
+    use crate::server_util::{KEY, TestServer, config};
+    let inbox = tempfile::tempdir().unwrap();
+    write(
+        inbox.path(),
+        "redb.md",
+        b"redb commits are durable.\n\nReaders never block.\n",
+    );
+    let hashing = Arc::new(Hashing::new(128).unwrap());
+    let folder = inbox.path().to_path_buf();
+    let s = TestServer::start_seeded(config(), Config::with_embedder(hashing), move |db| {
+        db.kb_add("notes", &[folder]).unwrap();
+        db.kb_sync("notes").unwrap();
+    });
+    let health = s.req("GET", "/api/health", None, None);
+    assert_eq!((health.status, health.text()), (200, "OK".to_string()));
+    assert_eq!(s.req("GET", "/api/list", None, None).status, 401);
+    let list = s.req("GET", "/api/list", Some(KEY), None).json();
+    assert_eq!(list["loaded"], serde_json::json!(["notes"]), "{list}");
+    let r = s.req(
+        "GET",
+        "/api/search?db=notes&q=durable&target=KEYWORD",
+        Some(KEY),
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r.json();
+    assert_eq!(body["keyword"][0]["matches"][0]["chunk"], 1, "{body}");
+    assert!(body.get("semantic").is_none(), "{body}");
+    // Both branches; an empty one is `[]` on REST.
+    let both = s
+        .req(
+            "GET",
+            "/api/search?db=notes&q=zzzzqqq&limit=abc",
+            Some(KEY),
+            None,
+        )
+        .json();
+    assert_eq!(both["keyword"], serde_json::json!([]), "{both}");
+    assert!(both["semantic"].is_array(), "{both}");
+    for (path, status, needle) in [
+        ("/api/search?q=x", 400, "db is required"),
+        ("/api/search?db=notes", 400, "q is required"),
+        (
+            "/api/search?db=notes&q=x&target=fuzzy",
+            400,
+            "unknown target",
+        ),
+        ("/api/search?db=other&q=x", 404, "knowledge base"),
+    ] {
+        let r = s.req("GET", path, Some(KEY), None);
+        assert_eq!(r.status, status, "{path}: {}", r.text());
+        assert!(r.text().contains(needle), "{path}: {}", r.text());
+    }
+    s.stop();
+}

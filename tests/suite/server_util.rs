@@ -41,8 +41,19 @@ impl TestServer {
 
     /// Starts a server whose engine is opened with `engine` (an embedder).
     pub fn start_with(config: ServerConfig, engine: memdb::Config) -> TestServer {
+        Self::start_seeded(config, engine, |_| {})
+    }
+
+    /// Like [`TestServer::start_with`], with `seed` run on the store before
+    /// the server takes it (for state no route creates).
+    pub fn start_seeded(
+        config: ServerConfig,
+        engine: memdb::Config,
+        seed: impl FnOnce(&Memdb),
+    ) -> TestServer {
         let dir = crate::tmp();
         let db = Memdb::open_with(dir.path(), engine).expect("open");
+        seed(&db);
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {

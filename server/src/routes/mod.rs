@@ -10,6 +10,7 @@
 //! an authenticated client, 401 to anyone else.
 
 pub mod conversations;
+pub mod kuradb;
 pub mod mcp;
 pub mod orchestration;
 pub mod search;
