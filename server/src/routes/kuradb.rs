@@ -18,14 +18,14 @@ use crate::memorg_tools::NoArgs;
 use crate::state::AppState;
 
 /// `OK`, as KuraDB answers; no authentication.
-#[utoipa::path(get, path = "/api/health", tag = "kuradb",
+#[utoipa::path(get, path = "/api/health", tag = "kuradb", operation_id = "kuradb_health",
     responses((status = 200, body = String, content_type = "text/plain")))]
 pub async fn health() -> &'static str {
     "OK"
 }
 
 /// The knowledge bases.
-#[utoipa::path(get, path = "/api/list", tag = "kuradb",
+#[utoipa::path(get, path = "/api/list", tag = "kuradb", operation_id = "kuradb_list",
     responses((status = 200, body = ListRagData), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(State(s): State<AppState>) -> Result<Json<ListRagData>, ApiError> {
@@ -62,7 +62,7 @@ pub struct SearchOut {
 }
 
 /// Keyword and semantic search of one knowledge base, grouped by source.
-#[utoipa::path(get, path = "/api/search", tag = "kuradb",
+#[utoipa::path(get, path = "/api/search", tag = "kuradb", operation_id = "kuradb_search",
     params(SearchParams),
     responses(
         (status = 200, body = SearchOut),
