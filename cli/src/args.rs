@@ -319,6 +319,13 @@ pub enum KbAction {
         /// Its name.
         name: String,
     },
+    /// Sync every knowledge base every INTERVAL seconds until stopped
+    /// (Ctrl-C): KuraDB's daemon loop, in the foreground.
+    Watch {
+        /// Seconds between passes.
+        #[arg(long, default_value_t = 10)]
+        interval: u64,
+    },
     /// Search a knowledge base (keyword and semantic, grouped by file).
     Search {
         /// Its name.

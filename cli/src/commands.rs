@@ -324,6 +324,22 @@ pub fn run(cli: Cli) -> Result<Output> {
                         ))
                     })?
                 }
+                KbAction::Watch { interval } => {
+                    let db = create_embedding()?;
+                    let _watcher = memdb::kuradb::watch::KbWatcher::spawn(
+                        db.clone(),
+                        std::time::Duration::from_secs(interval.max(1)),
+                    )?;
+                    eprintln!(
+                        "watching every knowledge base every {}s (Ctrl-C stops)",
+                        interval.max(1)
+                    );
+                    // Each file is one transaction: stopping at any point
+                    // loses nothing a pass committed.
+                    loop {
+                        std::thread::sleep(std::time::Duration::from_secs(3600));
+                    }
+                }
                 KbAction::Sync { name } => with_db(create_embedding()?, |db| {
                     Ok(json_out(serde_json::to_value(db.kb_sync(&name)?)?))
                 })?,

@@ -93,6 +93,10 @@ pub struct ServeArgs {
     /// separated), or `all` [default: all].
     #[arg(long, env = "MEMDB_MCP_TOOLS", value_name = "SETS")]
     pub tools: Option<String>,
+    /// Seconds between syncs of the KuraDB knowledge bases' folders; 0
+    /// turns the watcher off [default: 10].
+    #[arg(long, env = "MEMDB_KB_WATCH", value_name = "SECS")]
+    pub kb_watch: Option<u64>,
 }
 
 /// The `memdb-server` binary's arguments.
@@ -195,6 +199,7 @@ impl ServeArgs {
         if let Some(t) = &self.tools {
             c.mcp_tools = t.clone();
         }
+        set(self.kb_watch, &mut c.kb_watch_secs);
         if let Some(e) = embedder {
             c.embedder = e;
         }

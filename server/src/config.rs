@@ -161,6 +161,9 @@ pub struct ServerConfig {
     pub mcp_sessions_per_key: usize,
     /// MCP tool sets `/mcp` lists and calls (`sekha,memorg`, `all`).
     pub mcp_tools: String,
+    /// Seconds between syncs of every KuraDB knowledge base (SPEC §23.2);
+    /// 0 turns the watcher off. Default 10, KuraDB's interval.
+    pub kb_watch_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -190,6 +193,7 @@ impl Default for ServerConfig {
             max_connections_per_ip: 64,
             mcp_sessions_per_key: 16,
             mcp_tools: "all".into(),
+            kb_watch_secs: 10,
         }
     }
 }

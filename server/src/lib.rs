@@ -109,6 +109,18 @@ pub async fn serve(
     } else {
         None
     };
+    // Syncs the KuraDB knowledge bases' folders (SPEC §23.2).
+    let watcher = if config.kb_watch_secs > 0 {
+        Some(
+            memdb::kuradb::watch::KbWatcher::spawn(
+                (*db).clone(),
+                Duration::from_secs(config.kb_watch_secs),
+            )
+            .map_err(ServerError::Open)?,
+        )
+    } else {
+        None
+    };
     let limits = listen::limits(&config);
     let state = AppState::new(db.clone(), config);
     let mcp_shutdown = state.mcp_shutdown.clone();
@@ -129,6 +141,11 @@ pub async fn serve(
     .await
     .map_err(ServerError::Serve)?;
     tracing::info!("shutting down: closing the store");
+    if let Some(w) = watcher {
+        tokio::task::spawn_blocking(move || drop(w))
+            .await
+            .map_err(|e| ServerError::Serve(std::io::Error::other(e)))?;
+    }
     if let Some(w) = worker {
         tokio::task::spawn_blocking(move || drop(w))
             .await

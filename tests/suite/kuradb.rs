@@ -298,3 +298,79 @@ fn kuradb_rest_routes_answer_as_kuradb_does() {
     }
     s.stop();
 }
+
+/// Waits (up to 20 s) until `f` holds: the watcher runs on its own thread.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        if f() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting until {what}");
+}
+
+#[test]
+fn the_watcher_syncs_on_its_own() {
+    use memdb::kuradb::watch::KbWatcher;
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let (db, _) = open(store.path());
+    db.kb_add("live", &[inbox.path().to_path_buf()]).unwrap();
+    let watcher = KbWatcher::spawn(db.clone(), std::time::Duration::from_millis(30)).unwrap();
+    let found = |q: &str| {
+        let r = db
+            .kb_search("live", q, Some(RagTarget::Keyword), 10)
+            .unwrap();
+        sources(&r.keyword)
+    };
+    write(inbox.path(), "new.md", b"the watcher found quokkas\n");
+    eventually("a new file is searchable", || {
+        found("quokkas") == ["new.md"]
+    });
+    // A base registered while it runs is watched too (no restart).
+    let second = tempfile::tempdir().unwrap();
+    write(second.path(), "late.md", b"wombats arrive late\n");
+    db.kb_add("late", &[second.path().to_path_buf()]).unwrap();
+    eventually("a base added later is synced", || {
+        let r = db
+            .kb_search("late", "wombats", Some(RagTarget::Keyword), 10)
+            .unwrap();
+        sources(&r.keyword) == ["late.md"]
+    });
+    std::fs::remove_file(inbox.path().join("new.md")).unwrap();
+    eventually("a removed file is dismissed", || {
+        found("quokkas").is_empty()
+    });
+    assert!(watcher.stats().passes.load(Ordering::Acquire) >= 3);
+    assert_eq!(watcher.stats().failures.load(Ordering::Relaxed), 0);
+    drop(watcher);
+    assert!(KbWatcher::spawn(db.clone(), std::time::Duration::ZERO).is_err());
+}
+
+/// memdb-server runs the watcher (`kb_watch_secs`): a file dropped into an
+/// inbox while the server runs becomes searchable over `/api/search`.
+#[test]
+fn the_server_watches_knowledge_bases() {
+    use crate::server_util::{KEY, TestServer, config};
+    let inbox = tempfile::tempdir().unwrap();
+    let folder = inbox.path().to_path_buf();
+    let mut c = config();
+    c.kb_watch_secs = 1;
+    let hashing = Arc::new(Hashing::new(128).unwrap());
+    let s = TestServer::start_seeded(c, Config::with_embedder(hashing), move |db| {
+        db.kb_add("watched", &[folder]).unwrap();
+    });
+    write(inbox.path(), "drop.md", b"pangolins are scaly\n");
+    eventually("the server's watcher synced the file", || {
+        let r = s.req(
+            "GET",
+            "/api/search?db=watched&q=pangolins&target=keyword",
+            Some(KEY),
+            None,
+        );
+        r.status == 200 && r.json()["keyword"][0]["matches"][0]["chunk"] == 1
+    });
+    s.stop();
+}

@@ -14,6 +14,7 @@
 //! store keeps what it had.
 
 pub mod chunk;
+pub mod watch;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
