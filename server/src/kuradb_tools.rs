@@ -70,7 +70,8 @@ pub struct SearchRagArgs {
     pub limit: i64,
 }
 
-/// `search_rag` result: the branches that found something.
+/// `search_rag` (and `GET /api/search`) result: the branches given; an
+/// absent one is left out of the JSON.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SearchRagData {
     /// Keyword hits grouped by source file.

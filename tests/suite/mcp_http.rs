@@ -2,9 +2,7 @@
 //! end to end (read-write and read-only keys), and the same bearer auth and
 //! rate limiting as the REST routes.
 
-use std::process::Command;
-
-use crate::server_e2e::{python_dir, venv};
+use crate::server_e2e::run_checks;
 use crate::server_util::{KEY, RO_KEY, TestServer, config, raw};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"memdb-tests","version":"1"}}}"#;
@@ -62,26 +60,16 @@ fn mcp_endpoint_is_rate_limited_like_rest() {
 
 #[test]
 fn official_python_sdk_over_streamable_http() {
-    let python = venv();
     let mut c = config();
     // Sekha's client compares the tool list with sekha-mcp's seven.
     c.mcp_tools = "sekha".into();
     let s = TestServer::start(c);
     let url = format!("http://{}/mcp", s.addr);
-    let out = Command::new(&python)
-        .arg(python_dir().join("mcp_e2e.py"))
-        .args(["http", &url])
-        .env("MEMDB_KEY", KEY)
-        .env("MEMDB_RO_KEY", RO_KEY)
-        .output()
-        .expect("run mcp_e2e.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "mcp_e2e.py http failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("checks passed"), "{stdout}");
+    run_checks("mcp_e2e.py", |c| {
+        c.args(["http", &url])
+            .env("MEMDB_KEY", KEY)
+            .env("MEMDB_RO_KEY", RO_KEY)
+    });
     let dir = s.stop();
     let db = memdb::Memdb::open(dir.path()).expect("reopen");
     let stats = db.stats(&memdb::Filter::default()).expect("stats");
@@ -91,26 +79,16 @@ fn official_python_sdk_over_streamable_http() {
 
 #[test]
 fn official_python_sdk_calls_every_memorg_tool_over_streamable_http() {
-    let python = venv();
     let mut c = config();
     c.mcp_tools = "memorg".into();
     let hashing = std::sync::Arc::new(memdb::Hashing::new(64).expect("hashing"));
     let s = TestServer::start_with(c, memdb::Config::with_embedder(hashing));
     let url = format!("http://{}/mcp", s.addr);
-    let out = Command::new(&python)
-        .arg(python_dir().join("memorg_mcp_e2e.py"))
-        .args(["http", &url])
-        .env("MEMDB_KEY", KEY)
-        .env("MEMDB_RO_KEY", RO_KEY)
-        .output()
-        .expect("run memorg_mcp_e2e.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "memorg_mcp_e2e.py http failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("checks passed"), "{stdout}");
+    run_checks("memorg_mcp_e2e.py", |c| {
+        c.args(["http", &url])
+            .env("MEMDB_KEY", KEY)
+            .env("MEMDB_RO_KEY", RO_KEY)
+    });
     let dir = s.stop();
     let db = memdb::Memdb::open(dir.path()).expect("reopen");
     assert_eq!(db.memory_usage().expect("usage").active_items, 6);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::server_e2e::{free_port, python_dir, start_server, venv};
+use crate::server_e2e::{free_port, run_checks, start_server};
 
 const KEY: &str = "sk-mcp-stdio-0123456789abcdefghijklmnopqrstuvwxyz";
 
@@ -138,26 +138,16 @@ impl Drop for Rpc {
 
 #[test]
 fn official_python_sdk_over_stdio() {
-    let python = venv();
     let data = crate::tmp();
-    let out = Command::new(&python)
-        .arg(python_dir().join("mcp_e2e.py"))
-        .arg("stdio")
-        .arg(env!("CARGO_BIN_EXE_memdb-test-mcp"))
-        .args(["--tools", "sekha"])
-        .arg("--data")
-        .arg(data.path())
-        .env_remove("MEMDB_API_KEY")
-        .env_remove("MEMDB_API_KEYS")
-        .output()
-        .expect("run mcp_e2e.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "mcp_e2e.py stdio failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("checks passed"), "{stdout}");
+    run_checks("mcp_e2e.py", |c| {
+        c.arg("stdio")
+            .arg(env!("CARGO_BIN_EXE_memdb-test-mcp"))
+            .args(["--tools", "sekha"])
+            .arg("--data")
+            .arg(data.path())
+            .env_remove("MEMDB_API_KEY")
+            .env_remove("MEMDB_API_KEYS")
+    });
     // The client closed stdin: the server exited and released the store.
     let db = memdb::Memdb::open(data.path()).expect("reopen after the session");
     let stats = db.stats(&memdb::Filter::default()).expect("stats");
@@ -367,26 +357,16 @@ fn directory_held_by_memdb_server_forwards_or_refuses() {
 
 #[test]
 fn official_python_sdk_calls_every_memorg_tool_over_stdio() {
-    let python = venv();
     let data = crate::tmp();
-    let out = Command::new(&python)
-        .arg(python_dir().join("memorg_mcp_e2e.py"))
-        .arg("stdio")
-        .arg(env!("CARGO_BIN_EXE_memdb-test-mcp"))
-        .args(["--tools", "memorg", "--embedder", "hashing"])
-        .arg("--data")
-        .arg(data.path())
-        .env_remove("MEMDB_API_KEY")
-        .env_remove("MEMDB_API_KEYS")
-        .output()
-        .expect("run memorg_mcp_e2e.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "memorg_mcp_e2e.py stdio failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("checks passed"), "{stdout}");
+    run_checks("memorg_mcp_e2e.py", |c| {
+        c.arg("stdio")
+            .arg(env!("CARGO_BIN_EXE_memdb-test-mcp"))
+            .args(["--tools", "memorg", "--embedder", "hashing"])
+            .arg("--data")
+            .arg(data.path())
+            .env_remove("MEMDB_API_KEY")
+            .env_remove("MEMDB_API_KEYS")
+    });
     let db = memdb::Memdb::open(data.path()).expect("reopen after the session");
     // One session, conversation, two topics, two exchanges; the note was deleted.
     assert_eq!(db.memory_usage().expect("usage").active_items, 6);

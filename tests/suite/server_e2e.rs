@@ -20,6 +20,19 @@ pub(crate) fn python_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("python")
 }
 
+/// Runs `tests/python/<script>` in the venv with `cmd` adding arguments
+/// and environment, and asserts it succeeded and printed "checks passed".
+pub(crate) fn run_checks(script: &str, cmd: impl FnOnce(&mut Command) -> &mut Command) {
+    let mut c = Command::new(venv());
+    c.arg(python_dir().join(script));
+    cmd(&mut c);
+    let out = c.output().unwrap_or_else(|e| panic!("run {script}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("checks passed"), "{stdout}");
+}
+
 /// The cached venv for `requirements.txt`, created on first use (once per
 /// test process: tests that need it in parallel wait for the first).
 pub(crate) fn venv() -> PathBuf {

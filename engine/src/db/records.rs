@@ -189,6 +189,25 @@ pub(crate) fn normalize_tags(tags: &[String]) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// Every computed vector fits `space` (a model answering another
+/// dimension, or non-finite values, is an embedding error).
+fn check_vectors(space: Option<&VectorSpace>, vectors: &[Option<Vec<f32>>]) -> Result<()> {
+    let computed = vectors.iter().flatten();
+    match space {
+        Some(s) => {
+            for v in computed {
+                check_vector("embedding", s, v)
+                    .map_err(|e| Error::Embedding(format!("unusable embedding: {e}")))?;
+            }
+            Ok(())
+        }
+        None if vectors.iter().any(Option::is_some) => {
+            Err(Error::Embedding("vectors without an embedder".into()))
+        }
+        None => Ok(()),
+    }
+}
+
 fn check_importance(v: f32) -> Result<()> {
     if !(0.0..=1.0).contains(&v) {
         return Err(Error::invalid(
@@ -201,6 +220,74 @@ fn check_importance(v: f32) -> Result<()> {
 
 fn parse_json(s: &str) -> Value {
     serde_json::from_str(s).unwrap_or(Value::Object(Default::default()))
+}
+
+/// Checks `r` and builds its row (namespace filled in by the writer):
+/// text and `embed_text` sizes, importance, tags, body and metadata.
+fn row_of(kind: RecordKind, r: &NewRecord, stamp: i64) -> Result<ItemRecord> {
+    check_text("text", &r.text)?;
+    if let Some(t) = &r.embed_text {
+        check_text("embed_text", t)?;
+    }
+    check_importance(r.importance)?;
+    Ok(ItemRecord {
+        kind: kind.code,
+        namespace: 0,
+        parent: r.parent.map(|p| p.as_u128().to_le_bytes()),
+        created_at: r.created_at.map_or(stamp, to_micros),
+        updated_at: stamp,
+        importance: r.importance,
+        text: r.text.clone(),
+        tags: normalize_tags(&r.tags)?,
+        body_json: invalid_json("body", &r.body)?,
+        metadata_json: invalid_json("metadata", &r.metadata)?,
+    })
+}
+
+/// The text `r` wants embedded, if any.
+fn embed_text_of(r: &NewRecord) -> Option<String> {
+    if !r.embed {
+        return None;
+    }
+    Some(r.embed_text.clone().unwrap_or_else(|| r.text.clone())).filter(|t| !t.trim().is_empty())
+}
+
+/// Writes rows and their vectors (into `space`) inside a write.
+fn write_rows<'a>(
+    txn: &redb::WriteTransaction,
+    ops: &mut crate::store::OpBatch,
+    space: Option<&VectorSpace>,
+    rows: impl IntoIterator<Item = (u128, &'a ItemRecord, &'a Option<Vec<f32>>)>,
+) -> Result<()> {
+    for (key, row, v) in rows {
+        rows::put(txn, key, row, ops)?;
+        if let (Some(space), Some(v)) = (space, v) {
+            crate::store::vectors::put_vectors(txn, space.id, [(key, v)], ops)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes record `root` and its descendants with their vectors in
+/// `spaces`, inside a write; returns how many rows went.
+fn delete_subtree(
+    txn: &redb::WriteTransaction,
+    ops: &mut crate::store::OpBatch,
+    root: u128,
+    spaces: &[VectorSpace],
+) -> Result<u64> {
+    let mut stack = vec![root];
+    let mut removed = 0;
+    while let Some(next) = stack.pop() {
+        stack.extend(rows::children_for_write(txn, next)?);
+        if rows::delete(txn, next, ops)?.is_some() {
+            removed += 1;
+            for s in spaces {
+                crate::store::vectors::delete_vector(txn, s.id, next, ops)?;
+            }
+        }
+    }
+    Ok(removed)
 }
 
 pub(crate) fn record_from(id: u128, rec: &ItemRecord) -> Record {
@@ -317,39 +404,15 @@ impl Memdb {
                 },
                 other => other,
             };
-            check_text("text", &r.text).map_err(at)?;
-            if let Some(t) = &r.embed_text {
-                check_text("embed_text", t).map_err(at)?;
-            }
-            check_importance(r.importance).map_err(at)?;
-            let tags = normalize_tags(&r.tags).map_err(at)?;
-            let body = invalid_json("body", &r.body).map_err(at)?;
-            let metadata = invalid_json("metadata", &r.metadata).map_err(at)?;
+            let row = row_of(kind, &r, stamp).map_err(at)?;
             if let Some(p) = r.parent {
                 parents.insert(p);
             }
-            let embed = if r.embed {
-                Some(r.embed_text.clone().unwrap_or_else(|| r.text.clone()))
-                    .filter(|t| !t.trim().is_empty())
-            } else {
-                None
-            };
             prepared.push(Prepared {
                 key: id.as_u128(),
                 parent: r.parent,
-                embed,
-                row: ItemRecord {
-                    kind: kind.code,
-                    namespace: 0,
-                    parent: r.parent.map(|p| p.as_u128().to_le_bytes()),
-                    created_at: r.created_at.map_or(stamp, to_micros),
-                    updated_at: stamp,
-                    importance: r.importance,
-                    text: r.text,
-                    tags,
-                    body_json: body,
-                    metadata_json: metadata,
-                },
+                embed: embed_text_of(&r),
+                row,
             });
         }
         // Checked again inside the write; this early check spares model
@@ -360,41 +423,19 @@ impl Memdb {
             }
         }
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; prepared.len()];
-        if let Some(e) = self.config().embedder.clone() {
-            let wanted: Vec<usize> = (0..prepared.len())
-                .filter(|&i| prepared[i].embed.is_some())
-                .collect();
-            for chunk in wanted.chunks(self.config().embed_batch.max(1)) {
-                let texts: Vec<&str> = chunk
-                    .iter()
-                    .filter_map(|&i| prepared[i].embed.as_deref())
-                    .collect();
-                let out = e.embed_report(&texts)?;
-                if out.vectors.len() != chunk.len() {
-                    return Err(Error::Embedding(format!(
-                        "the model returned {} vectors for {} texts",
-                        out.vectors.len(),
-                        chunk.len()
-                    )));
-                }
-                for (&i, v) in chunk.iter().zip(out.vectors) {
-                    vectors[i] = Some(v);
-                }
-            }
-        }
+        let wanted: Vec<(usize, String)> = prepared
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.embed.clone().map(|t| (i, t)))
+            .collect();
+        self.embed_into(&wanted, &mut vectors)?;
         let ns = self.ensure_namespace()?;
         let space = if vectors.iter().any(Option::is_some) {
-            let s = self
-                .record_space(kind, true)?
-                .ok_or_else(|| Error::Embedding("no embedder".into()))?;
-            for v in vectors.iter().flatten() {
-                check_vector("embedding", &s, v)
-                    .map_err(|e| Error::Embedding(format!("unusable embedding: {e}")))?;
-            }
-            Some(s)
+            self.record_space(kind, true)?
         } else {
             None
         };
+        check_vectors(space.as_ref(), &vectors)?;
         for p in &mut prepared {
             p.row.namespace = ns;
         }
@@ -419,21 +460,17 @@ impl Memdb {
                     }
                 }
             }
-            for (p, v) in prepared.iter().zip(&vectors) {
-                rows::put(txn, p.key, &p.row, ops)?;
-                if let (Some(space), Some(v)) = (&space, v) {
-                    crate::store::vectors::put_vectors(txn, space.id, [(p.key, v)], ops)?;
-                }
-            }
-            Ok(())
+            write_rows(
+                txn,
+                ops,
+                space.as_ref(),
+                prepared
+                    .iter()
+                    .zip(&vectors)
+                    .map(|(p, v)| (p.key, &p.row, v)),
+            )
         })?;
-        // The write is durable; a failed compaction is maintenance, retried
-        // by the next write, not the caller's error.
-        if let Some(space) = &space
-            && let Err(e) = self.compact_record_space_if_due(space)
-        {
-            self.maintenance_failed("compacting a record vector space", &e);
-        }
+        self.after_vector_write(space.as_ref());
         Ok(prepared
             .iter()
             .map(|p| record_from(p.key, &p.row))
@@ -458,18 +495,9 @@ impl Memdb {
         kind: RecordKind,
         children: Vec<NewRecord>,
     ) -> Result<Vec<Record>> {
+        let stamp = to_micros(now());
         let parent_new = match parent_row {
-            Some((pk, r)) => {
-                check_text("text", &r.text)?;
-                check_importance(r.importance)?;
-                Some((
-                    pk,
-                    normalize_tags(&r.tags)?,
-                    invalid_json("body", &r.body)?,
-                    invalid_json("metadata", &r.metadata)?,
-                    r,
-                ))
-            }
+            Some((pk, r)) => Some(row_of(pk, &r, stamp)?),
             None => {
                 self.get_record_any(parent)?;
                 None
@@ -490,59 +518,22 @@ impl Memdb {
             }
         }
         let mut prepared = Vec::with_capacity(children.len());
-        let stamp = to_micros(now());
         let mut to_embed: Vec<(usize, String)> = Vec::new();
         let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(children.len());
         for (i, r) in children.into_iter().enumerate() {
-            check_text("text", &r.text)?;
-            check_importance(r.importance)?;
-            let tags = normalize_tags(&r.tags)?;
-            let body = invalid_json("body", &r.body)?;
-            let metadata = invalid_json("metadata", &r.metadata)?;
-            let embed_text = r.embed_text.clone().unwrap_or_else(|| r.text.clone());
-            let reused = old_vectors.get(&embed_text).cloned();
-            if r.embed && reused.is_none() && !embed_text.trim().is_empty() {
-                to_embed.push((i, embed_text));
+            let mut row = row_of(kind, &r, stamp)?;
+            row.namespace = ns;
+            row.parent = Some(parent.as_u128().to_le_bytes());
+            let wanted = embed_text_of(&r);
+            let reused = wanted.as_ref().and_then(|t| old_vectors.get(t).cloned());
+            if let (Some(t), None) = (wanted, &reused) {
+                to_embed.push((i, t));
             }
-            vectors.push(if r.embed { reused } else { None });
-            prepared.push((
-                Uuid::new_v4().as_u128(),
-                ItemRecord {
-                    kind: kind.code,
-                    namespace: ns,
-                    parent: Some(parent.as_u128().to_le_bytes()),
-                    created_at: r.created_at.map_or(stamp, to_micros),
-                    updated_at: stamp,
-                    importance: r.importance,
-                    text: r.text,
-                    tags,
-                    body_json: body,
-                    metadata_json: metadata,
-                },
-            ));
+            vectors.push(reused);
+            prepared.push((Uuid::new_v4().as_u128(), row));
         }
-        if let (Some(e), false) = (self.config().embedder.clone(), to_embed.is_empty()) {
-            for chunk in to_embed.chunks(self.config().embed_batch.max(1)) {
-                let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
-                let out = e.embed_report(&texts)?;
-                if out.vectors.len() != chunk.len() {
-                    return Err(Error::Embedding(format!(
-                        "the model returned {} vectors for {} texts",
-                        out.vectors.len(),
-                        chunk.len()
-                    )));
-                }
-                for ((i, _), v) in chunk.iter().zip(out.vectors) {
-                    vectors[*i] = Some(v);
-                }
-            }
-        }
-        if let Some(space) = &space {
-            for v in vectors.iter().flatten() {
-                check_vector("embedding", space, v)
-                    .map_err(|e| Error::Embedding(format!("unusable embedding: {e}")))?;
-            }
-        }
+        self.embed_into(&to_embed, &mut vectors)?;
+        check_vectors(space.as_ref(), &vectors)?;
         let spaces: Vec<VectorSpace> = self
             .vector_spaces()?
             .into_iter()
@@ -557,21 +548,12 @@ impl Memdb {
                 (None, None) => return Err(Self::record_not_found("parent record", parent)),
                 _ => {}
             }
-            if let Some((pk, tags, body, metadata, r)) = &parent_new {
-                let row = ItemRecord {
-                    kind: pk.code,
-                    namespace: ns,
-                    parent: r.parent.map(|p| p.as_u128().to_le_bytes()),
-                    created_at: existing
-                        .as_ref()
-                        .map_or(r.created_at.map_or(stamp, to_micros), |e| e.created_at),
-                    updated_at: stamp,
-                    importance: r.importance,
-                    text: r.text.clone(),
-                    tags: tags.clone(),
-                    body_json: body.clone(),
-                    metadata_json: metadata.clone(),
-                };
+            if let Some(new) = &parent_new {
+                let mut row = new.clone();
+                row.namespace = ns;
+                if let Some(e) = &existing {
+                    row.created_at = e.created_at;
+                }
                 rows::put(txn, parent.as_u128(), &row, ops)?;
             }
             for child in rows::children_for_write(txn, parent.as_u128())? {
@@ -580,33 +562,62 @@ impl Memdb {
                     _ => continue,
                 }
                 // A child's own subtree goes with it.
-                let mut stack = vec![child];
-                while let Some(next) = stack.pop() {
-                    stack.extend(rows::children_for_write(txn, next)?);
-                    if rows::delete(txn, next, ops)?.is_some() {
-                        for s in &spaces {
-                            crate::store::vectors::delete_vector(txn, s.id, next, ops)?;
-                        }
-                    }
-                }
+                delete_subtree(txn, ops, child, &spaces)?;
             }
-            for ((key, row), v) in prepared.iter().zip(&vectors) {
-                rows::put(txn, *key, row, ops)?;
-                if let (Some(space), Some(v)) = (&space, v) {
-                    crate::store::vectors::put_vectors(txn, space.id, [(*key, v)], ops)?;
-                }
-            }
-            Ok(())
+            write_rows(
+                txn,
+                ops,
+                space.as_ref(),
+                prepared
+                    .iter()
+                    .zip(&vectors)
+                    .map(|((key, row), v)| (*key, row, v)),
+            )
         })?;
-        if let Some(space) = &space
-            && let Err(e) = self.compact_record_space_if_due(space)
-        {
-            self.maintenance_failed("compacting a record vector space", &e);
-        }
+        self.after_vector_write(space.as_ref());
         Ok(prepared
             .iter()
             .map(|(key, row)| record_from(*key, row))
             .collect())
+    }
+
+    /// Embeds `wanted` (index, text) with the configured model in batches
+    /// of `Config::embed_batch`, into `vectors[index]`; nothing without a
+    /// model.
+    fn embed_into(
+        &self,
+        wanted: &[(usize, String)],
+        vectors: &mut [Option<Vec<f32>>],
+    ) -> Result<()> {
+        let Some(e) = self.config().embedder.clone() else {
+            return Ok(());
+        };
+        for chunk in wanted.chunks(self.config().embed_batch.max(1)) {
+            let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
+            let out = e.embed_report(&texts)?;
+            if out.vectors.len() != chunk.len() {
+                return Err(Error::Embedding(format!(
+                    "the model returned {} vectors for {} texts",
+                    out.vectors.len(),
+                    chunk.len()
+                )));
+            }
+            for ((i, _), v) in chunk.iter().zip(out.vectors) {
+                vectors[*i] = Some(v);
+            }
+        }
+        Ok(())
+    }
+
+    /// After a durable write of vectors: compact the space when due. A
+    /// failure is maintenance (logged, retried by the next write), not the
+    /// caller's error.
+    fn after_vector_write(&self, space: Option<&VectorSpace>) {
+        if let Some(space) = space
+            && let Err(e) = self.compact_record_space_if_due(space)
+        {
+            self.maintenance_failed("compacting a record vector space", &e);
+        }
     }
 
     /// Builds a new generation of a record space whose delta (plus
@@ -746,18 +757,7 @@ impl Memdb {
                 Some(r) if r.namespace == ns => {}
                 _ => return Ok(0),
             }
-            let mut stack = vec![id.as_u128()];
-            let mut removed = 0;
-            while let Some(next) = stack.pop() {
-                stack.extend(rows::children_for_write(txn, next)?);
-                if rows::delete(txn, next, ops)?.is_some() {
-                    removed += 1;
-                    for s in &spaces {
-                        crate::store::vectors::delete_vector(txn, s.id, next, ops)?;
-                    }
-                }
-            }
-            Ok(removed)
+            delete_subtree(txn, ops, id.as_u128(), &spaces)
         })
     }
 

@@ -7,13 +7,13 @@
 //! KuraDB's messages (SPEC §23.4).
 
 use axum::extract::State;
-use memdb::kuradb::{RagTarget, SourceGroup};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use memdb::kuradb::RagTarget;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Json, Query};
-use crate::kuradb_tools::{ListRagData, list_rag};
+use crate::kuradb_tools::{ListRagData, SearchRagData, list_rag};
 use crate::memorg_tools::NoArgs;
 use crate::state::AppState;
 
@@ -48,31 +48,18 @@ pub struct SearchParams {
     pub target: Option<String>,
 }
 
-/// `GET /api/search` answer: the branches that ran.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct SearchOut {
-    /// Keyword hits grouped by source file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub keyword: Option<Vec<SourceGroup>>,
-    /// Semantic hits grouped by source file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub semantic: Option<Vec<SourceGroup>>,
-}
-
 /// Keyword and semantic search of one knowledge base, grouped by source.
 #[utoipa::path(get, path = "/api/search", tag = "kuradb", operation_id = "kuradb_search",
     params(SearchParams),
     responses(
-        (status = 200, body = SearchOut),
+        (status = 200, body = SearchRagData),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn search(
     State(s): State<AppState>,
     Query(p): Query<SearchParams>,
-) -> Result<Json<SearchOut>, ApiError> {
+) -> Result<Json<SearchRagData>, ApiError> {
     let db_name =
         p.db.filter(|d| !d.trim().is_empty())
             .ok_or_else(|| ApiError::invalid("db", "db is required"))?;
@@ -88,7 +75,9 @@ pub async fn search(
     let r = s
         .run(move |db| Ok(db.kb_search(db_name.trim(), &q, target, limit)?))
         .await?;
-    Ok(Json(SearchOut {
+    // Unlike `search_rag`, REST keeps a branch that ran and found nothing
+    // (as `[]`), as KuraDB's router does.
+    Ok(Json(SearchRagData {
         keyword: r.keyword,
         semantic: r.semantic,
     }))
