@@ -2,9 +2,8 @@
 //! acknowledged write, and the text index ends up holding exactly the store's
 //! messages.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use memdb::{Memdb, TextQuery};
 
@@ -29,34 +28,14 @@ fn sigkill_during_writes_loses_no_acknowledged_write() {
         if round % 6 == 5 {
             let _ = std::fs::remove_dir_all(d.path().join("text"));
         }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_memdb-crash-child"))
-            .arg(d.path())
-            .arg((seed.wrapping_add(round)).to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn crash child");
-        let stdout = child.stdout.take().expect("child stdout");
-        let reader = std::thread::spawn(move || {
-            BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-                .collect::<Vec<String>>()
-        });
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb-crash-child"));
+        cmd.arg(d.path())
+            .arg((seed.wrapping_add(round)).to_string());
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let delay = Duration::from_millis(30 + rng % 400);
-        let start = Instant::now();
-        while start.elapsed() < delay {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("crash child exited on its own in round {round}: {status}");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        child.kill().expect("SIGKILL the child"); // SIGKILL on Unix
-        child.wait().expect("reap child");
-        let lines = reader.join().expect("reader thread");
+        let lines = crate::run_until_killed(cmd, delay); // SIGKILL on Unix
         for line in lines {
             let mut parts = line.split_whitespace();
             if parts.next() == Some("ACK")

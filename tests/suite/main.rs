@@ -59,3 +59,32 @@ pub fn conv(
     )
     .expect("create conversation")
 }
+
+/// Runs `cmd` (stdout piped) for `delay`, then SIGKILLs it and returns the
+/// lines it printed: the crash tests' child loop. Panics if the child exits
+/// on its own first (it is meant to run until killed).
+pub fn run_until_killed(mut cmd: std::process::Command, delay: std::time::Duration) -> Vec<String> {
+    use std::io::{BufRead, BufReader};
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("spawn the child");
+    let stdout = child.stdout.take().expect("child stdout");
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    let start = std::time::Instant::now();
+    while start.elapsed() < delay {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the child exited on its own: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("reap the child");
+    reader.join().expect("reader thread")
+}

@@ -4,10 +4,9 @@
 //! search, and has its vector (found by semantic search too).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use memdb::memorg::system::{EXCHANGE, TOPIC};
 use memdb::{Config, Hashing, Memdb, RecordFilter};
@@ -31,34 +30,13 @@ fn sigkill_during_add_exchange_loses_no_acknowledged_exchange() {
     let mut next = 0u64;
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     for round in 0..ROUNDS {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_memdb-memorg-crash-child"))
-            .arg(d.path())
-            .arg(next.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn child");
-        let stdout = child.stdout.take().expect("stdout");
-        let reader = std::thread::spawn(move || {
-            BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-                .collect::<Vec<_>>()
-        });
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb-memorg-crash-child"));
+        cmd.arg(d.path()).arg(next.to_string());
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let delay = Duration::from_millis(150 + rng % 400);
-        let start = Instant::now();
-        while start.elapsed() < delay {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("child exited on its own in round {round}: {status}");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reap");
-        for line in reader.join().expect("reader") {
+        for line in crate::run_until_killed(cmd, delay) {
             let parts: Vec<&str> = line.split_whitespace().collect();
             if let ["ACK", n, id] = parts[..] {
                 let n: u64 = n.parse().unwrap();

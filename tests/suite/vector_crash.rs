@@ -4,9 +4,8 @@
 //! delete is ever returned.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use memdb::{Memdb, VectorFilter, VectorSearch};
 
@@ -45,34 +44,13 @@ fn sigkill_during_vector_writes_and_compaction() {
     let mut maybe_deleted: HashSet<u128> = HashSet::new();
     let mut compactions = 0;
     for round in 0..ROUNDS {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_memdb-vector-crash-child"))
-            .arg(d.path())
-            .arg((seed0 * 100 + round + 1).to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn child");
-        let stdout = child.stdout.take().expect("stdout");
-        let reader = std::thread::spawn(move || {
-            BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-                .collect::<Vec<_>>()
-        });
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb-vector-crash-child"));
+        cmd.arg(d.path()).arg((seed0 * 100 + round + 1).to_string());
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let delay = Duration::from_millis(50 + rng % 600);
-        let start = Instant::now();
-        while start.elapsed() < delay {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("child exited on its own in round {round}: {status}");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reap");
-        for line in reader.join().expect("reader") {
+        for line in crate::run_until_killed(cmd, delay) {
             let mut parts = line.split_whitespace();
             match (
                 parts.next(),
