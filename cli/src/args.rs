@@ -268,6 +268,15 @@ pub enum Command {
         list: bool,
     },
 
+    /// Memorg's model: sessions > conversations > topics > exchanges, memory
+    /// items, search_context and the optimizer (SPEC §22). Each action calls
+    /// the Memorg tool of the same name (`memdb tool --list`).
+    Memorg {
+        /// What to do.
+        #[command(subcommand)]
+        action: MemorgAction,
+    },
+
     /// KuraDB's knowledge bases: folders of documents, parsed into chunks,
     /// searched by keyword and by meaning (SPEC §23).
     Kb {
@@ -285,6 +294,129 @@ pub enum Command {
 }
 
 /// Which embedding model a command uses.
+/// `memdb memorg` actions: each builds the arguments of one Memorg tool.
+#[derive(Debug, Subcommand)]
+pub enum MemorgAction {
+    /// Create a session for a user (`create_session`).
+    Session {
+        /// The user.
+        user_id: String,
+    },
+    /// A session's conversations, topics and exchanges (`get_session`).
+    Show {
+        /// The session.
+        session_id: String,
+    },
+    /// Start a conversation in a session (`start_conversation`).
+    Conversation {
+        /// The session.
+        session_id: String,
+        /// A title.
+        #[arg(long)]
+        title: Option<String>,
+    },
+    /// Create a topic in a conversation (`create_topic`).
+    Topic {
+        /// The conversation.
+        conversation_id: String,
+        /// Its title.
+        title: String,
+        /// A summary.
+        #[arg(long)]
+        summary: Option<String>,
+    },
+    /// Add one exchange to a topic (`add_exchange`).
+    Exchange {
+        /// The topic.
+        topic_id: String,
+        /// What the user said.
+        user_message: String,
+        /// What the system answered.
+        system_message: String,
+    },
+    /// Search exchanges (`search_context`).
+    SearchContext {
+        /// The question.
+        query: String,
+        /// ALL, SESSION, CONVERSATION or TOPIC.
+        #[arg(long, default_value = "ALL")]
+        scope: String,
+        /// The session, conversation or topic id of the scope.
+        #[arg(long)]
+        scope_id: Option<String>,
+        /// Results per page.
+        #[arg(long, default_value_t = 10)]
+        max_results: usize,
+        /// 1-based page.
+        #[arg(long, default_value_t = 1)]
+        page: usize,
+    },
+    /// Fit a file's text (or stdin with `-`) into a token budget
+    /// (`optimize_context`).
+    Optimize {
+        /// The text file, or `-`.
+        file: PathBuf,
+        /// The budget in o200k tokens.
+        #[arg(long)]
+        max_tokens: usize,
+        /// `default` or `summary`: render Memorg's prompt template.
+        #[arg(long)]
+        template: Option<String>,
+    },
+    /// Counts, tokens and vectors (`get_memory_usage`).
+    Usage,
+    /// Store a memory item (`create_memory_item`).
+    Item {
+        /// Its content.
+        content: String,
+        /// Its type (`document`, `entity`, or any custom name).
+        #[arg(long, default_value = "note")]
+        item_type: String,
+        /// A parent record.
+        #[arg(long)]
+        parent: Option<String>,
+        /// Tags, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
+        /// Metadata, a JSON object.
+        #[arg(long)]
+        metadata: Option<String>,
+    },
+    /// Search memory items (`search_memory`).
+    SearchMemory {
+        /// The query.
+        query: String,
+        /// Only items with all these tags, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
+        /// Only these item types, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        types: Vec<String>,
+        /// A Chroma-style metadata filter, a JSON object.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// An item with its ancestors, children and siblings (`get_item_context`).
+    Context {
+        /// The item.
+        item_id: String,
+        /// Ancestors to include.
+        #[arg(long, default_value_t = 3)]
+        depth: usize,
+        /// Include siblings.
+        #[arg(long)]
+        siblings: bool,
+    },
+    /// Delete a record with everything under it (`delete_memory_item`).
+    Delete {
+        /// The record.
+        id: String,
+    },
+}
+
 /// `memdb kb` actions.
 #[derive(Debug, Subcommand)]
 pub enum KbAction {

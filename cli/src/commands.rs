@@ -13,7 +13,7 @@ use memdb::{
     QueryLanguage, SearchMode, SearchNote, SearchRequest, Selection,
 };
 
-use crate::args::{Cli, Command, Fusion, KbAction, Mode, QueryArgs};
+use crate::args::{Cli, Command, Fusion, KbAction, MemorgAction, Mode, QueryArgs};
 use crate::embedder;
 use crate::input::{self, Source};
 use crate::options;
@@ -236,6 +236,29 @@ pub fn run(cli: Cli) -> Result<Output> {
                 let report = report?;
                 embedder::drain(db)?;
                 Ok(Output::Imported(report))
+            })?
+        }
+        Command::Memorg { action } => {
+            let (name, args) = memorg_tool_call(action)?;
+            let tool = memdb_server::contract::tool(name)
+                .ok_or_else(|| anyhow::anyhow!("no tool {name}"))?;
+            let db = if tool.access() == memdb_server::auth::Access::Write {
+                create_embedding()?
+            } else {
+                let (db, note) = open_embedding()?;
+                if let Some(note) = note {
+                    eprintln!("note: {note}");
+                }
+                db
+            };
+            with_db(db, |db| {
+                let data = tool
+                    .call_json(db, args)
+                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+                Ok(Output::Tool {
+                    text: tool.render(&data),
+                    data,
+                })
             })?
         }
         Command::Tool { name, args, list } => {
@@ -532,4 +555,98 @@ fn confirm_removal(name: &str) -> Result<()> {
         anyhow::bail!("not removed: the confirmation did not match {name:?} (or pass --yes)");
     }
     Ok(())
+}
+
+/// The Memorg tool a `memdb memorg` action calls, with its arguments.
+fn memorg_tool_call(action: MemorgAction) -> Result<(&'static str, serde_json::Value)> {
+    use serde_json::json;
+    let object = |field: &str, text: Option<String>| -> Result<serde_json::Value> {
+        match text {
+            None => Ok(json!({})),
+            Some(t) => {
+                let v: serde_json::Value =
+                    serde_json::from_str(&t).with_context(|| format!("--{field} is not JSON"))?;
+                anyhow::ensure!(v.is_object(), "--{field} must be a JSON object");
+                Ok(v)
+            }
+        }
+    };
+    Ok(match action {
+        MemorgAction::Session { user_id } => ("create_session", json!({"user_id": user_id})),
+        MemorgAction::Show { session_id } => ("get_session", json!({"session_id": session_id})),
+        MemorgAction::Conversation { session_id, title } => (
+            "start_conversation",
+            json!({"session_id": session_id, "title": title}),
+        ),
+        MemorgAction::Topic {
+            conversation_id,
+            title,
+            summary,
+        } => (
+            "create_topic",
+            json!({"conversation_id": conversation_id, "title": title, "summary": summary}),
+        ),
+        MemorgAction::Exchange {
+            topic_id,
+            user_message,
+            system_message,
+        } => (
+            "add_exchange",
+            json!({"topic_id": topic_id, "user_message": user_message, "system_message": system_message}),
+        ),
+        MemorgAction::SearchContext {
+            query,
+            scope,
+            scope_id,
+            max_results,
+            page,
+        } => (
+            "search_context",
+            json!({"query": query, "scope": scope, "scope_id": scope_id,
+                   "max_results": max_results, "page": page}),
+        ),
+        MemorgAction::Optimize {
+            file,
+            max_tokens,
+            template,
+        } => {
+            let content = input::read_text(&Source::from_arg(Some(&file)))?;
+            (
+                "optimize_context",
+                json!({"content": content, "max_tokens": max_tokens, "template": template}),
+            )
+        }
+        MemorgAction::Usage => ("get_memory_usage", json!({})),
+        MemorgAction::Item {
+            content,
+            item_type,
+            parent,
+            tags,
+            metadata,
+        } => (
+            "create_memory_item",
+            json!({"content": content, "item_type": item_type, "parent_id": parent,
+                   "tags": tags, "metadata": object("metadata", metadata)?}),
+        ),
+        MemorgAction::SearchMemory {
+            query,
+            tags,
+            types,
+            filter,
+            limit,
+        } => (
+            "search_memory",
+            json!({"query": query, "tags": tags, "item_types": types, "limit": limit,
+                   "filters": filter.map(|f| object("filter", Some(f))).transpose()?}),
+        ),
+        MemorgAction::Context {
+            item_id,
+            depth,
+            siblings,
+        } => (
+            "get_item_context",
+            json!({"item_id": item_id, "depth": depth, "include_siblings": siblings}),
+        ),
+        MemorgAction::Delete { id } => ("delete_memory_item", json!({"item_id": id})),
+    })
 }

@@ -114,3 +114,8 @@ pub fn tool_args(arg: Option<&str>) -> Result<serde_json::Value> {
     }
     Ok(value)
 }
+
+/// A text file (or stdin) as a string.
+pub fn read_text(source: &Source) -> Result<String> {
+    source.read()
+}

@@ -1584,3 +1584,70 @@ fn knowledge_bases_from_the_shell() {
     let listed = db.run(&["--json", "kb", "list"]).ok().json();
     assert_eq!(listed, json!([]));
 }
+
+#[test]
+fn memorg_subcommands_spell_the_tools() {
+    let db = Db::new();
+    let run = |args: &[&str]| -> Value {
+        let mut argv = vec!["--json", "--embedder", "hashing", "memorg"];
+        argv.extend_from_slice(args);
+        db.run(&argv).ok().json()
+    };
+    let sid = run(&["session", "alice"])["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cid = run(&["conversation", &sid, "--title", "plans"])["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tid = run(&["topic", &cid, "databases"])["topic_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ex = run(&[
+        "exchange",
+        &tid,
+        "How do I vacuum Postgres?",
+        "Run VACUUM ANALYZE.",
+    ]);
+    let found = run(&[
+        "search-context",
+        "postgres vacuum",
+        "--scope",
+        "topic",
+        "--scope-id",
+        &tid,
+    ]);
+    assert_eq!(found["results"][0]["id"], ex["exchange_id"], "{found}");
+    let tree = run(&["show", &sid]);
+    assert_eq!(tree["conversations"][0]["title"], "plans", "{tree}");
+    let item = run(&[
+        "item",
+        "Alice likes window seats",
+        "--tags",
+        "prefs,travel",
+        "--metadata",
+        r#"{"k": 1}"#,
+    ]);
+    assert_eq!(item["tags"], json!(["prefs", "travel"]), "{item}");
+    let hits = run(&[
+        "search-memory",
+        "window seats",
+        "--filter",
+        r#"{"k": {"$gte": 1}}"#,
+    ]);
+    assert_eq!(hits["results"][0]["item"]["id"], item["id"], "{hits}");
+    let ctx = run(&["context", item["id"].as_str().unwrap()]);
+    assert_eq!(ctx["item"]["content"], "Alice likes window seats");
+    let text = db.path().join("long.txt");
+    std::fs::write(&text, "word ".repeat(400)).unwrap();
+    let opt = run(&["optimize", text.to_str().unwrap(), "--max-tokens", "20"]);
+    assert!(opt["optimized_tokens"].as_u64().unwrap() <= 20, "{opt}");
+    assert_eq!(run(&["usage"])["active_items"], 5);
+    assert_eq!(run(&["delete", &sid])["removed"], 4);
+    db.run(&["memorg", "topic", "not-a-uuid", "x"])
+        .fails_with(&["conversation_id"]);
+    db.run(&["memorg", "item", "x", "--metadata", "[1]"])
+        .fails_with(&["JSON object"]);
+}
