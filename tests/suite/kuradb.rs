@@ -374,3 +374,54 @@ fn the_server_watches_knowledge_bases() {
     });
     s.stop();
 }
+
+#[test]
+fn word_and_powerpoint_files_are_parsed() {
+    use memdb::kuradb::office::zip_parts;
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let (db, _) = open(store.path());
+    let w = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
+    let body = format!(
+        r#"<w:document {w}><w:body><w:p><w:r><w:t>The okapi lives in Congo.</w:t></w:r></w:p><w:tbl><w:tr><w:tc><w:p><w:r><w:t>habitat</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>rainforest</w:t></w:r></w:p></w:tc></w:tr></w:tbl></w:body></w:document>"#
+    );
+    let footer = format!(r#"<w:ftr {w}><w:p><w:r><w:t>Zoo handbook</w:t></w:r></w:p></w:ftr>"#);
+    write(
+        inbox.path(),
+        "animals.docx",
+        &zip_parts(&[("word/document.xml", &body), ("word/footer1.xml", &footer)]).unwrap(),
+    );
+    let slide = |t: &str| {
+        format!(r#"<p:sld xmlns:a="a" xmlns:p="p"><a:p><a:r><a:t>{t}</a:t></a:r></a:p></p:sld>"#)
+    };
+    write(
+        inbox.path(),
+        "talk.pptx",
+        &zip_parts(&[
+            ("ppt/slides/slide2.xml", &slide("Axolotls regrow limbs")),
+            ("ppt/slides/slide1.xml", &slide("Amphibians of Mexico")),
+        ])
+        .unwrap(),
+    );
+    write(inbox.path(), "broken.docx", b"PK not really a zip");
+    db.kb_add("zoo", &[inbox.path().to_path_buf()]).unwrap();
+    let r = db.kb_sync("zoo").unwrap();
+    assert_eq!((r.parsed, r.failed, r.chunks), (2, 1, 5), "{r:?}");
+    let q = db
+        .kb_search("zoo", "okapi", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert_eq!(sources(&q.keyword), ["animals.docx"]);
+    let q = db
+        .kb_search("zoo", "rainforest habitat", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert_eq!(
+        q.keyword.as_ref().unwrap()[0].matches[0].content,
+        "habitat | rainforest"
+    );
+    let q = db
+        .kb_search("zoo", "axolotls", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    let m = &q.keyword.as_ref().unwrap()[0].matches[0];
+    // Slides are chunks in slide order.
+    assert_eq!((m.chunk, m.content.as_str()), (2, "Axolotls regrow limbs"));
+}

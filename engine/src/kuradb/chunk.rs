@@ -26,7 +26,7 @@ pub const SKIPPED_EXTENSIONS: &[&str] = &[
 
 /// Formats KuraDB parses with a dedicated parser that this build does not
 /// have yet: such files are counted as unsupported, never read as text.
-pub const UNSUPPORTED_EXTENSIONS: &[&str] = &["pdf", "docx", "pptx", "xlsx"];
+pub const UNSUPPORTED_EXTENSIONS: &[&str] = &["pdf", "xlsx"];
 
 /// How a file is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +39,10 @@ pub enum FileKind {
     Csv,
     /// Tab-separated values.
     Tsv,
+    /// A Word document (`office.rs`).
+    Docx,
+    /// A PowerPoint deck, one chunk per slide (`office.rs`).
+    Pptx,
     /// Anything else: read as text when it sniffs as UTF-8.
     Text,
 }
@@ -60,6 +64,10 @@ pub fn kind_of(name: &str) -> FileKind {
         FileKind::Csv
     } else if ext == "tsv" {
         FileKind::Tsv
+    } else if ext == "docx" {
+        FileKind::Docx
+    } else if ext == "pptx" {
+        FileKind::Pptx
     } else {
         FileKind::Text
     }
@@ -296,6 +304,8 @@ mod tests {
         assert_eq!(kind_of("photo.JPG"), FileKind::Skipped);
         assert_eq!(kind_of(".DS_Store"), FileKind::Skipped);
         assert_eq!(kind_of("report.pdf"), FileKind::Unsupported);
+        assert_eq!(kind_of("Plan.DOCX"), FileKind::Docx);
+        assert_eq!(kind_of("deck.pptx"), FileKind::Pptx);
         assert_eq!(kind_of("data.tsv"), FileKind::Tsv);
         assert_eq!(kind_of("main.rs"), FileKind::Text);
         assert_eq!(kind_of("README"), FileKind::Text);

@@ -14,6 +14,7 @@
 //! store keeps what it had.
 
 pub mod chunk;
+pub mod office;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -236,6 +237,25 @@ fn parse_file(path: &Path, bytes: &[u8]) -> std::result::Result<Parsed, String> 
         FileKind::Unsupported => Ok(Parsed::Unsupported),
         FileKind::Csv => chunk::chunk_table(bytes, ',').map(Parsed::Chunks),
         FileKind::Tsv => chunk::chunk_table(bytes, '\t').map(Parsed::Chunks),
+        FileKind::Docx => {
+            // Paragraphs are pieces, as for text (long ones split the same way).
+            let text = office::docx_paragraphs(bytes)?.join("\n\n");
+            let chunks = chunk::chunk_text(&text);
+            if chunks.is_empty() {
+                return Err("parser: empty content".into());
+            }
+            Ok(Parsed::Chunks(chunks))
+        }
+        FileKind::Pptx => {
+            let mut chunks = Vec::new();
+            for slide in office::pptx_slides(bytes)? {
+                chunks.extend(chunk::chunk_text(&slide.replace("\n\n", "\n")));
+            }
+            if chunks.is_empty() {
+                return Err("parser: empty content".into());
+            }
+            Ok(Parsed::Chunks(chunks))
+        }
         FileKind::Text => {
             if !chunk::sniffs_as_text(bytes) {
                 return Ok(Parsed::NotText);

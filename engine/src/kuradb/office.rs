@@ -1,0 +1,275 @@
+//! DOCX and PPTX text (SPEC.md §23.3): both are zip archives of XML parts,
+//! read with the `zip` and `quick-xml` crates. DOCX gives its paragraphs
+//! (the body, then its endnotes, footers, footnotes and headers in part-name
+//! order; a table row is one paragraph with its cells joined by ` | `);
+//! PPTX gives one piece per
+//! slide, in slide order. Reading is bounded: at most
+//! [`MAX_PART_BYTES`] of XML per part and [`MAX_TOTAL_BYTES`] in all, so a
+//! zip bomb is an error, not an allocation.
+
+use std::io::Read;
+
+use quick_xml::Reader;
+use quick_xml::events::Event;
+
+/// Largest XML part read, uncompressed.
+pub const MAX_PART_BYTES: u64 = 32 << 20;
+/// Largest total of XML read from one file, uncompressed.
+pub const MAX_TOTAL_BYTES: u64 = 128 << 20;
+
+type Archive<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
+
+fn open(bytes: &[u8]) -> Result<Archive<'_>, String> {
+    zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format!("not a zip archive: {e}"))
+}
+
+fn read_part(zip: &mut Archive<'_>, name: &str, budget: &mut u64) -> Result<String, String> {
+    let file = zip.by_name(name).map_err(|e| format!("{name}: {e}"))?;
+    let cap = MAX_PART_BYTES.min(*budget);
+    let mut out = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("{name}: {e}"))?;
+    if out.len() as u64 > cap {
+        return Err(format!("{name} is larger than {cap} bytes uncompressed"));
+    }
+    *budget -= out.len() as u64;
+    String::from_utf8(out).map_err(|e| format!("{name}: not UTF-8: {e}"))
+}
+
+/// The character an entity reference in text stands for: a character
+/// reference, or one of XML's five predefined entities (other names, which
+/// OOXML does not use, are dropped).
+fn entity(r: &quick_xml::events::BytesRef<'_>) -> Result<Option<char>, String> {
+    if let Some(c) = r.resolve_char_ref().map_err(|e| format!("XML: {e}"))? {
+        return Ok(Some(c));
+    }
+    Ok(match r.clone().into_inner().as_ref() {
+        "lt" => Some('<'),
+        "gt" => Some('>'),
+        "amp" => Some('&'),
+        "apos" => Some('\''),
+        "quot" => Some('"'),
+        _ => None,
+    })
+}
+
+/// The paragraphs of one WordprocessingML part: `w:p` elements' `w:t`
+/// text (`w:tab` a tab, `w:br` a newline); the cells of a table row
+/// (`w:tr`) joined by ` | ` into one paragraph.
+fn word_paragraphs(xml: &str) -> Result<Vec<String>, String> {
+    let mut reader = Reader::from_str(xml);
+    let mut out = Vec::new();
+    let mut para = String::new();
+    let mut row: Option<Vec<String>> = None;
+    let mut cell = String::new();
+    let mut in_text = false;
+    loop {
+        match reader.read_event().map_err(|e| format!("XML: {e}"))? {
+            Event::Start(e) => match e.local_name().as_ref() {
+                "t" => in_text = true,
+                "tr" => row = Some(Vec::new()),
+                "tc" => cell.clear(),
+                _ => {}
+            },
+            Event::Empty(e) => match e.local_name().as_ref() {
+                "tab" => para.push('\t'),
+                "br" | "cr" => para.push('\n'),
+                _ => {}
+            },
+            // Text events hold no `&`: references come as their own events.
+            Event::Text(t) if in_text => para.push_str(&t.into_inner()),
+            Event::GeneralRef(r) if in_text => {
+                if let Some(c) = entity(&r)? {
+                    para.push(c);
+                }
+            }
+            Event::End(e) => match e.local_name().as_ref() {
+                "t" => in_text = false,
+                "p" => {
+                    let p = std::mem::take(&mut para);
+                    if row.is_some() {
+                        if !cell.is_empty() && !p.trim().is_empty() {
+                            cell.push(' ');
+                        }
+                        cell.push_str(p.trim());
+                    } else if !p.trim().is_empty() {
+                        out.push(p.trim().to_string());
+                    }
+                }
+                "tc" => {
+                    if let Some(r) = row.as_mut() {
+                        r.push(std::mem::take(&mut cell));
+                    }
+                }
+                "tr" => {
+                    if let Some(r) = row.take() {
+                        let line = r.join(" | ");
+                        if !line.trim_matches(|c| c == ' ' || c == '|').is_empty() {
+                            out.push(line);
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The text of a DOCX file: its paragraphs in document order, then those
+/// of its endnotes, footers, footnotes and headers (part-name order).
+pub fn docx_paragraphs(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let mut zip = open(bytes)?;
+    let mut budget = MAX_TOTAL_BYTES;
+    let mut parts: Vec<String> = vec!["word/document.xml".into()];
+    let mut extra: Vec<String> = zip
+        .file_names()
+        .filter_map(|n| n.ok().map(|n| n.into_owned()))
+        .filter(|n| {
+            n.starts_with("word/")
+                && n.ends_with(".xml")
+                && [
+                    "word/header",
+                    "word/footer",
+                    "word/footnotes",
+                    "word/endnotes",
+                ]
+                .iter()
+                .any(|p| n.starts_with(p))
+        })
+        .collect();
+    extra.sort();
+    parts.extend(extra);
+    let mut out = Vec::new();
+    for p in parts {
+        let xml = read_part(&mut zip, &p, &mut budget)?;
+        out.extend(word_paragraphs(&xml)?);
+    }
+    Ok(out)
+}
+
+/// The text of each slide of a PPTX file, in slide order (`slideN.xml` by
+/// N): its `a:p` paragraphs joined by newlines. Slides without text are
+/// left out.
+pub fn pptx_slides(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let mut zip = open(bytes)?;
+    let mut budget = MAX_TOTAL_BYTES;
+    let mut slides: Vec<(u32, String)> = zip
+        .file_names()
+        .filter_map(|n| {
+            let n = n.ok()?;
+            let num = n.strip_prefix("ppt/slides/slide")?.strip_suffix(".xml")?;
+            Some((num.parse().ok()?, n.to_string()))
+        })
+        .collect();
+    slides.sort();
+    if slides.is_empty() {
+        return Err("no slides (ppt/slides/slideN.xml)".into());
+    }
+    let mut out = Vec::new();
+    for (_, name) in slides {
+        let xml = read_part(&mut zip, &name, &mut budget)?;
+        let text = word_paragraphs(&xml)?.join("\n");
+        if !text.trim().is_empty() {
+            out.push(text);
+        }
+    }
+    Ok(out)
+}
+
+/// Builds an OOXML-like zip of `parts` (name, XML), deflated; for tests
+/// (here and in the suite) that need real DOCX/PPTX bytes.
+#[doc(hidden)]
+pub fn zip_parts(parts: &[(&str, &str)]) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (name, xml) in parts {
+        w.start_file(*name, options).map_err(|e| e.to_string())?;
+        w.write_all(xml.as_bytes()).map_err(|e| e.to_string())?;
+    }
+    Ok(w.finish().map_err(|e| e.to_string())?.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W: &str = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
+
+    #[test]
+    fn docx_paragraphs_tables_headers_and_notes() {
+        let body = format!(
+            r#"<w:document {W}><w:body>
+            <w:p><w:r><w:t>Quarterly plan</w:t></w:r></w:p>
+            <w:p><w:r><w:t xml:space="preserve">Ship redb </w:t></w:r><w:r><w:t>&amp; tantivy&#33;</w:t></w:r><w:r><w:tab/><w:t>v2</w:t></w:r></w:p>
+            <w:p></w:p>
+            <w:tbl><w:tr><w:tc><w:p><w:r><w:t>Owner</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>Ana</w:t></w:r></w:p></w:tc></w:tr></w:tbl>
+            </w:body></w:document>"#
+        );
+        let header = format!(r#"<w:hdr {W}><w:p><w:r><w:t>Confidential</w:t></w:r></w:p></w:hdr>"#);
+        let notes = format!(
+            r#"<w:footnotes {W}><w:footnote><w:p><w:r><w:t>See the runbook.</w:t></w:r></w:p></w:footnote></w:footnotes>"#
+        );
+        let bytes = zip_parts(&[
+            ("[Content_Types].xml", "<Types/>"),
+            ("word/document.xml", &body),
+            ("word/header1.xml", &header),
+            ("word/footnotes.xml", &notes),
+            ("word/styles.xml", "<w:styles/>"),
+        ])
+        .unwrap();
+        assert_eq!(
+            docx_paragraphs(&bytes).unwrap(),
+            [
+                "Quarterly plan",
+                "Ship redb & tantivy!\tv2",
+                "Owner | Ana",
+                "See the runbook.",
+                "Confidential"
+            ]
+        );
+    }
+
+    #[test]
+    fn pptx_slides_in_order() {
+        let slide = |text: &str| {
+            format!(
+                r#"<p:sld xmlns:a="a" xmlns:p="p"><p:cSld><p:spTree><p:sp><p:txBody><a:p><a:r><a:t>{text}</a:t></a:r></a:p><a:p><a:r><a:t>more</a:t></a:r></a:p></p:txBody></p:sp></p:spTree></p:cSld></p:sld>"#
+            )
+        };
+        let (s1, s2, s10) = (slide("first"), slide("second"), slide("tenth"));
+        let bytes = zip_parts(&[
+            ("ppt/slides/slide10.xml", &s10),
+            ("ppt/slides/slide2.xml", &s2),
+            ("ppt/slides/slide1.xml", &s1),
+            ("ppt/slides/slide3.xml", r#"<p:sld xmlns:p="p"/>"#),
+        ])
+        .unwrap();
+        assert_eq!(
+            pptx_slides(&bytes).unwrap(),
+            ["first\nmore", "second\nmore", "tenth\nmore"]
+        );
+    }
+
+    #[test]
+    fn bad_archives_are_errors() {
+        assert!(docx_paragraphs(b"not a zip").unwrap_err().contains("zip"));
+        let no_body = zip_parts(&[("word/styles.xml", "<x/>")]).unwrap();
+        assert!(docx_paragraphs(&no_body).is_err());
+        let broken = zip_parts(&[("word/document.xml", "<w:document><w:p>")]).unwrap();
+        // Unclosed tags end the text; no panic either way.
+        let _ = docx_paragraphs(&broken);
+        assert!(pptx_slides(&no_body).unwrap_err().contains("no slides"));
+        // A part bigger than the cap is refused, not read.
+        let big = "<a>".to_string() + &"x".repeat(1 << 20) + "</a>";
+        let bytes = zip_parts(&[("word/document.xml", &big)]).unwrap();
+        let mut zip = open(&bytes).unwrap();
+        let mut budget = 1000;
+        assert!(read_part(&mut zip, "word/document.xml", &mut budget).is_err());
+    }
+}
