@@ -26,7 +26,7 @@ pub const SKIPPED_EXTENSIONS: &[&str] = &[
 
 /// Formats KuraDB parses with a dedicated parser that this build does not
 /// have yet: such files are counted as unsupported, never read as text.
-pub const UNSUPPORTED_EXTENSIONS: &[&str] = &["pdf", "xlsx"];
+pub const UNSUPPORTED_EXTENSIONS: &[&str] = &["pdf"];
 
 /// How a file is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,8 @@ pub enum FileKind {
     Docx,
     /// A PowerPoint deck, one chunk per slide (`office.rs`).
     Pptx,
+    /// An Excel workbook, rendered as tables (`office.rs`).
+    Xlsx,
     /// Anything else: read as text when it sniffs as UTF-8.
     Text,
 }
@@ -68,6 +70,8 @@ pub fn kind_of(name: &str) -> FileKind {
         FileKind::Docx
     } else if ext == "pptx" {
         FileKind::Pptx
+    } else if ext == "xlsx" {
+        FileKind::Xlsx
     } else {
         FileKind::Text
     }
@@ -192,8 +196,16 @@ pub fn chunk_table(bytes: &[u8], sep: char) -> Result<Vec<String>, String> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| fields(l.trim_end_matches('\r'), sep))
         .collect();
+    Ok(render_rows(&rows))
+}
+
+/// Table rows (the first is the header) as KuraDB renders them: `[N]
+/// header=value, …` per data row (N from 1, an empty header `colK`), rows
+/// padded or cut to the header's width, [`TABLE_ROWS_PER_CHUNK`] rows per
+/// chunk. Fewer than two rows: no chunks.
+pub fn render_rows(rows: &[Vec<String>]) -> Vec<String> {
     if rows.len() < 2 {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let header: Vec<String> = rows[0]
         .iter()
@@ -219,10 +231,10 @@ pub fn chunk_table(bytes: &[u8], sep: char) -> Result<Vec<String>, String> {
             format!("[{}] {}", n + 1, cells.join(", "))
         })
         .collect();
-    Ok(lines
+    lines
         .chunks(TABLE_ROWS_PER_CHUNK)
         .map(|c| c.join("\n"))
-        .collect())
+        .collect()
 }
 
 /// A stable 128-bit content hash (FNV-1a), hex: detects a changed file
@@ -306,6 +318,7 @@ mod tests {
         assert_eq!(kind_of("report.pdf"), FileKind::Unsupported);
         assert_eq!(kind_of("Plan.DOCX"), FileKind::Docx);
         assert_eq!(kind_of("deck.pptx"), FileKind::Pptx);
+        assert_eq!(kind_of("book.xlsx"), FileKind::Xlsx);
         assert_eq!(kind_of("data.tsv"), FileKind::Tsv);
         assert_eq!(kind_of("main.rs"), FileKind::Text);
         assert_eq!(kind_of("README"), FileKind::Text);

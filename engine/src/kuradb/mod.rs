@@ -246,6 +246,13 @@ fn parse_file(path: &Path, bytes: &[u8]) -> std::result::Result<Parsed, String> 
             }
             Ok(Parsed::Chunks(chunks))
         }
+        FileKind::Xlsx => {
+            let chunks = office::xlsx_chunks(bytes)?;
+            if chunks.is_empty() {
+                return Err("parser: empty content".into());
+            }
+            Ok(Parsed::Chunks(chunks))
+        }
         FileKind::Pptx => {
             let mut chunks = Vec::new();
             for slide in office::pptx_slides(bytes)? {

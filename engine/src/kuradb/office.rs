@@ -1,4 +1,4 @@
-//! DOCX and PPTX text (SPEC.md §23.3): both are zip archives of XML parts,
+//! DOCX, PPTX and XLSX text (SPEC.md §23.3). DOCX and PPTX are zip archives of XML parts,
 //! read with the `zip` and `quick-xml` crates. DOCX gives its paragraphs
 //! (the body, then its endnotes, footers, footnotes and headers in part-name
 //! order; a table row is one paragraph with its cells joined by ` | `);
@@ -180,6 +180,28 @@ pub fn pptx_slides(bytes: &[u8]) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// The sheets of an XLSX workbook (read with `calamine`), in workbook
+/// order, each rendered as a table like CSV (its first row the header, five
+/// data rows per chunk, `[N] header=value, …`).
+pub fn xlsx_chunks(bytes: &[u8]) -> Result<Vec<String>, String> {
+    use calamine::Reader;
+    let mut wb: calamine::Xlsx<_> = calamine::Xlsx::new(std::io::Cursor::new(bytes))
+        .map_err(|e| format!("not an XLSX workbook: {e}"))?;
+    let mut out = Vec::new();
+    for name in wb.sheet_names() {
+        let range = wb
+            .worksheet_range(&name)
+            .map_err(|e| format!("sheet {name}: {e}"))?;
+        let rows: Vec<Vec<String>> = range
+            .rows()
+            .map(|r| r.iter().map(|c| c.to_string()).collect())
+            .filter(|r: &Vec<String>| r.iter().any(|c| !c.trim().is_empty()))
+            .collect();
+        out.extend(crate::kuradb::chunk::render_rows(&rows));
+    }
+    Ok(out)
+}
+
 /// Builds an OOXML-like zip of `parts` (name, XML), deflated; for tests
 /// (here and in the suite) that need real DOCX/PPTX bytes.
 #[doc(hidden)]
@@ -254,6 +276,54 @@ mod tests {
             pptx_slides(&bytes).unwrap(),
             ["first\nmore", "second\nmore", "tenth\nmore"]
         );
+    }
+
+    #[test]
+    fn xlsx_sheets_render_as_tables() {
+        let sheet = |rows: &str| {
+            format!(
+                r#"<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>{rows}</sheetData></worksheet>"#
+            )
+        };
+        let cell =
+            |r: &str, t: &str| format!(r#"<c r="{r}" t="inlineStr"><is><t>{t}</t></is></c>"#);
+        let s1 = sheet(&format!(
+            "<row r=\"1\">{}{}</row><row r=\"2\">{}<c r=\"B2\"><v>42</v></c></row>",
+            cell("A1", "city"),
+            cell("B1", "visits"),
+            cell("A2", "Lisbon")
+        ));
+        let s2 = sheet(&format!(
+            "<row r=\"1\">{}</row><row r=\"2\">{}</row>",
+            cell("A1", "note"),
+            cell("A2", "second sheet")
+        ));
+        let bytes = zip_parts(&[
+            (
+                "[Content_Types].xml",
+                r#"<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/></Types>"#,
+            ),
+            (
+                "_rels/.rels",
+                r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>"#,
+            ),
+            (
+                "xl/workbook.xml",
+                r#"<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Trips" sheetId="1" r:id="rId1"/><sheet name="Notes" sheetId="2" r:id="rId2"/></sheets></workbook>"#,
+            ),
+            (
+                "xl/_rels/workbook.xml.rels",
+                r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet2.xml"/></Relationships>"#,
+            ),
+            ("xl/worksheets/sheet1.xml", &s1),
+            ("xl/worksheets/sheet2.xml", &s2),
+        ])
+        .unwrap();
+        assert_eq!(
+            xlsx_chunks(&bytes).unwrap(),
+            ["[1] city=Lisbon, visits=42", "[1] note=second sheet"]
+        );
+        assert!(xlsx_chunks(b"nope").is_err());
     }
 
     #[test]
