@@ -1,0 +1,65 @@
+//! Test helper for the KuraDB crash test: opens a data directory with the
+//! `Hashing` embedder, registers knowledge base `crash` over INBOX if it is
+//! missing, then forever writes file N into the inbox (and rewrites file
+//! N-3, so changed files are re-parsed too), syncs, and prints `SYNCED <n>`
+//! after each sync returned, until it is killed.
+//!
+//! Usage: `memdb-kb-crash-child DIR INBOX START`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use memdb::{Config, Hashing, Memdb};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(dir), Some(inbox), Some(start)) = (args.next(), args.next(), args.next()) else {
+        eprintln!("usage: memdb-kb-crash-child DIR INBOX START");
+        std::process::exit(2);
+    };
+    let start: u64 = start.parse().unwrap_or(0);
+    let inbox = PathBuf::from(inbox);
+    let embedder = match Hashing::new(64) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("embedder: {e}");
+            std::process::exit(1);
+        }
+    };
+    let db = match Memdb::open_with(&dir, Config::with_embedder(Arc::new(embedder))) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("open failed: {e}");
+            std::process::exit(1);
+        }
+    };
+    if db.kb("crash").is_err()
+        && let Err(e) = db.kb_add("crash", std::slice::from_ref(&inbox))
+    {
+        eprintln!("kb_add: {e}");
+        std::process::exit(1);
+    }
+    let mut out = std::io::stdout().lock();
+    for n in start.. {
+        let body = format!("file {n} holds marker{n}x.\n\nA second paragraph for {n}.\n");
+        if std::fs::write(inbox.join(format!("f{n}.md")), body).is_err() {
+            std::process::exit(1);
+        }
+        if n >= 3 {
+            let old = n - 3;
+            let body = format!("file {old} holds marker{old}x.\n\nRewritten after {n}.\n");
+            let _ = std::fs::write(inbox.join(format!("f{old}.md")), body);
+        }
+        match db.kb_sync("crash") {
+            Ok(_) => {
+                let _ = writeln!(out, "SYNCED {n}");
+                let _ = out.flush();
+            }
+            Err(e) => {
+                eprintln!("sync {n}: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}
