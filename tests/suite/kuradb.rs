@@ -479,3 +479,51 @@ fn sigkill_during_syncs_loses_no_acknowledged_file() {
         synced.len()
     );
 }
+
+#[test]
+fn chinese_and_japanese_text_is_found_by_its_words() {
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let (db, _) = open(store.path());
+    write(
+        inbox.path(),
+        "zh.md",
+        "数据库事务提交以后是持久的。\n\n读者不会阻塞写者。\n".as_bytes(),
+    );
+    write(inbox.path(), "ja.md", "東京タワーは赤い。\n".as_bytes());
+    write(inbox.path(), "en.md", b"redb commits are durable\n");
+    db.kb_add("cjk", &[inbox.path().to_path_buf()]).unwrap();
+    db.kb_sync("cjk").unwrap();
+    for (q, file, chunk) in [
+        ("事务提交", "zh.md", 1),
+        ("阻塞", "zh.md", 2),
+        ("タワー", "ja.md", 1),
+    ] {
+        let r = db
+            .kb_search("cjk", q, Some(RagTarget::Keyword), 10)
+            .unwrap();
+        assert_eq!(sources(&r.keyword), [file], "{q}");
+        assert_eq!(
+            r.keyword.as_ref().unwrap()[0].matches[0].chunk,
+            chunk,
+            "{q}"
+        );
+    }
+    // Words in another order still match by their bigrams; English words
+    // still stem; a lone character matches nothing (only bigrams are indexed).
+    let r = db
+        .kb_search("cjk", "提交事务", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert!(
+        !sources(&r.keyword).is_empty(),
+        "bigrams of the query match its words: {r:?}"
+    );
+    let r = db
+        .kb_search("cjk", "commit durability", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert_eq!(sources(&r.keyword), ["en.md"]);
+    let r = db
+        .kb_search("cjk", "塔", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert!(r.keyword.iter().flatten().next().is_none(), "{r:?}");
+}

@@ -19,6 +19,7 @@
 
 pub(crate) mod budget;
 pub(crate) mod checkpoint;
+pub(crate) mod cjk;
 pub(crate) mod natural;
 pub(crate) mod pairs;
 pub(crate) mod plainquery;
@@ -64,8 +65,9 @@ use softdir::SoftDirectory;
 /// bumped because commit 98050f2 wrote version-2 indexes while background
 /// merges could still leave duplicate documents (SPEC.md §5), so those are
 /// not trusted. 4: adds `content_pairs` (two-word phrases, `pairs.rs`).
-/// 6: generic records (`rkind`, `rtext`, `rscope`, `rtags`).
-const TEXT_SCHEMA_VERSION: u32 = 6;
+/// 6: generic records (`rkind`, `rtext`, `rscope`, `rtags`). 7: `rtext`
+/// tokenized with CJK bigrams (`cjk.rs`).
+const TEXT_SCHEMA_VERSION: u32 = 7;
 const LOWER_TOKENIZER: &str = "memdb_lower";
 const ID_HI: &str = "id_hi";
 const ID_LO: &str = "id_lo";
@@ -145,7 +147,10 @@ fn schema() -> (Schema, Fields) {
         importance: b.add_u64_field("importance", INDEXED | FAST),
         namespace: b.add_u64_field("namespace", INDEXED),
         rkind: b.add_u64_field(RKIND, INDEXED | FAST),
-        rtext: b.add_text_field("rtext", content_options()),
+        rtext: b.add_text_field(
+            "rtext",
+            text_options(cjk::CJK_TOKENIZER, IndexRecordOption::WithFreqsAndPositions),
+        ),
         rscope: b.add_text_field("rscope", STRING),
         rtags: b.add_text_field("rtags", STRING),
     };
@@ -399,7 +404,18 @@ impl TextIndex {
         let plain = PlainQueries::new(fields.content, Some(fields.content_pairs), stemmer.clone());
         let natural =
             NaturalQueries::new(fields.content, Some(fields.content_pairs), stemmer.clone());
-        let natural_records = NaturalQueries::new(fields.rtext, None, stemmer);
+        // Record text: words stemmed as `content`'s, CJK runs as bigrams.
+        let records_analyzer = TextAnalyzer::builder(cjk::CjkTokenizer)
+            .filter(RemoveLongFilter::limit(40))
+            .filter(LowerCaser)
+            .filter(tantivy::tokenizer::Stemmer::new(
+                tantivy::tokenizer::Language::English,
+            ))
+            .build();
+        index
+            .tokenizers()
+            .register(cjk::CJK_TOKENIZER, records_analyzer.clone());
+        let natural_records = NaturalQueries::new(fields.rtext, None, records_analyzer);
         Ok(TextIndex {
             dir: dir.to_path_buf(),
             fields,
