@@ -371,3 +371,62 @@ fn official_python_sdk_calls_every_memorg_tool_over_stdio() {
     // One session, conversation, two topics, two exchanges; the note was deleted.
     assert_eq!(db.memory_usage().expect("usage").active_items, 6);
 }
+
+/// `memdb mcp` serving KuraDB's tools over a local store runs the watcher:
+/// a knowledge base registered before is synced at start, and `search_rag`
+/// answers over stdio with KuraDB's shapes.
+#[test]
+fn kuradb_tools_over_stdio_see_a_synced_knowledge_base() {
+    let data = crate::tmp();
+    let inbox = crate::tmp();
+    std::fs::write(
+        inbox.path().join("otters.md"),
+        "Sea otters hold hands while sleeping.\n",
+    )
+    .unwrap();
+    {
+        let db = memdb::Memdb::open(data.path()).unwrap();
+        db.kb_add("animals", &[inbox.path().to_path_buf()]).unwrap();
+        db.close().unwrap();
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb-test-mcp"));
+    cmd.args(["--tools", "kuradb", "--embedder", "hashing", "--data"])
+        .arg(data.path())
+        .env_remove("MEMDB_API_KEY")
+        .env_remove("MEMDB_API_KEYS");
+    let mut rpc = Rpc::spawn(cmd);
+    rpc.initialize(1);
+    let list = rpc.request(2, "tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["list_rag", "search_rag"]);
+    let listed = rpc.call(3, "list_rag", json!({}));
+    assert_eq!(
+        listed["result"]["structuredContent"]["loaded"],
+        json!(["animals"])
+    );
+    let mut id = 10;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        id += 1;
+        let r = rpc.call(
+            id,
+            "search_rag",
+            json!({"db": "animals", "q": "otters", "mode": "keyword"}),
+        );
+        let data = &r["result"]["structuredContent"];
+        if data["keyword"][0]["matches"][0]["chunk"] == 1 {
+            assert!(data.get("semantic").is_none(), "{data}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never synced: {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let bad = rpc.call(99, "search_rag", json!({"db": "nope", "q": "x"}));
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(rpc.finish().success());
+}

@@ -175,12 +175,31 @@ pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
             }
             Err(e) => return Err(ServerError::Open(e)),
         };
+        // Serving KuraDB's tools over a local store: keep its knowledge
+        // bases synced, as KuraDB's daemon does (a forwarded store is the
+        // server's to watch).
+        let watcher = match &db {
+            Some(db) if tools.contains(crate::contract::ToolSet::Kuradb) => {
+                memdb::kuradb::watch::KbWatcher::spawn(
+                    (**db).clone(),
+                    memdb::kuradb::watch::DEFAULT_INTERVAL,
+                )
+                .map_err(|e| tracing::warn!(error = %e, "kuradb watcher not started"))
+                .ok()
+            }
+            _ => None,
+        };
         serve_stdio(
             MemdbMcp::stdio(backend)
                 .with_namespace(namespace)
                 .with_tools(tools),
         )
         .await?;
+        if let Some(w) = watcher {
+            tokio::task::spawn_blocking(move || drop(w))
+                .await
+                .map_err(|e| ServerError::Serve(std::io::Error::other(e)))?;
+        }
         if let Some(db) = db {
             close(db).await?;
         }
