@@ -3,11 +3,17 @@
 //! This crate is the engine every surface (the `memdb` CLI, `memdb-server`,
 //! MCP) calls. It owns:
 //! - the **store** (redb): conversations and messages with every Sekha field,
-//!   their secondary indexes and the **oplog**; it is the source of truth;
-//! - the **text index** (tantivy): one BM25 document per message, derived from
-//!   the store, caught up from the oplog or rebuilt after a crash;
-//! - the operations: create, append, get, list, count, update, pin, archive,
-//!   delete, search, stats, export and import.
+//!   generic records of any other kind (SPEC §9.2), their secondary indexes
+//!   and the **oplog**; it is the source of truth;
+//! - the **text index** (tantivy): one BM25 document per message and per
+//!   record, derived from the store, caught up from the oplog or rebuilt
+//!   after a crash; the **vector index** (HNSW generations + delta);
+//! - Sekha's operations: create, append, get, list, count, update, pin,
+//!   archive, delete, search, context assembly, summaries, pruning, stats,
+//!   export and import;
+//! - Memorg's model ([`memorg`]: sessions, topics, exchanges, memory items,
+//!   `search_context`, the optimizer) and KuraDB's ([`kuradb`]: knowledge
+//!   bases over folders, their sync, watcher and search).
 //!
 //! The one design choice everything rests on: indexes are *derived*. A write
 //! is durable once its redb transaction commits, and that transaction also
