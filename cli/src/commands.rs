@@ -51,6 +51,30 @@ pub fn run(cli: Cli) -> Result<Output> {
         let (e, note) = embedding()?;
         Ok((scoped(Memdb::open_with(&dir, embedder::config(e))?)?, note))
     };
+    // One tool call (`memdb tool`, `memdb memorg`): a writing tool may
+    // create the store, a reading one needs it; either embeds as configured.
+    let call_tool = |tool: &'static dyn memdb_server::contract::ToolEntry,
+                     args: serde_json::Value|
+     -> Result<Output> {
+        let db = if tool.access() == memdb_server::auth::Access::Write {
+            create_embedding()?
+        } else {
+            let (db, note) = open_embedding()?;
+            if let Some(note) = note {
+                eprintln!("note: {note}");
+            }
+            db
+        };
+        with_db(db, |db| {
+            let data = tool
+                .call_json(db, args)
+                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            Ok(Output::Tool {
+                text: tool.render(&data),
+                data,
+            })
+        })
+    };
     let output = match cli.command {
         Command::Store { file } => {
             let new = input::new_conversation(&Source::from_arg(file.as_deref()))?;
@@ -242,24 +266,7 @@ pub fn run(cli: Cli) -> Result<Output> {
             let (name, args) = memorg_tool_call(action)?;
             let tool = memdb_server::contract::tool(name)
                 .ok_or_else(|| anyhow::anyhow!("no tool {name}"))?;
-            let db = if tool.access() == memdb_server::auth::Access::Write {
-                create_embedding()?
-            } else {
-                let (db, note) = open_embedding()?;
-                if let Some(note) = note {
-                    eprintln!("note: {note}");
-                }
-                db
-            };
-            with_db(db, |db| {
-                let data = tool
-                    .call_json(db, args)
-                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-                Ok(Output::Tool {
-                    text: tool.render(&data),
-                    data,
-                })
-            })?
+            call_tool(tool, args)?
         }
         Command::Tool { name, args, list } => {
             if list {
@@ -300,24 +307,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                 anyhow::anyhow!("unknown tool {name:?}; `memdb tool --list` lists them")
             })?;
             let args = input::tool_args(args.as_deref())?;
-            let db = if tool.access() == memdb_server::auth::Access::Write {
-                create_embedding()?
-            } else {
-                let (db, note) = open_embedding()?;
-                if let Some(note) = note {
-                    eprintln!("note: {note}");
-                }
-                db
-            };
-            with_db(db, |db| {
-                let data = tool
-                    .call_json(db, args)
-                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-                Ok(Output::Tool {
-                    text: tool.render(&data),
-                    data,
-                })
-            })?
+            call_tool(tool, args)?
         }
         Command::Kb { action } => {
             let json_out = |v: serde_json::Value| Output::Tool {
