@@ -534,11 +534,7 @@ impl Memdb {
         }
         self.embed_into(&to_embed, &mut vectors)?;
         check_vectors(space.as_ref(), &vectors)?;
-        let spaces: Vec<VectorSpace> = self
-            .vector_spaces()?
-            .into_iter()
-            .filter(|s| s.name.starts_with(&format!("records/{ns}/")))
-            .collect();
+        let spaces = self.record_spaces_of(ns)?;
         self.write(|txn, ops| {
             let existing = rows::get_for_write(txn, parent.as_u128())?;
             match (&existing, &parent_new) {
@@ -747,11 +743,7 @@ impl Memdb {
     /// how many records were removed (0 when `id` does not exist here).
     pub fn delete_record(&self, id: Uuid) -> Result<u64> {
         let ns = self.ns_read()?;
-        let spaces: Vec<VectorSpace> = self
-            .vector_spaces()?
-            .into_iter()
-            .filter(|s| s.name.starts_with(&format!("records/{ns}/")))
-            .collect();
+        let spaces = self.record_spaces_of(ns)?;
         self.write(|txn, ops| {
             match rows::get_for_write(txn, id.as_u128())? {
                 Some(r) if r.namespace == ns => {}
@@ -837,11 +829,38 @@ impl Memdb {
     /// The stored embedding of record `id` (kind `kind`) for the configured
     /// model, if any.
     pub fn record_vector(&self, kind: RecordKind, id: Uuid) -> Result<Option<Vec<f32>>> {
+        Ok(self.record_vectors(kind, &[id])?.remove(&id))
+    }
+
+    /// The stored embeddings of `ids` (kind `kind`) for the configured
+    /// model: the space is resolved and the table opened once for all.
+    pub fn record_vectors(
+        &self,
+        kind: RecordKind,
+        ids: &[Uuid],
+    ) -> Result<std::collections::HashMap<Uuid, Vec<f32>>> {
+        let mut out = std::collections::HashMap::with_capacity(ids.len());
         let Some(space) = self.record_space(kind, false)? else {
-            return Ok(None);
+            return Ok(out);
         };
         let txn = self.store.read()?;
-        VectorRows::open(&txn)?.get(space.id, id.as_u128(), space.dimension)
+        let rows = VectorRows::open(&txn)?;
+        for id in ids {
+            if let Some(v) = rows.get(space.id, id.as_u128(), space.dimension)? {
+                out.insert(*id, v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every record vector space of namespace `ns` (any kind, any model).
+    fn record_spaces_of(&self, ns: u32) -> Result<Vec<VectorSpace>> {
+        let prefix = format!("records/{ns}/");
+        Ok(self
+            .vector_spaces()?
+            .into_iter()
+            .filter(|s| s.name.starts_with(&prefix))
+            .collect())
     }
 
     /// Vectors of records of `kind` in this namespace for the configured
@@ -888,15 +907,6 @@ impl Memdb {
             .allowed
             .as_ref()
             .map(|a| a.iter().map(|u| u.as_u128()).collect());
-        let scope_set = match filter.scope {
-            Some(s) => Some(
-                self.record_descendants(s)?
-                    .into_iter()
-                    .map(|u| u.as_u128())
-                    .collect::<HashSet<u128>>(),
-            ),
-            None => None,
-        };
         let ns = self.ns_read()?;
         let codes: Vec<u16> = filter.kinds.iter().map(|k| k.code).collect();
         let text = self.fresh_text()?;
@@ -942,7 +952,14 @@ impl Memdb {
                 None => tagged,
             });
         }
-        if let Some(s) = scope_set {
+        // The keyword side filtered by the `rscope` term; the vector side
+        // needs the scope's descendants as a set.
+        if let Some(scope) = filter.scope {
+            let s: HashSet<u128> = self
+                .record_descendants(scope)?
+                .into_iter()
+                .map(|u| u.as_u128())
+                .collect();
             allowed = Some(match allowed {
                 Some(a) => a.intersection(&s).copied().collect(),
                 None => s,

@@ -827,6 +827,17 @@ impl Memdb {
             }
         }
         let records = self.get_records(&order)?;
+        // Keyword-only hits get their stored vectors in one read.
+        let mut stored = if found.query_vector.is_some() {
+            let keyword_only: Vec<Uuid> = order
+                .iter()
+                .filter(|id| !sims.contains_key(id))
+                .copied()
+                .collect();
+            self.record_vectors(kind, &keyword_only)?
+        } else {
+            HashMap::new()
+        };
         let mut out = Vec::with_capacity(records.len());
         for r in records {
             let mut c = Candidate::new(r.clone()).with_metadata_signals(&r.metadata);
@@ -838,10 +849,7 @@ impl Memdb {
                     c.similarity = Some(f64::from(*s));
                     c.vector_hit = true;
                 }
-                None if found.query_vector.is_some() => {
-                    c.embedding = self.record_vector(kind, r.id)?;
-                }
-                None => {}
+                None => c.embedding = stored.remove(&r.id),
             }
             out.push(c);
         }
