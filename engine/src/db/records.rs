@@ -933,17 +933,9 @@ impl Memdb {
         {
             return Ok(out);
         }
-        // Excluded tags: the allow-list is every other record of the kinds.
-        if !filter.exclude_tags.is_empty() {
-            let kept = self.select_records(&filter.kinds, |r| {
-                !r.tags.iter().any(|t| filter.exclude_tags.contains(t))
-            })?;
-            let kept: HashSet<u128> = kept.into_iter().map(|u| u.as_u128()).collect();
-            allowed = Some(match allowed {
-                Some(a) => a.intersection(&kept).copied().collect(),
-                None => kept,
-            });
-        }
+        // Excluded tags: a deny-set checked inside the graph walk, read from
+        // the tag index (only the tagged records).
+        let denied = self.tagged_any(&codes, &filter.exclude_tags)?;
         // Tags narrow the vector side through the allow-list as well.
         if !filter.tags.is_empty() {
             let tagged = self.tagged(&codes, &filter.tags)?;
@@ -994,7 +986,7 @@ impl Memdb {
             };
             // A neighbour with no positive similarity carries no evidence
             // (nearest-neighbour search returns k records however far).
-            for h in self.search_vectors(&space.name, &v, params, &vf)? {
+            for h in self.search_vectors_denying(&space.name, &v, params, &vf, &denied)? {
                 if h.similarity > 0.0 {
                     hits.push((h.record, h.similarity));
                 }
@@ -1007,19 +999,40 @@ impl Memdb {
         Ok(out)
     }
 
-    /// Records of `kinds` in this namespace carrying every tag in `tags`.
+    /// Records of `kinds` in this namespace carrying every tag in `tags`
+    /// (from the tag index).
     fn tagged(&self, kinds: &[u16], tags: &[String]) -> Result<HashSet<u128>> {
         let txn = self.store.read()?;
         let view = RecordsView::open(&txn)?;
         let ns = self.ns_read()?;
         let mut out = HashSet::new();
         for k in kinds {
-            for id in view.of_kind(ns, *k)? {
-                if let Some(rec) = view.get(id)?
-                    && tags.iter().all(|t| rec.tags.binary_search(t).is_ok())
-                {
-                    out.insert(id);
-                }
+            let mut common: Option<HashSet<u128>> = None;
+            for t in tags {
+                let ids: HashSet<u128> = view.tagged(ns, *k, t)?.into_iter().collect();
+                common = Some(match common {
+                    Some(c) => c.intersection(&ids).copied().collect(),
+                    None => ids,
+                });
+            }
+            out.extend(common.unwrap_or_default());
+        }
+        Ok(out)
+    }
+
+    /// Records of `kinds` in this namespace carrying any tag in `tags`
+    /// (from the tag index).
+    fn tagged_any(&self, kinds: &[u16], tags: &[String]) -> Result<HashSet<u128>> {
+        let mut out = HashSet::new();
+        if tags.is_empty() {
+            return Ok(out);
+        }
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        let ns = self.ns_read()?;
+        for k in kinds {
+            for t in tags {
+                out.extend(view.tagged(ns, *k, t)?);
             }
         }
         Ok(out)

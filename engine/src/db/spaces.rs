@@ -303,7 +303,20 @@ impl Memdb {
         params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
     ) -> Result<Vec<VectorHit>> {
-        self.search_vectors_in(space, query, params, filter, false)
+        self.search_vectors_in(space, query, params, filter, false, None)
+    }
+
+    /// [`Memdb::search_vectors`] that never returns a record of `denied`,
+    /// checked inside the graph walk (generic records' excluded tags).
+    pub(crate) fn search_vectors_denying(
+        &self,
+        space: &str,
+        query: &[f32],
+        params: crate::vector::index::VectorSearch,
+        filter: &VectorFilter,
+        denied: &HashSet<u128>,
+    ) -> Result<Vec<VectorHit>> {
+        self.search_vectors_in(space, query, params, filter, false, Some(denied))
     }
 
     /// [`Memdb::search_vectors`] over a message space, limited to the
@@ -315,7 +328,7 @@ impl Memdb {
         params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
     ) -> Result<Vec<VectorHit>> {
-        self.search_vectors_in(space, query, params, filter, true)
+        self.search_vectors_in(space, query, params, filter, true, None)
     }
 
     fn search_vectors_in(
@@ -325,6 +338,7 @@ impl Memdb {
         params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
         ns_bound: bool,
+        denied: Option<&HashSet<u128>>,
     ) -> Result<Vec<VectorHit>> {
         let sp = self.vector_space(space)?;
         check_vector("query", &sp, query)?;
@@ -351,7 +365,8 @@ impl Memdb {
             self.compact_vectors(space)?;
         }
         let index = self.vectors.ensure(&self.store, space)?;
-        self.vectors.search(&index, query, params, allowed.as_ref())
+        self.vectors
+            .search(&index, query, params, allowed.as_ref(), denied)
     }
 
     /// Counts and sizes of a space's index.

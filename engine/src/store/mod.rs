@@ -215,6 +215,7 @@ impl Store {
             txn.open_table(records::RECORDS)?;
             txn.open_table(records::RECORD_CHILDREN)?;
             txn.open_table(records::RECORDS_BY_KIND)?;
+            txn.open_table(records::RECORDS_BY_TAG)?;
             let mut meta = txn.open_table(META)?;
             let found = meta.get(KEY_SCHEMA)?.map(|v| v.value());
             match found {

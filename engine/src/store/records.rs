@@ -19,6 +19,10 @@ pub(crate) const RECORDS: TableDefinition<u128, &[u8]> = TableDefinition::new("r
 /// stored list.
 pub(crate) const RECORD_CHILDREN: TableDefinition<(u128, u128), ()> =
     TableDefinition::new("record_children");
+/// (namespace, kind, tag, record) → (): a kind's records carrying a tag,
+/// so tag filters read the tagged records only.
+pub(crate) const RECORDS_BY_TAG: TableDefinition<(u32, u16, &str, u128), ()> =
+    TableDefinition::new("ns_records_by_tag");
 /// (namespace, kind, created_at µs, record) → (): a kind's records of one
 /// namespace, oldest first.
 pub(crate) const RECORDS_BY_KIND: TableDefinition<(u32, u16, i64, u128), ()> =
@@ -30,6 +34,7 @@ pub(crate) struct RecordsView {
     rows: ReadOnlyTable<u128, &'static [u8]>,
     children: ReadOnlyTable<(u128, u128), ()>,
     by_kind: ReadOnlyTable<(u32, u16, i64, u128), ()>,
+    by_tag: ReadOnlyTable<(u32, u16, &'static str, u128), ()>,
 }
 
 impl RecordsView {
@@ -38,6 +43,7 @@ impl RecordsView {
             rows: txn.open_table(RECORDS)?,
             children: txn.open_table(RECORD_CHILDREN)?,
             by_kind: txn.open_table(RECORDS_BY_KIND)?,
+            by_tag: txn.open_table(RECORDS_BY_TAG)?,
         })
     }
 
@@ -64,6 +70,18 @@ impl RecordsView {
         for row in self
             .by_kind
             .range((ns, kind, i64::MIN, 0)..=(ns, kind, i64::MAX, u128::MAX))?
+        {
+            out.push(row?.0.value().3);
+        }
+        Ok(out)
+    }
+
+    /// The ids of namespace `ns`'s records of `kind` tagged `tag`.
+    pub(crate) fn tagged(&self, ns: u32, kind: u16, tag: &str) -> Result<Vec<u128>> {
+        let mut out = Vec::new();
+        for row in self
+            .by_tag
+            .range((ns, kind, tag, 0)..=(ns, kind, tag, u128::MAX))?
         {
             out.push(row?.0.value().3);
         }
@@ -118,16 +136,23 @@ pub(crate) fn put(
     drop(rows);
     let mut children = txn.open_table(RECORD_CHILDREN)?;
     let mut by_kind = txn.open_table(RECORDS_BY_KIND)?;
+    let mut by_tag = txn.open_table(RECORDS_BY_TAG)?;
     if let Some(old) = &old {
         if let Some(p) = old.parent {
             children.remove((u128::from_le_bytes(p), id))?;
         }
         by_kind.remove((old.namespace, old.kind, old.created_at, id))?;
+        for t in &old.tags {
+            by_tag.remove((old.namespace, old.kind, t.as_str(), id))?;
+        }
     }
     if let Some(p) = rec.parent {
         children.insert((u128::from_le_bytes(p), id), ())?;
     }
     by_kind.insert((rec.namespace, rec.kind, rec.created_at, id), ())?;
+    for t in &rec.tags {
+        by_tag.insert((rec.namespace, rec.kind, t.as_str(), id), ())?;
+    }
     ops.push(Op::PutRecord(id.to_le_bytes()));
     Ok(())
 }
@@ -152,6 +177,10 @@ pub(crate) fn delete(
     }
     txn.open_table(RECORDS_BY_KIND)?
         .remove((old.namespace, old.kind, old.created_at, id))?;
+    let mut by_tag = txn.open_table(RECORDS_BY_TAG)?;
+    for t in &old.tags {
+        by_tag.remove((old.namespace, old.kind, t.as_str(), id))?;
+    }
     ops.push(Op::DeleteRecord(id.to_le_bytes()));
     Ok(Some(old))
 }

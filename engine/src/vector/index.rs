@@ -282,7 +282,12 @@ impl SpaceIndex {
         query: &[f32],
         params: VectorSearch,
         allowed: Option<&HashSet<u128>>,
+        denied: Option<&HashSet<u128>>,
     ) -> Result<Vec<VectorHit>> {
+        let denied = denied.filter(|d| !d.is_empty());
+        let admitted = |rid: u128| {
+            allowed.is_none_or(|a| a.contains(&rid)) && denied.is_none_or(|d| !d.contains(&rid))
+        };
         let sp = SearchParams {
             k: params.k,
             ef: params.ef.max(params.k),
@@ -291,19 +296,17 @@ impl SpaceIndex {
         if let Some(current) = &self.current {
             let view = current.view()?;
             let n = current.len();
-            let keep = |rid: u128| {
-                !self.tombstoned.contains(&rid) && allowed.is_none_or(|a| a.contains(&rid))
-            };
+            let keep = |rid: u128| !self.tombstoned.contains(&rid) && admitted(rid);
             let found = match allowed {
                 Some(a) if a.len() < n / 8 => {
                     let nodes = a
                         .iter()
-                        .filter(|r| !self.tombstoned.contains(r))
+                        .filter(|&&r| keep(r))
                         .filter_map(|&r| view.node_of(r));
                     let set = NodeSet::new(n, nodes);
                     current.search(query, sp, Filter::Nodes(&set))?
                 }
-                _ if allowed.is_none() && self.tombstoned.is_empty() => {
+                _ if allowed.is_none() && denied.is_none() && self.tombstoned.is_empty() => {
                     current.search(query, sp, Filter::All)?
                 }
                 _ => {
@@ -319,9 +322,9 @@ impl SpaceIndex {
         }
         if !self.live.is_empty() {
             let current = |node: u32| {
-                self.delta.record_id(node).is_some_and(|rid| {
-                    self.live.get(&rid) == Some(&node) && allowed.is_none_or(|a| a.contains(&rid))
-                })
+                self.delta
+                    .record_id(node)
+                    .is_some_and(|rid| self.live.get(&rid) == Some(&node) && admitted(rid))
             };
             for h in self.delta.search(query, sp, Filter::Predicate(&current))? {
                 if let Some(rid) = self.delta.record_id(h.node) {
@@ -527,9 +530,10 @@ impl VectorIndexes {
         query: &[f32],
         params: VectorSearch,
         allowed: Option<&HashSet<u128>>,
+        denied: Option<&HashSet<u128>>,
     ) -> Result<Vec<VectorHit>> {
         let s = space.read().unwrap_or_else(|e| e.into_inner());
-        s.search(query, params, allowed)
+        s.search(query, params, allowed, denied)
     }
 
     /// (vectors in the in-memory delta plus tombstones, nodes in the current
