@@ -22,7 +22,7 @@ use crate::util::time::{now, to_micros};
 pub const MAX_NAMESPACE_BYTES: usize = 64;
 
 /// The id reads use for a namespace that does not exist: no record has it.
-const ABSENT: u32 = u32::MAX;
+pub(crate) const ABSENT: u32 = u32::MAX;
 
 /// The namespace a handle sees: its name and, once known, its id.
 #[derive(Clone, Debug)]

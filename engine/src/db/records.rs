@@ -358,9 +358,14 @@ impl Memdb {
     }
 
     /// Makes sure the handle's namespace exists (a record needs its id).
+    /// The handle's namespace id, creating the namespace (one write) only
+    /// when it does not exist yet: its vector space's name needs the id
+    /// before the record's own transaction.
     fn ensure_namespace(&self) -> Result<u32> {
-        let id = self.write(|txn, _| self.ns_write(txn))?;
-        Ok(id)
+        match self.ns_read()? {
+            crate::db::namespace::ABSENT => self.write(|txn, _| self.ns_write(txn)),
+            id => Ok(id),
+        }
     }
 
     /// Creates a record of `kind`. Its parent, when given, must exist in

@@ -5,7 +5,7 @@
 //! on the next pass (no restart). A failed sync is logged and counted, and
 //! retried on the next pass.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -47,8 +47,7 @@ impl KbWatcher {
         let thread = std::thread::Builder::new()
             .name("memdb-kb-watch".into())
             .spawn(move || {
-                let stopped = AtomicBool::new(false);
-                while !stopped.load(Ordering::Acquire) {
+                loop {
                     pass(&db, &stats2);
                     let (lock, cond) = &*stop2;
                     let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -56,7 +55,7 @@ impl KbWatcher {
                         .wait_timeout_while(guard, interval, |s| !*s)
                         .unwrap_or_else(|e| e.into_inner());
                     if *guard {
-                        stopped.store(true, Ordering::Release);
+                        break;
                     }
                 }
             })
