@@ -6,11 +6,11 @@
 //!
 //! Usage: `memdb-kb-crash-child DIR INBOX START`.
 
+#[path = "hashing_store.rs"]
+mod hashing_store;
+
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use memdb::{Config, Hashing, Memdb};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -20,20 +20,7 @@ fn main() {
     };
     let start: u64 = start.parse().unwrap_or(0);
     let inbox = PathBuf::from(inbox);
-    let embedder = match Hashing::new(64) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("embedder: {e}");
-            std::process::exit(1);
-        }
-    };
-    let db = match Memdb::open_with(&dir, Config::with_embedder(Arc::new(embedder))) {
-        Ok(db) => db,
-        Err(e) => {
-            eprintln!("open failed: {e}");
-            std::process::exit(1);
-        }
-    };
+    let db = hashing_store::open(&dir);
     if db.kb("crash").is_err()
         && let Err(e) = db.kb_add("crash", std::slice::from_ref(&inbox))
     {

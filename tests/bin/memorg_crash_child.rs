@@ -6,11 +6,12 @@
 //!
 //! Usage: `memdb-memorg-crash-child DIR START`.
 
+#[path = "hashing_store.rs"]
+mod hashing_store;
+
 use std::io::Write;
-use std::sync::Arc;
 
 use memdb::memorg::system::TOPIC;
-use memdb::{Config, Hashing, Memdb};
 use serde_json::json;
 
 /// The unique word of exchange `n` (the parent test searches for it).
@@ -25,20 +26,7 @@ fn main() {
         std::process::exit(2);
     };
     let start: u64 = start.parse().unwrap_or(0);
-    let embedder = match Hashing::new(64) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("embedder: {e}");
-            std::process::exit(1);
-        }
-    };
-    let db = match Memdb::open_with(&dir, Config::with_embedder(Arc::new(embedder))) {
-        Ok(db) => db,
-        Err(e) => {
-            eprintln!("open failed: {e}");
-            std::process::exit(1);
-        }
-    };
+    let db = hashing_store::open(&dir);
     let topic = match db
         .records_of_kind(TOPIC)
         .ok()
