@@ -6,6 +6,7 @@
 
 mod api;
 mod bad_input;
+mod compat;
 mod contract;
 mod crash;
 mod embed;
