@@ -446,8 +446,15 @@ pub enum KbAction {
         new: String,
     },
     /// Read a knowledge base's folders once: parse new and changed files,
-    /// dismiss removed ones.
+    /// dismiss removed ones, then embed the new chunks (a progress bar on a
+    /// terminal; stopping it loses nothing: the chunks stay queued).
     Sync {
+        /// Its name.
+        name: String,
+    },
+    /// Counts of a knowledge base: documents, chunks, chunks embedded and
+    /// still queued for embedding.
+    Status {
         /// Its name.
         name: String,
     },

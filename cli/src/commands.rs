@@ -338,11 +338,16 @@ pub fn run(cli: Cli) -> Result<Output> {
                     })?
                 }
                 KbAction::Watch { interval } => {
-                    let db = create_embedding()?;
+                    let db = std::sync::Arc::new(create_embedding()?);
                     let _watcher = memdb::kuradb::watch::KbWatcher::spawn(
-                        db.clone(),
+                        (*db).clone(),
                         std::time::Duration::from_secs(interval.max(1)),
                     )?;
+                    // New chunks are embedded in the background.
+                    let _worker = match db.config().embedder {
+                        Some(_) => Some(memdb::EmbedWorker::spawn(db.clone())?),
+                        None => None,
+                    };
                     eprintln!(
                         "watching every knowledge base every {}s (Ctrl-C stops)",
                         interval.max(1)
@@ -354,7 +359,14 @@ pub fn run(cli: Cli) -> Result<Output> {
                     }
                 }
                 KbAction::Sync { name } => with_db(create_embedding()?, |db| {
-                    Ok(json_out(serde_json::to_value(db.kb_sync(&name)?)?))
+                    let report = db.kb_sync(&name)?;
+                    let embedded = embedder::drain(db)?.map_or(0, |r| r.embedded);
+                    let mut v = serde_json::to_value(report)?;
+                    v["embedded"] = embedded.into();
+                    Ok(json_out(v))
+                })?,
+                KbAction::Status { name } => with_db(open_embedding()?.0, |db| {
+                    Ok(json_out(serde_json::to_value(db.kb_status(&name)?)?))
                 })?,
                 KbAction::Search {
                     name,

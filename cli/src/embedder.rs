@@ -45,7 +45,7 @@ pub fn drain(db: &Memdb) -> Result<Option<EmbedReport>> {
     if db.config().embedder.is_none() {
         return Ok(None);
     }
-    let bar = bar("embedding {bar:40} {pos}/{len} messages ({eta})");
+    let bar = bar("embedding {bar:40} {pos}/{len} ({eta})");
     let report = db.embed_pending(None, &mut |p| {
         if let Some(bar) = &bar {
             bar.set_length(p.total);

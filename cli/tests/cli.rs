@@ -1526,6 +1526,24 @@ fn knowledge_bases_from_the_shell() {
         (synced["parsed"].as_u64(), synced["chunks"].as_u64()),
         (Some(1), Some(2))
     );
+    // The sync embedded the chunks it queued before returning.
+    assert_eq!(synced["embedded"], 2, "{synced}");
+    let status = db
+        .run(&[
+            "--json",
+            "--embedder",
+            "hashing",
+            "kb",
+            "status",
+            "team_notes",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        (&status["chunks"], &status["embedded"], &status["pending"]),
+        (&2.into(), &2.into(), &0.into()),
+        "{status}"
+    );
     let found = db
         .run(&[
             "--json",

@@ -80,8 +80,8 @@ pub use db::Memdb;
 pub use db::embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use db::namespace::{MAX_NAMESPACE_BYTES, NamespaceInfo, validate_namespace};
 pub use db::records::{
-    MAX_RECORD_JSON_BYTES, MAX_RECORD_TEXT_BYTES, MAX_TAGS, NewRecord, Record, RecordCandidates,
-    RecordChange, RecordFilter, RecordKind,
+    EmbedWhen, MAX_RECORD_JSON_BYTES, MAX_RECORD_TEXT_BYTES, MAX_TAGS, NewRecord, Record,
+    RecordCandidates, RecordChange, RecordFilter, RecordKind,
 };
 pub use embed::{
     Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, ModelIdentity, OpenAiSettings,

@@ -57,6 +57,9 @@ pub struct Gauges {
     pub vector_index_bytes: u64,
     /// Oplog entries not yet trimmed: changes some derived index may still lack.
     pub oplog_entries: u64,
+    /// Messages and records waiting for a background embedding (every
+    /// space, every namespace).
+    pub embed_queue_entries: u64,
     /// Conversations in the store.
     pub conversations: u64,
     /// Store writes not yet visible to text search (store LSN minus the
@@ -178,6 +181,11 @@ impl Metrics {
                 "memdb_oplog_entries",
                 "Oplog entries not yet trimmed (index lag bound).",
                 gauges.oplog_entries as f64,
+            ),
+            (
+                "memdb_embed_queue_entries",
+                "Messages and records waiting for a background embedding.",
+                gauges.embed_queue_entries as f64,
             ),
             (
                 "memdb_conversations",

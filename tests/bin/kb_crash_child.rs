@@ -2,7 +2,8 @@
 //! `Hashing` embedder, registers knowledge base `crash` over INBOX if it is
 //! missing, then forever writes file N into the inbox (and rewrites file
 //! N-3, so changed files are re-parsed too), syncs, and prints `SYNCED <n>`
-//! after each sync returned, until it is killed.
+//! after each sync returned, until it is killed. An `EmbedWorker` embeds
+//! the queued chunks meanwhile, so kills also land inside its passes.
 //!
 //! Usage: `memdb-kb-crash-child DIR INBOX START`.
 
@@ -20,7 +21,14 @@ fn main() {
     };
     let start: u64 = start.parse().unwrap_or(0);
     let inbox = PathBuf::from(inbox);
-    let db = hashing_store::open(&dir);
+    let db = std::sync::Arc::new(hashing_store::open(&dir));
+    let _worker = match memdb::EmbedWorker::spawn(db.clone()) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("embed worker: {e}");
+            std::process::exit(1);
+        }
+    };
     if db.kb("crash").is_err()
         && let Err(e) = db.kb_add("crash", std::slice::from_ref(&inbox))
     {

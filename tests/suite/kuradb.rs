@@ -37,6 +37,14 @@ fn open(dir: &Path) -> (Memdb, Arc<Counting>) {
     (db, e)
 }
 
+/// A sync, then the background embedding of what it queued (as `memdb kb
+/// sync` does; the server's worker does the same on its own).
+fn sync(db: &Memdb, name: &str) -> memdb::kuradb::SyncReport {
+    let r = db.kb_sync(name).unwrap();
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    r
+}
+
 fn write(dir: &Path, name: &str, body: &[u8]) {
     let p = dir.join(name);
     if let Some(parent) = p.parent() {
@@ -113,7 +121,24 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     assert_eq!(r.skipped, 2, "{r:?}"); // photo.png by name, blob.dat by sniff
     // redb.md: 3 paragraphs; travel.txt: 1; people.csv: 6 rows = 2 chunks.
     assert_eq!(r.chunks, 6, "{r:?}");
-    assert_eq!(embedded(), 6);
+    // The sync made no model call: the chunks are queued, keyword search
+    // already finds them, semantic search not yet.
+    assert_eq!(embedded(), 0);
+    let st = db.kb_status("my_docs").unwrap();
+    assert_eq!(
+        (st.documents, st.chunks, st.embedded, st.pending),
+        (3, 6, 0, 6),
+        "{st:?}"
+    );
+    let early = db.kb_search("my_docs", "Alfama Belem", None, 10).unwrap();
+    assert_eq!(sources(&early.keyword), ["travel.txt"]);
+    assert!(sources(&early.semantic).is_empty(), "{early:?}");
+    let before = embedded(); // the semantic query embedded itself
+    let report = db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!((report.embedded, report.remaining), (6, 0), "{report:?}");
+    assert_eq!(embedded(), before + 6);
+    let st = db.kb_status("my_docs").unwrap();
+    assert_eq!((st.embedded, st.pending), (6, 0), "{st:?}");
 
     // Keyword, grouped by file, chunks numbered from 1.
     let found = db
@@ -141,7 +166,7 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
 
     // A second sync changes nothing (queries embed; syncs counted alone).
     let before = embedded();
-    let r = db.kb_sync("my_docs").unwrap();
+    let r = sync(&db, "my_docs");
     assert_eq!((r.parsed, r.unchanged), (0, 3), "{r:?}");
     assert_eq!(embedded(), before);
 
@@ -152,7 +177,7 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
         b"# redb\n\nredb commits are durable after fsync.\n\nReaders see snapshots (MVCC).\n",
     );
     let before = embedded();
-    let r = db.kb_sync("my_docs").unwrap();
+    let r = sync(&db, "my_docs");
     assert_eq!(r.parsed, 1, "{r:?}");
     assert_eq!(embedded(), before + 1);
     let mvcc = db
@@ -167,7 +192,7 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     // Remove a file: dismissed, never found by either search.
     std::fs::remove_file(inbox.path().join("travel.txt")).unwrap();
     let before = embedded();
-    let r = db.kb_sync("my_docs").unwrap();
+    let r = sync(&db, "my_docs");
     assert_eq!(r.dismissed, 1, "{r:?}");
     assert_eq!(embedded(), before);
     let q = db
@@ -188,7 +213,7 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
         b"Lisbon in March: Alfama and the Belem tower.\n",
     );
     let before = embedded();
-    let r = db.kb_sync("my_docs").unwrap();
+    let r = sync(&db, "my_docs");
     assert_eq!(r.revived, 1, "{r:?}");
     assert_eq!(embedded(), before);
     let q = db.kb_search("my_docs", "Alfama", None, 10).unwrap();
@@ -228,8 +253,8 @@ fn knowledge_bases_are_apart_from_each_other_and_from_conversations() {
     write(b.path(), "b.md", b"zebra migration plan for team b\n");
     db.kb_add("a", &[a.path().to_path_buf()]).unwrap();
     db.kb_add("b", &[b.path().to_path_buf()]).unwrap();
-    db.kb_sync("a").unwrap();
-    db.kb_sync("b").unwrap();
+    sync(&db, "a");
+    sync(&db, "b");
     for (name, own) in [("a", "a.md"), ("b", "b.md")] {
         let q = db.kb_search(name, "zebra migration", None, 10).unwrap();
         assert_eq!(sources(&q.keyword), [own]);
@@ -254,7 +279,7 @@ fn kuradb_rest_routes_answer_as_kuradb_does() {
     let folder = inbox.path().to_path_buf();
     let s = TestServer::start_seeded(config(), Config::with_embedder(hashing), move |db| {
         db.kb_add("notes", &[folder]).unwrap();
-        db.kb_sync("notes").unwrap();
+        sync(db, "notes");
     });
     let health = s.req("GET", "/api/health", None, None);
     assert_eq!((health.status, health.text()), (200, "OK".to_string()));
@@ -457,7 +482,9 @@ fn sigkill_during_syncs_loses_no_acknowledged_file() {
         }
         // A file written but not acknowledged is picked up by a later sync.
         next += 1;
-        let (db, _) = open(store.path());
+        // The child's model (64-dimension hashing).
+        let model = Arc::new(Hashing::new(64).unwrap());
+        let db = Memdb::open_with(store.path(), Config::with_embedder(model)).unwrap();
         assert!(db.check().unwrap().is_consistent(), "round {round}");
         for n in &synced {
             let marker = format!("marker{n}x");
@@ -472,6 +499,13 @@ fn sigkill_during_syncs_loses_no_acknowledged_file() {
             );
             assert_eq!(hits[0].matches.len(), 1, "round {round}: {marker} twice");
         }
+        // Whatever the worker had queued or half-written is embedded now,
+        // once per live chunk.
+        db.embed_pending(None, &mut |_| {}).unwrap();
+        let st = db.kb_status("crash").unwrap();
+        assert_eq!(st.pending, 0, "round {round}: {st:?}");
+        assert_eq!(st.embedded, st.chunks, "round {round}: {st:?}");
+        db.verify_vectors().unwrap();
     }
     assert!(
         synced.len() > 5,
@@ -526,4 +560,59 @@ fn chinese_and_japanese_text_is_found_by_its_words() {
         .kb_search("cjk", "塔", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert!(r.keyword.iter().flatten().next().is_none(), "{r:?}");
+}
+
+/// An embedder that runs `hook` once, on its first call, while the pass
+/// that called it has read its batch but not yet written it.
+struct Racing {
+    inner: Hashing,
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Embedder for Racing {
+    fn identity(&self) -> ModelIdentity {
+        self.inner.identity()
+    }
+    fn embed_report(&self, texts: &[&str]) -> memdb::Result<Embeddings> {
+        let hook = self.hook.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.inner.embed_report(texts)
+    }
+}
+
+#[test]
+fn a_background_embedding_is_written_only_for_chunks_still_live() {
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let racing = Arc::new(Racing {
+        inner: Hashing::new(128).unwrap(),
+        hook: std::sync::Mutex::new(None),
+    });
+    let db = Memdb::open_with(store.path(), Config::with_embedder(racing.clone())).unwrap();
+    write(inbox.path(), "a.md", b"first version of the alpaca notes\n");
+    db.kb_add("race", &[inbox.path().to_path_buf()]).unwrap();
+    assert_eq!(db.kb_sync("race").unwrap().chunks, 1);
+    // While the pass embeds the first version, the file changes and is
+    // synced again: the old chunk is deleted, a new one queued.
+    let (db2, dir) = (db.clone(), inbox.path().to_path_buf());
+    *racing.hook.lock().unwrap() = Some(Box::new(move || {
+        write(&dir, "a.md", b"second version: the llama notes\n");
+        assert_eq!(db2.kb_sync("race").unwrap().parsed, 1);
+    }));
+    let r = db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(r.remaining, 0, "{r:?}");
+    let st = db.kb_status("race").unwrap();
+    assert_eq!((st.chunks, st.embedded, st.pending), (1, 1, 0), "{st:?}");
+    // The one vector is the new chunk's: semantic search finds the new
+    // text and the deleted chunk left nothing behind.
+    let q = db
+        .kb_search("race", "llama notes", Some(RagTarget::Semantic), 10)
+        .unwrap();
+    let groups = q.semantic.unwrap();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert!(groups[0].matches[0].content.contains("llama"));
+    assert!(db.check().unwrap().is_consistent());
+    db.verify_vectors().unwrap();
 }

@@ -155,6 +155,12 @@ fn model_of(space: &VectorSpace) -> Result<ModelIdentity> {
     })
 }
 
+/// Whether `space` holds generic records (named `records/<ns>/<kind>/...`
+/// by `Memdb::record_space`) rather than messages.
+pub(crate) fn is_record_space(space: &VectorSpace) -> bool {
+    space.name.starts_with("records/")
+}
+
 fn describe(m: &ModelIdentity) -> String {
     format!(
         "{}/{} ({} dimensions, {:?})",
@@ -343,6 +349,10 @@ impl Memdb {
         result
     }
 
+    /// The spaces a pass for `e` fills: the message spaces (active and
+    /// rebuilding) of its model, then every record space of its model.
+    /// Fails like before records existed when there is neither: no message
+    /// space for this model (another model's vectors, or none at all).
     fn targets(&self, e: &dyn Embedder) -> Result<(Vec<VectorSpace>, Spaces)> {
         let id = e.identity();
         let spaces = self.message_spaces()?;
@@ -357,7 +367,13 @@ impl Memdb {
         {
             targets.push(s.clone());
         }
-        if targets.is_empty() {
+        let messages = targets.len();
+        for s in self.vector_spaces()? {
+            if is_record_space(&s) && model_of(&s)? == id {
+                targets.push(s);
+            }
+        }
+        if messages == 0 && targets.is_empty() {
             if let Some((_, m)) = &spaces.active {
                 return Err(Error::ModelMismatch {
                     stored: describe(m),
@@ -445,20 +461,30 @@ impl Memdb {
         // Read the entries and their texts from one snapshot.
         let mut entries: Vec<(u32, u128)> = Vec::new();
         let mut texts: BTreeMap<u128, String> = BTreeMap::new();
+        let record_spaces: std::collections::HashSet<u32> = targets
+            .iter()
+            .filter(|s| is_record_space(s))
+            .map(|s| s.id)
+            .collect();
         {
             let txn = self.store.read()?;
             let queue = QueueReader::open(&txn)?;
             for s in targets {
+                let records = record_spaces.contains(&s.id);
                 for mid in queue.queued(s.id)? {
                     if entries.len() >= max {
                         break;
                     }
                     let mid = mid?;
                     entries.push((s.id, mid));
-                    if let std::collections::btree_map::Entry::Vacant(v) = texts.entry(mid)
-                        && let Some(m) = queue.message(mid)?
-                    {
-                        v.insert(record_text(&m));
+                    if let std::collections::btree_map::Entry::Vacant(v) = texts.entry(mid) {
+                        if records {
+                            if let Some(r) = queue.record(mid)? {
+                                v.insert(r.text);
+                            }
+                        } else if let Some(m) = queue.message(mid)? {
+                            v.insert(record_text(&m));
+                        }
                     }
                 }
             }
@@ -496,7 +522,10 @@ impl Memdb {
             }
         }
         // Store the vectors and drop the entries in one transaction; an entry
-        // removed meanwhile (message deleted) is skipped.
+        // removed meanwhile (message or record deleted) is skipped. A record
+        // is written optimistically: only while it still exists with the
+        // text that was embedded; one whose text changed meanwhile stays
+        // queued and is embedded again from its new text.
         let (embedded, skipped) = self.write(|txn, ops| {
             let mut embedded = 0u64;
             let mut skipped = 0u64;
@@ -504,6 +533,17 @@ impl Memdb {
             {
                 let mut queue = QueueWriter::open(txn)?;
                 for &(sid, mid) in &entries {
+                    if record_spaces.contains(&sid) {
+                        match store::records::get_for_write(txn, mid)? {
+                            None => {
+                                // Deleted meanwhile: drop the entry, no vector.
+                                queue.remove(sid, mid)?;
+                                continue;
+                            }
+                            Some(row) if texts.get(&mid) != Some(&row.text) => continue,
+                            Some(_) => {}
+                        }
+                    }
                     if !queue.remove(sid, mid)? {
                         continue;
                     }
@@ -694,6 +734,12 @@ impl Memdb {
     /// `(count, true)` means "at least `count`".
     pub(crate) fn pending_for(&self, space: u32, cap: u64) -> Result<(u64, bool)> {
         embed_queue::queued_up_to(&self.store.read()?, space, cap)
+    }
+
+    /// Messages and records queued for embedding, over every space and
+    /// namespace.
+    pub fn embed_queue_len(&self) -> Result<u64> {
+        embed_queue::len(&self.store.read()?)
     }
 
     /// Entries in the query-embedding cache.

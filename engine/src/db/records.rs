@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 use crate::db::Memdb;
 use crate::error::{Error, Result};
+use crate::store::embed_queue::{self, QueueWriter};
 use crate::store::records::{self as rows, RecordsView};
 use crate::store::vectors::VectorRows;
 use crate::text::RecordTextFilter;
@@ -47,6 +48,20 @@ pub struct RecordKind {
     pub code: u16,
     /// Human name, e.g. `"topic"`.
     pub name: &'static str,
+}
+
+/// When a write's embeddings are computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EmbedWhen {
+    /// Before the write returns: the records are searchable by meaning as
+    /// soon as the call returns (a model call inside the call).
+    #[default]
+    Inline,
+    /// Queued in the write's own transaction and embedded later by
+    /// [`Memdb::embed_pending`] or an [`crate::EmbedWorker`]: the write
+    /// makes no model call and is searchable by keyword at once. Embeds the
+    /// record text (`embed_text` must be absent or equal to it).
+    Background,
 }
 
 /// A record to write.
@@ -285,6 +300,11 @@ fn delete_subtree(
             for s in spaces {
                 crate::store::vectors::delete_vector(txn, s.id, next, ops)?;
             }
+            // A background embedding still queued for it goes too.
+            let mut queue = QueueWriter::open(txn)?;
+            for s in spaces {
+                queue.remove(s.id, next)?;
+            }
         }
     }
     Ok(removed)
@@ -493,12 +513,17 @@ impl Memdb {
     /// transaction (created under id `parent` when missing, its creation
     /// time kept when present), so a document and its pieces change in one
     /// commit; without it the parent must already exist.
+    ///
+    /// `when` says whether the children that need a model call are embedded
+    /// before the call returns or queued for the background pipeline in the
+    /// same transaction ([`EmbedWhen::Background`]).
     pub fn replace_children(
         &self,
         parent: Uuid,
         parent_row: Option<(RecordKind, NewRecord)>,
         kind: RecordKind,
         children: Vec<NewRecord>,
+        when: EmbedWhen,
     ) -> Result<Vec<Record>> {
         let stamp = to_micros(now());
         let parent_new = match parent_row {
@@ -526,6 +551,13 @@ impl Memdb {
         let mut to_embed: Vec<(usize, String)> = Vec::new();
         let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(children.len());
         for (i, r) in children.into_iter().enumerate() {
+            if when == EmbedWhen::Background && r.embed_text.as_ref().is_some_and(|t| *t != r.text)
+            {
+                return Err(Error::invalid(
+                    "embed_text",
+                    "a background embedding embeds the record text: leave embed_text out",
+                ));
+            }
             let mut row = row_of(kind, &r, stamp)?;
             row.namespace = ns;
             row.parent = Some(parent.as_u128().to_le_bytes());
@@ -537,7 +569,14 @@ impl Memdb {
             vectors.push(reused);
             prepared.push((Uuid::new_v4().as_u128(), row));
         }
-        self.embed_into(&to_embed, &mut vectors)?;
+        // The children to queue for the background pipeline.
+        let mut queued: Vec<u128> = Vec::new();
+        match (when, &space) {
+            (EmbedWhen::Background, Some(_)) => {
+                queued = to_embed.iter().map(|(i, _)| prepared[*i].0).collect();
+            }
+            _ => self.embed_into(&to_embed, &mut vectors)?,
+        }
         check_vectors(space.as_ref(), &vectors)?;
         let spaces = self.record_spaces_of(ns)?;
         self.write(|txn, ops| {
@@ -573,9 +612,18 @@ impl Memdb {
                     .iter()
                     .zip(&vectors)
                     .map(|((key, row), v)| (*key, row, v)),
-            )
+            )?;
+            if let Some(space) = &space
+                && !queued.is_empty()
+            {
+                embed_queue::enqueue(txn, space.id, queued.iter().copied())?;
+            }
+            Ok(())
         })?;
         self.after_vector_write(space.as_ref());
+        if !queued.is_empty() {
+            self.pipeline.signal.notify();
+        }
         Ok(prepared
             .iter()
             .map(|(key, row)| record_from(*key, row))
@@ -873,6 +921,15 @@ impl Memdb {
     pub fn count_record_vectors(&self, kind: RecordKind) -> Result<u64> {
         match self.record_space(kind, false)? {
             Some(space) => Ok(self.vector_stats(&space.name)?.count),
+            None => Ok(0),
+        }
+    }
+
+    /// Records of `kind` in this namespace queued for a background
+    /// embedding by the configured model (0 without an embedder).
+    pub fn count_record_pending(&self, kind: RecordKind) -> Result<u64> {
+        match self.record_space(kind, false)? {
+            Some(space) => Ok(embed_queue::queued(&self.store.read()?, space.id)?),
             None => Ok(0),
         }
     }

@@ -8,7 +8,10 @@
 //! (kind 22) under them, full-text indexed and embedded by the generic
 //! machinery (`db/records.rs`). A sync walks the inbox folders once; each
 //! changed file is one transaction (the document and all its chunks), an
-//! unchanged chunk keeps its vector, a removed file's chunks are tagged
+//! unchanged chunk keeps its vector, new chunks are queued for the
+//! background embedding in that same transaction (keyword search finds
+//! them at once; `embed_pending` or an `EmbedWorker` embeds them, writing a
+//! vector only while the chunk still exists unchanged), a removed file's chunks are tagged
 //! `dismissed` (excluded from both searches, vectors kept) and revived
 //! when the file comes back. Parse failures are counted and logged; the
 //! store keeps what it had.
@@ -26,7 +29,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::db::Memdb;
-use crate::db::records::{NewRecord, Record, RecordFilter, RecordKind};
+use crate::db::records::{EmbedWhen, NewRecord, Record, RecordFilter, RecordKind};
 use crate::error::{Error, Result};
 use chunk::FileKind;
 
@@ -106,6 +109,23 @@ pub struct SyncReport {
     pub failed: u64,
     /// Chunks written.
     pub chunks: u64,
+}
+
+/// Where a knowledge base stands (`memdb kb status`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KbStatus {
+    /// The base's name.
+    pub name: String,
+    /// Source files stored (dismissed ones included).
+    pub documents: u64,
+    /// Of those, files removed from the inbox (their chunks dismissed).
+    pub dismissed: u64,
+    /// Chunks stored.
+    pub chunks: u64,
+    /// Chunks with a vector of the configured model.
+    pub embedded: u64,
+    /// Chunks queued for the background embedding.
+    pub pending: u64,
 }
 
 /// One chunk of a search result.
@@ -404,6 +424,22 @@ impl Memdb {
         Ok(removed)
     }
 
+    /// Counts of knowledge base `name`: documents, chunks, and how many
+    /// chunks are embedded or still queued for the background embedding.
+    pub fn kb_status(&self, name: &str) -> Result<KbStatus> {
+        let kb = self.kb(name)?;
+        let h = self.namespace(&kb.namespace)?;
+        let docs = h.records_of_kind(DOCUMENT)?;
+        Ok(KbStatus {
+            dismissed: docs.iter().filter(|d| d.body["dismissed"] == true).count() as u64,
+            documents: docs.len() as u64,
+            chunks: h.count_records(CHUNK)?,
+            embedded: h.count_record_vectors(CHUNK)?,
+            pending: h.count_record_pending(CHUNK)?,
+            name: kb.name,
+        })
+    }
+
     /// Reads knowledge base `name`'s inbox folders once: new and changed
     /// files are parsed and stored (one transaction per file), unchanged
     /// ones skipped, removed ones dismissed, returning ones revived.
@@ -492,6 +528,7 @@ impl Memdb {
                 Some((DOCUMENT, doc)),
                 CHUNK,
                 chunk_records(&chunks, false),
+                EmbedWhen::Background,
             )?;
         }
         for (source, d) in &docs {
@@ -514,6 +551,7 @@ impl Memdb {
                 Some((DOCUMENT, doc)),
                 CHUNK,
                 chunk_records(&texts, true),
+                EmbedWhen::Background,
             )?;
             report.dismissed += 1;
         }

@@ -1,15 +1,17 @@
 //! The embedding queue in redb (SPEC.md §16): the `embed_queue` rows
-//! `(space, message)` of messages waiting to be embedded into a message
-//! space, and the META pointers to the message spaces (`embed_active_space`,
+//! `(space, id)` of messages waiting to be embedded into a message space and
+//! of generic records waiting to be embedded into their kind's record space
+//! (the space names the kind), and the META pointers to the message spaces (`embed_active_space`,
 //! the space semantic search reads; `embed_next_space`, the one a rebuild is
 //! filling).
 
-use memdb_format::MessageRecord;
+use memdb_format::{ItemRecord, MessageRecord};
 use redb::{
     ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata, Table, WriteTransaction,
 };
 
 use crate::error::Result;
+use crate::store::records::RECORDS;
 use crate::store::{EMBED_QUEUE, MESSAGES, META};
 
 /// Which message space a META pointer names.
@@ -107,6 +109,19 @@ pub(crate) fn enqueue_for_message_spaces(
     Ok(())
 }
 
+/// Queues the records `ids` for their record space `space`.
+pub(crate) fn enqueue(
+    txn: &WriteTransaction,
+    space: u32,
+    ids: impl IntoIterator<Item = u128>,
+) -> Result<()> {
+    let mut queue = txn.open_table(EMBED_QUEUE)?;
+    for id in ids {
+        queue.insert((space, id), ())?;
+    }
+    Ok(())
+}
+
 /// Queues every stored message for space `space`.
 pub(crate) fn enqueue_all_messages(txn: &WriteTransaction, space: u32) -> Result<()> {
     let mut queue = txn.open_table(EMBED_QUEUE)?;
@@ -160,6 +175,7 @@ pub(crate) fn queued_up_to(txn: &ReadTransaction, space: u32, cap: u64) -> Resul
 pub(crate) struct QueueReader {
     queue: ReadOnlyTable<(u32, u128), ()>,
     messages: ReadOnlyTable<u128, &'static [u8]>,
+    records: ReadOnlyTable<u128, &'static [u8]>,
 }
 
 impl QueueReader {
@@ -167,6 +183,7 @@ impl QueueReader {
         Ok(QueueReader {
             queue: txn.open_table(EMBED_QUEUE)?,
             messages: txn.open_table(MESSAGES)?,
+            records: txn.open_table(RECORDS)?,
         })
     }
 
@@ -181,6 +198,14 @@ impl QueueReader {
     /// The message `id`, if it still exists.
     pub(crate) fn message(&self, id: u128) -> Result<Option<MessageRecord>> {
         crate::store::conversations::get_message(&self.messages, id)
+    }
+
+    /// The generic record `id`, if it still exists.
+    pub(crate) fn record(&self, id: u128) -> Result<Option<ItemRecord>> {
+        match self.records.get(id)? {
+            Some(v) => Ok(Some(ItemRecord::decode(v.value())?)),
+            None => Ok(None),
+        }
     }
 }
 

@@ -189,6 +189,15 @@ pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
             }
             _ => None,
         };
+        // The chunks a sync stores are embedded in the background.
+        let worker = match &db {
+            Some(db) if watcher.is_some() && db.config().embedder.is_some() => {
+                memdb::EmbedWorker::spawn(db.clone())
+                    .map_err(|e| tracing::warn!(error = %e, "embedding worker not started"))
+                    .ok()
+            }
+            _ => None,
+        };
         serve_stdio(
             MemdbMcp::stdio(backend)
                 .with_namespace(namespace)
@@ -196,7 +205,7 @@ pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
         )
         .await?;
         if let Some(w) = watcher {
-            tokio::task::spawn_blocking(move || drop(w))
+            tokio::task::spawn_blocking(move || drop((w, worker)))
                 .await
                 .map_err(|e| ServerError::Serve(std::io::Error::other(e)))?;
         }

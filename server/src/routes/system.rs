@@ -137,6 +137,7 @@ pub async fn metrics(State(s): State<AppState>) -> Result<Response, ApiError> {
                 text_index_bytes: dir_size(&dir.join("text")),
                 vector_index_bytes: dir_size(&dir.join("vectors")),
                 oplog_entries: db.oplog_len()?,
+                embed_queue_entries: db.embed_queue_len()?,
                 conversations: db.count_conversations(&Filter::default())?,
             })
         })
