@@ -46,6 +46,13 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, env = "MEMDB_EMBEDDER", default_value_t = EmbedderChoice::Auto)]
     pub embedder: EmbedderChoice,
 
+    /// What a new message vector space embeds per message: `turn`,
+    /// `with-previous` or `with-neighbours` (SPEC §16.1). An existing
+    /// store keeps its rule until `memdb rebuild-embeddings` runs with
+    /// another one [default: the engine's].
+    #[arg(long, global = true, env = "MEMDB_PASSAGE", value_name = "RULE", value_parser = parse_passage)]
+    pub passage: Option<memdb::Passage>,
+
     /// Directory of the local model [default: $MEMDB_MODELS, else the
     /// platform data dir + /memdb/models].
     #[arg(long, global = true, env = "MEMDB_MODELS", value_name = "DIR")]
@@ -666,4 +673,8 @@ pub struct FilterArgs {
     /// Upper time bound, exclusive; same forms as --since.
     #[arg(long, value_name = "TIME")]
     pub until: Option<String>,
+}
+
+fn parse_passage(s: &str) -> Result<memdb::Passage, String> {
+    memdb::Passage::parse(s).map_err(|e| e.to_string())
 }

@@ -35,21 +35,24 @@ pub fn run(cli: Cli) -> Result<Output> {
     };
     let open = || scoped(Memdb::open_existing(&dir)?);
     // Commands that embed load the model (a few hundred ms) only when needed.
-    let (choice, models, openai) = (cli.embedder, cli.models, cli.openai);
+    let (choice, models, openai, passage) = (cli.embedder, cli.models, cli.openai, cli.passage);
     let embedding = || embedder::load(choice, models.clone(), &openai);
     let create_embedding = || -> Result<Memdb> {
         let (e, note) = embedding()?;
         if let Some(note) = note {
             eprintln!("note: {note}");
         }
-        scoped(Memdb::open_with(&dir, embedder::config(e))?)
+        scoped(Memdb::open_with(&dir, embedder::config(e, passage))?)
     };
     let open_embedding = || -> Result<(Memdb, Option<String>)> {
         if !dir.join("memdb.redb").is_file() {
             open()?; // the engine's "no store here" error
         }
         let (e, note) = embedding()?;
-        Ok((scoped(Memdb::open_with(&dir, embedder::config(e))?)?, note))
+        Ok((
+            scoped(Memdb::open_with(&dir, embedder::config(e, passage))?)?,
+            note,
+        ))
     };
     // One tool call (`memdb tool`, `memdb memorg`): a writing tool may
     // create the store, a reading one needs it; either embeds as configured.

@@ -32,10 +32,14 @@ pub fn load(
     Ok((selected.embedder, selected.note))
 }
 
-/// Engine configuration carrying `embedder`.
-pub fn config(embedder: Option<Arc<dyn Embedder>>) -> Config {
+/// Engine configuration carrying `embedder` and, when given, the passage
+/// rule of new message spaces.
+pub fn config(embedder: Option<Arc<dyn Embedder>>, passage: Option<memdb::Passage>) -> Config {
     let mut c = Config::default();
     c.embedder = embedder;
+    if let Some(p) = passage {
+        c.message_passage = p;
+    }
     c
 }
 

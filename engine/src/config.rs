@@ -39,6 +39,11 @@ pub struct Config {
     pub embed_on_write: bool,
     /// Largest backlog embedded inline by a write (default 256).
     pub embed_inline_max: usize,
+    /// What a new message space embeds for each message: the turn alone or
+    /// with its neighbouring turns (SPEC.md §16.1). Applies to spaces
+    /// created from now on (a new store, `rebuild_embeddings`); an existing
+    /// space keeps the rule it was filled with.
+    pub message_passage: crate::embed::Passage,
     /// Messages per embedding batch (default 64).
     pub embed_batch: usize,
     /// An embedding pass compacts a message space (folds its in-memory delta
@@ -86,6 +91,7 @@ impl std::fmt::Debug for Config {
             .field("embedder", &self.embedder.as_ref().map(|e| e.identity()))
             .field("embed_on_write", &self.embed_on_write)
             .field("embed_inline_max", &self.embed_inline_max)
+            .field("message_passage", &self.message_passage)
             .field("embed_batch", &self.embed_batch)
             .field("vector_compact_backlog", &self.vector_compact_backlog)
             .field("query_cache_entries", &self.query_cache_entries)
@@ -107,6 +113,7 @@ impl Default for Config {
             embedder: None,
             embed_on_write: true,
             embed_inline_max: 256,
+            message_passage: crate::embed::Passage::Turn,
             embed_batch: 64,
             vector_compact_backlog: 20_000,
             query_cache_entries: 10_000,

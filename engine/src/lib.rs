@@ -84,8 +84,8 @@ pub use db::records::{
     RecordCandidates, RecordChange, RecordFilter, RecordKind,
 };
 pub use embed::{
-    Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, ModelIdentity, OpenAiSettings,
-    SelectedEmbedder, default_models_dir, select_embedder,
+    Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, ModelIdentity, NEIGHBOUR_CHARS,
+    OpenAiSettings, Passage, SelectedEmbedder, default_models_dir, select_embedder,
 };
 #[cfg(feature = "local-onnx")]
 pub use embed::{LocalOnnx, LocalOnnxOptions};
@@ -103,8 +103,8 @@ pub use model::validate::{
     MAX_FOLDER_BYTES, MAX_FOLDER_DEPTH, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES,
 };
 pub use query::{
-    FusionMethod, FusionWeights, MAX_OFFSET, QueryLanguage, SearchMode, SearchRequest,
-    SearchResults,
+    FusionMethod, FusionWeights, MAX_OFFSET, PERIOD_BOOST, QueryLanguage, SearchMode,
+    SearchRequest, SearchResults,
 };
 pub use text::budget::{
     QueryLimits, QueryShape, check as check_query, check_with as check_query_with,

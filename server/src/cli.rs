@@ -97,6 +97,15 @@ pub struct ServeArgs {
     /// turns the watcher off [default: 10].
     #[arg(long, env = "MEMDB_KB_WATCH", value_name = "SECS")]
     pub kb_watch: Option<u64>,
+    /// What a new message vector space embeds per message: `turn`,
+    /// `with-previous` or `with-neighbours` (an existing space keeps its
+    /// rule until `memdb rebuild-embeddings`).
+    #[arg(long, env = "MEMDB_PASSAGE", value_name = "RULE", value_parser = parse_passage)]
+    pub passage: Option<memdb::Passage>,
+}
+
+fn parse_passage(s: &str) -> Result<memdb::Passage, String> {
+    memdb::Passage::parse(s).map_err(|e| e.to_string())
 }
 
 /// The `memdb-server` binary's arguments.
@@ -200,6 +209,7 @@ impl ServeArgs {
             c.mcp_tools = t.clone();
         }
         set(self.kb_watch, &mut c.kb_watch_secs);
+        set(self.passage, &mut c.message_passage);
         if let Some(e) = embedder {
             c.embedder = e;
         }
@@ -238,10 +248,12 @@ pub fn engine_config(c: &ServerConfig) -> Result<memdb::Config, ServerError> {
     if let Some(note) = &selected.note {
         tracing::warn!("{note}");
     }
-    Ok(match selected.embedder {
+    let mut engine = match selected.embedder {
         Some(e) => memdb::Config::with_embedder(e),
         None => memdb::Config::default(),
-    })
+    };
+    engine.message_passage = c.message_passage;
+    Ok(engine)
 }
 
 /// Opens the store and serves until SIGINT/SIGTERM; blocks the thread.

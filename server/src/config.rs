@@ -164,6 +164,10 @@ pub struct ServerConfig {
     /// Seconds between syncs of every KuraDB knowledge base (SPEC §23.2);
     /// 0 turns the watcher off. Default 10, KuraDB's interval.
     pub kb_watch_secs: u64,
+    /// What a new message vector space embeds per message (`turn`,
+    /// `with-previous`, `with-neighbours`; engine SPEC §16.1). An existing
+    /// space keeps its rule until `memdb rebuild-embeddings`.
+    pub message_passage: memdb::Passage,
 }
 
 impl Default for ServerConfig {
@@ -194,6 +198,7 @@ impl Default for ServerConfig {
             mcp_sessions_per_key: 16,
             mcp_tools: "all".into(),
             kb_watch_secs: 10,
+            message_passage: memdb::Config::default().message_passage,
         }
     }
 }

@@ -790,3 +790,51 @@ fn inline_embedding_is_bounded_to_what_the_write_saw() {
     db.embed_pending(None, &mut |_| {}).unwrap();
     assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 0);
 }
+
+/// A question that names a period favours the messages of that period:
+/// dated by their metadata's session date (no message timestamps sent, as
+/// a client importing an old history does), in hybrid search, with the
+/// period's words taken out of the text that is matched.
+#[test]
+fn a_question_naming_a_period_favours_messages_dated_inside_it() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    let session = |label: &str, date: &str, text: &str| {
+        let mut m = NewMessage::new("user", format!("Ana: {text}"));
+        m.metadata = Some(serde_json::json!({"turn_id": label, "session_date": date}));
+        db.create_conversation(NewConversation {
+            folder: Some("/ana".into()),
+            ..NewConversation::new(label, vec![m])
+        })
+        .unwrap();
+    };
+    // Two messages the words alone cannot tell apart; the May one is the
+    // answer.
+    session("S1", "10:00 am on 3 July, 2018", "the hiking trip was long");
+    session("S2", "4:30 pm on 20 May, 2018", "the hiking trip was wet");
+    session("S3", "9:15 am on 2 June, 2019", "bread again");
+    let ask = |q: &str| {
+        let mut req = SearchRequest::new(q);
+        req.explain = true;
+        db.search(&req).unwrap()
+    };
+    let plain = ask("What did Ana say about the hiking trip?");
+    let dated = ask("What did Ana say about the hiking trip in May 2018?");
+    let top = &dated.hits[0];
+    assert!(top.message.content.text().contains("wet"), "{dated:?}");
+    assert_eq!(top.explain.unwrap().period_boost, Some(PERIOD_BOOST));
+    assert_eq!(dated.hits[1].explain.unwrap().period_boost, Some(0.0));
+    // A relative period reads the conversations' own timeline (the latest
+    // date among the candidates is June 2019): "last year" is 2018.
+    let relative = ask("what about the hiking trip last year");
+    assert!(
+        relative
+            .hits
+            .iter()
+            .take(2)
+            .all(|h| !h.message.content.text().contains("bread")),
+        "{relative:?}"
+    );
+    // No period named: no boost field at all.
+    assert_eq!(plain.hits[0].explain.unwrap().period_boost, None);
+}

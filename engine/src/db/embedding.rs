@@ -19,7 +19,7 @@ use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
 
 use crate::db::{Engine, Memdb};
-use crate::embed::{Embedder, ModelIdentity};
+use crate::embed::{Embedder, ModelIdentity, Passage};
 use crate::error::{Error, Result};
 use crate::model::records::record_text;
 use crate::store::embed_queue::{self, MessageSpace, QueueReader, QueueWriter, queued};
@@ -36,6 +36,8 @@ pub struct SpaceModel {
     pub space: String,
     /// The model whose vectors it holds.
     pub model: ModelIdentity,
+    /// What each message's vector was computed from (§16.1).
+    pub passage: Passage,
     /// Messages waiting to be embedded into it.
     pub pending: u64,
 }
@@ -161,6 +163,17 @@ pub(crate) fn is_record_space(space: &VectorSpace) -> bool {
     space.name.starts_with("records/")
 }
 
+/// The passage rule a message space was filled with: the `passage` key of
+/// its description (a space from before passages has none: the bare turn).
+pub(crate) fn passage_of(space: &VectorSpace) -> Passage {
+    space
+        .model
+        .get("passage")
+        .and_then(|v| v.as_str())
+        .and_then(|s| Passage::parse(s).ok())
+        .unwrap_or_default()
+}
+
 fn describe(m: &ModelIdentity) -> String {
     format!(
         "{}/{} ({} dimensions, {:?})",
@@ -232,14 +245,23 @@ impl Memdb {
             return Ok(());
         };
         if self.message_spaces()?.active.is_none() {
-            self.start_space(&e.identity(), MessageSpace::Active)?;
+            self.start_space(
+                &e.identity(),
+                self.config().message_passage,
+                MessageSpace::Active,
+            )?;
         }
         Ok(())
     }
 
-    /// Creates a fresh space for `model`, points `which` at it and queues
-    /// every message for it, in one transaction.
-    fn start_space(&self, model: &ModelIdentity, which: MessageSpace) -> Result<VectorSpace> {
+    /// Creates a fresh space for `model` filled by `passage`, points `which`
+    /// at it and queues every message for it, in one transaction.
+    fn start_space(
+        &self,
+        model: &ModelIdentity,
+        passage: Passage,
+        which: MessageSpace,
+    ) -> Result<VectorSpace> {
         let existing: Vec<String> = self.vector_spaces()?.into_iter().map(|s| s.name).collect();
         let base = format!("messages/{}/{}", model.provider, model.name);
         let mut name = base.clone();
@@ -249,10 +271,12 @@ impl Memdb {
             n += 1;
         }
         let mut spec = SpaceSpec::new(name, model.dimension, model.metric);
-        spec.model = Some(
-            serde_json::to_value(model)
-                .map_err(|e| Error::Embedding(format!("model identity: {e}")))?,
-        );
+        let mut description = serde_json::to_value(model)
+            .map_err(|e| Error::Embedding(format!("model identity: {e}")))?;
+        if passage != Passage::Turn {
+            description["passage"] = passage.name().into();
+        }
+        spec.model = Some(description);
         let space = self.create_vector_space(&spec)?;
         self.write(|txn, _ops| {
             embed_queue::enqueue_all_messages(txn, space.id)?;
@@ -272,6 +296,7 @@ impl Memdb {
                     None => Ok(None),
                     Some((space, model)) => Ok(Some(SpaceModel {
                         pending: queued(&txn, space.id)?,
+                        passage: passage_of(&space),
                         space: space.name,
                         model,
                     })),
@@ -458,32 +483,61 @@ impl Memdb {
         max: usize,
         report: &mut EmbedReport,
     ) -> Result<u64> {
-        // Read the entries and their texts from one snapshot.
+        // Read the entries and their texts from one snapshot. A text is
+        // keyed by (passage rule, id): during a rebuild to another rule the
+        // same message has two texts.
         let mut entries: Vec<(u32, u128)> = Vec::new();
-        let mut texts: BTreeMap<u128, String> = BTreeMap::new();
+        let mut texts: BTreeMap<(Passage, u128), String> = BTreeMap::new();
         let record_spaces: std::collections::HashSet<u32> = targets
             .iter()
             .filter(|s| is_record_space(s))
             .map(|s| s.id)
+            .collect();
+        let passages: HashMap<u32, Passage> = targets
+            .iter()
+            .map(|s| {
+                (
+                    s.id,
+                    if is_record_space(s) {
+                        Passage::Turn
+                    } else {
+                        passage_of(s)
+                    },
+                )
+            })
             .collect();
         {
             let txn = self.store.read()?;
             let queue = QueueReader::open(&txn)?;
             for s in targets {
                 let records = record_spaces.contains(&s.id);
+                let passage = passages[&s.id];
                 for mid in queue.queued(s.id)? {
                     if entries.len() >= max {
                         break;
                     }
                     let mid = mid?;
                     entries.push((s.id, mid));
-                    if let std::collections::btree_map::Entry::Vacant(v) = texts.entry(mid) {
+                    if let std::collections::btree_map::Entry::Vacant(v) =
+                        texts.entry((passage, mid))
+                    {
                         if records {
                             if let Some(r) = queue.record(mid)? {
                                 v.insert(r.text);
                             }
                         } else if let Some(m) = queue.message(mid)? {
-                            v.insert(record_text(&m));
+                            let (prev, next) = queue.neighbours(
+                                &m,
+                                passage.wants_previous(),
+                                passage.wants_next(),
+                            )?;
+                            let (prev, next) =
+                                (prev.map(|p| record_text(&p)), next.map(|n| record_text(&n)));
+                            v.insert(passage.build(
+                                &record_text(&m),
+                                prev.as_deref(),
+                                next.as_deref(),
+                            ));
                         }
                     }
                 }
@@ -493,12 +547,12 @@ impl Memdb {
             return Ok(0);
         }
         // Embed each distinct non-empty text once (outside the write lock).
-        let todo: Vec<(u128, &str)> = texts
+        let todo: Vec<((Passage, u128), &str)> = texts
             .iter()
             .filter(|(_, t)| !t.trim().is_empty())
-            .map(|(id, t)| (*id, t.as_str()))
+            .map(|(key, t)| (*key, t.as_str()))
             .collect();
-        let mut vectors: HashMap<u128, Vec<f32>> = HashMap::with_capacity(todo.len());
+        let mut vectors: HashMap<(Passage, u128), Vec<f32>> = HashMap::with_capacity(todo.len());
         if !todo.is_empty() {
             let input: Vec<&str> = todo.iter().map(|(_, t)| *t).collect();
             let out = e.embed_report(&input)?;
@@ -510,8 +564,8 @@ impl Memdb {
                 )));
             }
             report.truncated += out.truncated.iter().filter(|t| **t).count() as u64;
-            for ((id, _), v) in todo.iter().zip(out.vectors) {
-                vectors.insert(*id, v);
+            for ((key, _), v) in todo.iter().zip(out.vectors) {
+                vectors.insert(*key, v);
             }
         }
         for s in targets {
@@ -540,14 +594,16 @@ impl Memdb {
                                 queue.remove(sid, mid)?;
                                 continue;
                             }
-                            Some(row) if texts.get(&mid) != Some(&row.text) => continue,
+                            Some(row) if texts.get(&(Passage::Turn, mid)) != Some(&row.text) => {
+                                continue;
+                            }
                             Some(_) => {}
                         }
                     }
                     if !queue.remove(sid, mid)? {
                         continue;
                     }
-                    match vectors.get(&mid) {
+                    match vectors.get(&(passages[&sid], mid)) {
                         Some(v) => {
                             by_space.entry(sid).or_default().push((mid, v));
                             embedded += 1;
@@ -605,8 +661,9 @@ impl Memdb {
         {
             let _pass = self.pipeline.pass.lock().unwrap_or_else(|e| e.into_inner());
             let spaces = self.message_spaces()?;
+            let passage = self.config().message_passage;
             match &spaces.next {
-                Some((_, m)) if *m == id => {} // resume
+                Some((s, m)) if *m == id && passage_of(s) == passage => {} // resume
                 other => {
                     if let Some((s, _)) = other {
                         // A rebuild for another model: abandon it.
@@ -618,7 +675,7 @@ impl Memdb {
                     } else {
                         MessageSpace::Active
                     };
-                    self.start_space(&id, which)?;
+                    self.start_space(&id, passage, which)?;
                 }
             }
         }

@@ -46,6 +46,7 @@ mod hashing;
 mod local;
 #[cfg(feature = "openai")]
 mod openai;
+mod passage;
 mod select;
 
 pub use hashing::Hashing;
@@ -53,6 +54,7 @@ pub use hashing::Hashing;
 pub use local::{LocalOnnx, LocalOnnxOptions};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
+pub use passage::{NEIGHBOUR_CHARS, Passage};
 pub use select::{
     EmbedderKind, EmbedderSettings, OpenAiSettings, SelectedEmbedder, default_models_dir,
     select_embedder,

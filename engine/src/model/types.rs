@@ -527,6 +527,10 @@ pub struct ScoreExplain {
     /// keyword-only candidate (from its stored vector). `None` when the
     /// message has no vector yet (or there was no semantic ranking).
     pub similarity: Option<f32>,
-    /// The fused score (hybrid only).
+    /// The fused score (hybrid only), boosts included.
     pub fused: Option<f32>,
+    /// What the period the question names added (hybrid only, when it
+    /// names one: `PERIOD_BOOST` inside it, 0 outside).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_boost: Option<f32>,
 }

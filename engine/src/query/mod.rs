@@ -371,6 +371,13 @@ pub(crate) fn fuse(
             (id, f, e)
         })
         .collect();
+    sort_fused(&mut out);
+    out
+}
+
+/// Best fused score first, ties broken by the better single rank, then by
+/// id, so the order is deterministic.
+fn sort_fused(out: &mut [(u128, f32, ScoreExplain)]) {
     let best_rank = |e: &ScoreExplain| {
         e.keyword_rank
             .unwrap_or(usize::MAX)
@@ -381,7 +388,22 @@ pub(crate) fn fuse(
             .then(best_rank(&a.2).cmp(&best_rank(&b.2)))
             .then(a.0.cmp(&b.0))
     });
-    out
+}
+
+/// What hybrid search adds to the fused score of a candidate dated inside
+/// the period the question names (SPEC.md §17.6): relative-score fusion
+/// scores lie in `0..=keyword + semantic weight` (2 by default), so a
+/// dated candidate overtakes an undated one that is up to this much
+/// better on the text.
+pub const PERIOD_BOOST: f32 = 0.5;
+
+/// Fused candidates read for their date when the question names a period.
+const PERIOD_DEPTH: usize = 200;
+
+/// A date every relative form resolves against, to ask whether the query
+/// has one before the candidates' own timeline is known.
+fn probe_anchor() -> chrono::NaiveDate {
+    chrono::NaiveDate::from_ymd_opt(2000, 6, 15).unwrap_or_default()
 }
 
 impl Memdb {
@@ -562,6 +584,58 @@ impl Memdb {
         })
     }
 
+    /// Adds [`PERIOD_BOOST`] to the fused candidates (the first
+    /// [`PERIOD_DEPTH`]) dated inside the period the query names: `absolute`
+    /// when it names one outright, else a relative one ("last month")
+    /// resolved against the latest date among the candidates (the searched
+    /// conversations' own timeline). A message's date is
+    /// [`crate::util::dates::event_date`].
+    fn favour_period(
+        &self,
+        fused: &mut [(u128, f32, ScoreExplain)],
+        query: &str,
+        absolute: Option<crate::util::dates::Period>,
+    ) -> Result<()> {
+        let ids: Ranking = fused
+            .iter()
+            .take(PERIOD_DEPTH)
+            .map(|(id, s, _)| (*id, *s))
+            .collect();
+        let dates: HashMap<u128, chrono::NaiveDate> = self
+            .resolve_hits(&ids)?
+            .iter()
+            .map(|h| {
+                (
+                    h.message.id.as_u128(),
+                    crate::util::dates::event_date(&h.message.metadata, h.message.timestamp),
+                )
+            })
+            .collect();
+        let period = match absolute {
+            Some(p) => p,
+            None => match crate::util::dates::query_period(query, dates.values().max().copied()) {
+                Some(p) => p,
+                None => return Ok(()),
+            },
+        };
+        let mut moved = false;
+        for (id, f, e) in fused.iter_mut().take(PERIOD_DEPTH) {
+            let inside = dates
+                .get(id)
+                .is_some_and(|d| period.start <= *d && *d < period.end);
+            e.period_boost = Some(if inside { PERIOD_BOOST } else { 0.0 });
+            if inside {
+                *f += PERIOD_BOOST;
+                e.fused = Some(*f);
+                moved = true;
+            }
+        }
+        if moved {
+            sort_fused(fused);
+        }
+        Ok(())
+    }
+
     fn hybrid(
         &self,
         req: &SearchRequest,
@@ -571,6 +645,32 @@ impl Memdb {
         // Fusion reads at most MAX_LIMIT candidates per ranking, so hybrid
         // pages end 1000 hits deep.
         let depth = (req.offset + req.limit).clamp(MIN_FUSION_DEPTH, MAX_LIMIT);
+        // A period the question names ("in May 2023") is a date condition,
+        // not words to match: both sides search the rest of the question
+        // and the candidates dated inside it are favoured after fusion.
+        let natural_query = req.language.is_natural(req.mode);
+        let absolute = natural_query
+            .then(|| crate::util::dates::query_period(&req.query, None))
+            .flatten();
+        let relative = natural_query
+            && absolute.is_none()
+            && crate::util::dates::query_period(&req.query, Some(probe_anchor())).is_some();
+        let stripped;
+        let req = match absolute {
+            Some(p) => {
+                let rest = format!("{} {}", &req.query[..p.span.0], &req.query[p.span.1..]);
+                if crate::text::natural::has_content(&rest) {
+                    stripped = SearchRequest {
+                        query: rest,
+                        ..req.clone()
+                    };
+                    &stripped
+                } else {
+                    req
+                }
+            }
+            None => req,
+        };
         let semantic = match self.semantic_side(req, filter, depth, &mut notes) {
             Ok(r) => Some(r),
             Err(e @ (Error::ModelMismatch { .. } | Error::Embedding(_))) => {
@@ -672,7 +772,10 @@ impl Memdb {
             .filter(|id| !in_semantic.contains(id))
             .collect();
         let semantic_fill = self.similarities(&space, &query, &keyword_only)?;
-        let fused = fuse(&keyword, &semantic, &semantic_fill, req.weights);
+        let mut fused = fuse(&keyword, &semantic, &semantic_fill, req.weights);
+        if absolute.is_some() || relative {
+            self.favour_period(&mut fused, &req.query, absolute)?;
+        }
         let page: Vec<(u128, f32, ScoreExplain)> =
             fused.into_iter().skip(req.offset).take(req.limit).collect();
         let ids: Ranking = page.iter().map(|(id, s, _)| (*id, *s)).collect();

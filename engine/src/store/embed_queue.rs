@@ -12,7 +12,7 @@ use redb::{
 
 use crate::error::Result;
 use crate::store::records::RECORDS;
-use crate::store::{EMBED_QUEUE, MESSAGES, META};
+use crate::store::{CONV_MESSAGES, EMBED_QUEUE, MESSAGES, META};
 
 /// Which message space a META pointer names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +175,7 @@ pub(crate) fn queued_up_to(txn: &ReadTransaction, space: u32, cap: u64) -> Resul
 pub(crate) struct QueueReader {
     queue: ReadOnlyTable<(u32, u128), ()>,
     messages: ReadOnlyTable<u128, &'static [u8]>,
+    conv_messages: ReadOnlyTable<(u128, i64, u32), u128>,
     records: ReadOnlyTable<u128, &'static [u8]>,
 }
 
@@ -183,6 +184,7 @@ impl QueueReader {
         Ok(QueueReader {
             queue: txn.open_table(EMBED_QUEUE)?,
             messages: txn.open_table(MESSAGES)?,
+            conv_messages: txn.open_table(CONV_MESSAGES)?,
             records: txn.open_table(RECORDS)?,
         })
     }
@@ -198,6 +200,35 @@ impl QueueReader {
     /// The message `id`, if it still exists.
     pub(crate) fn message(&self, id: u128) -> Result<Option<MessageRecord>> {
         crate::store::conversations::get_message(&self.messages, id)
+    }
+
+    /// The messages just before and just after `m` in its conversation
+    /// (timestamp, then position order), each when asked for and present.
+    pub(crate) fn neighbours(
+        &self,
+        m: &MessageRecord,
+        previous: bool,
+        next: bool,
+    ) -> Result<(Option<MessageRecord>, Option<MessageRecord>)> {
+        let conv = u128::from_le_bytes(m.conversation_id);
+        let at = (conv, m.timestamp, m.seq);
+        let mut out = (None, None);
+        if previous
+            && let Some(row) = self
+                .conv_messages
+                .range((conv, i64::MIN, 0)..at)?
+                .next_back()
+        {
+            out.0 = self.message(row?.1.value())?;
+        }
+        if next {
+            let mut after = self.conv_messages.range(at..=(conv, i64::MAX, u32::MAX))?;
+            // The first row is `m` itself.
+            if let Some(row) = after.nth(1) {
+                out.1 = self.message(row?.1.value())?;
+            }
+        }
+        Ok(out)
     }
 
     /// The generic record `id`, if it still exists.

@@ -1,8 +1,9 @@
-//! Leaf utilities every layer may use: time parsing, the directory lock,
+//! Leaf utilities every layer may use: time parsing, dates in free text, the directory lock,
 //! the blocking HTTP client for remote providers (cargo feature `openai`),
 //! function-word lists and token counting. Nothing here knows about
 //! records, tables or indexes.
 
+pub(crate) mod dates;
 #[cfg(feature = "openai")]
 pub(crate) mod http;
 pub(crate) mod keywords;

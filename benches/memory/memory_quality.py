@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Conversational-memory quality of memdb-server, through the REST path a
+client uses (POST /api/v1/conversations, POST /api/v1/query), on real
+multi-session dialogue: chitchat (PyPI `chitchat-dataset`, MIT), whose
+sender ids persist across conversations, so the conversations of one pair
+of people are the dated sessions of one long history.
+
+1. Builds samples: conversations with exactly two senders and at least
+   --min-turns turns, grouped by sender pair; pairs with at least
+   --min-sessions sessions, the --samples largest. A turn is one run of
+   consecutive messages of one sender; speakers get stable first names.
+2. Stores each session as one conversation (label "<sample> session N",
+   folder "/<sample>"), every turn a message `"Name: text"`, role user,
+   metadata {"turn_id": "S<n>:<m>", "session_date": "<date of session>"};
+   message timestamps are sent only with --timestamps (a client that sends
+   none gets the time of the write).
+3. Waits until the server's embedding queue is empty (/metrics).
+4. Query sets built from the data, seeded (none of them reads a published
+   benchmark's questions):
+   - fact: a turn with at least 6 content words; the query asks what its
+     speaker said about 3 of its content words.
+   - context: a short reply (at most 5 content words) to a turn of the
+     other speaker with at least 5 content words; the query asks what the
+     replier answered when the other talked about 3 content words of the
+     turn before. The evidence is the reply, whose own words the query
+     barely holds: this is the "Yes, last Tuesday!" case.
+   - dated: a fact query that also names the month and year of the
+     target's session ("... in May 2018").
+5. Runs every query with limit 10 and the sample's folder filter in
+   keyword, semantic and hybrid mode and prints turn recall@5/@10, session
+   recall@10 (the evidence turn's session among the sessions of the top
+   10), MRR@10 and client-side p50/p99 latency per set and mode.
+
+Usage (run.sh starts the server):
+    python3 benches/memory/memory_quality.py --url URL --key KEY [--samples 12]
+        [--per-set 40] [--seed 7] [--json FILE] [--timestamps]
+"""
+
+import argparse
+import collections
+import datetime as dt
+import hashlib
+import json
+import random
+import re
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORD = re.compile(r"[A-Za-z][A-Za-z']+")
+STOP = set(
+    """a about above after again against all am an and any are aren't as at be
+    because been before being below between both but by can can't cannot could
+    couldn't did didn't do does doesn't doing don't down during each few for
+    from further had hadn't has hasn't have haven't having he he'd he'll he's
+    her here here's hers herself him himself his how how's i i'd i'll i'm i've
+    if in into is isn't it it's its itself let's me more most mustn't my myself
+    no nor not of off on once only or other ought our ours ourselves out over
+    own same shan't she she'd she'll she's should shouldn't so some such than
+    that that's the their theirs them themselves then there there's these they
+    they'd they'll they're they've this those through to too under until up
+    very was wasn't we we'd we'll we're we've were weren't what what's when
+    when's where where's which while who who's whom why why's with won't would
+    wouldn't you you'd you'll you're you've your yours yourself yourselves
+    yeah yes yep nope okay ok oh haha hahaha lol lmao really just like know
+    think got get go going gonna wanna also well much many thing things
+    something anything would could one two good great nice cool fun pretty
+    lot kind sure right way time day people said say says thats dont im ive
+    youre cant wont didnt doesnt isnt theyre whats hey hi hello wow yay
+    actually definitely probably maybe totally""".split()
+)
+LAUGH = re.compile(r"^(?:a?h[aeiou]+)+h?$|^l+o+l+$|^x+d+$")
+NAMES = """Avery Blake Carmen Dario Elena Farid Greta Hugo Ines Jonas Keiko Luca
+Maren Nadia Omar Priya Quinn Rosa Samir Tessa Umar Vera Wes Xenia Yusuf Zara
+Anton Bea Cyril Dana Emil Flora Gil Hana Ivo Jade Kai Lena Milo Nora Otto
+Pia Rafa Sofia Theo Uma Viktor Wren Yara Zeno""".split()
+
+
+def content_words(text):
+    out = []
+    for w in WORD.findall(text.lower()):
+        w = w.strip("'")
+        if len(w) >= 3 and w not in STOP and not LAUGH.match(w) and w not in out:
+            out.append(w)
+    return out
+
+
+def name_of(sender, taken):
+    h = int(hashlib.sha256(sender.encode()).hexdigest(), 16)
+    i = h % len(NAMES)
+    while NAMES[i] in taken:
+        i = (i + 1) % len(NAMES)
+    return NAMES[i]
+
+
+def session_date(ts):
+    t = dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    hour = t.strftime("%I").lstrip("0") or "12"
+    return f"{hour}:{t.strftime('%M')} {t.strftime('%p').lower()} on {t.day} {t.strftime('%B')}, {t.year}"
+
+
+def build_samples(path, min_turns, min_sessions, samples):
+    raw = json.loads(Path(path).read_text())
+    pairs = collections.defaultdict(list)
+    for key in sorted(raw):
+        c = raw[key]
+        runs = [r for r in c.get("messages", []) if r]
+        senders = {m["sender"] for r in runs for m in r}
+        if len(senders) != 2 or len(runs) < min_turns:
+            continue
+        turns = []
+        for r in runs:
+            text = " ".join(m["text"].strip() for m in r if m["text"].strip())
+            if text:
+                turns.append({"sender": r[0]["sender"], "text": text, "ts": r[0].get("timestamp") or c["start"]})
+        if len(turns) >= min_turns:
+            pairs[tuple(sorted(senders))].append({"start": c["start"], "turns": turns})
+    chosen = sorted(
+        (p for p in pairs.items() if len(p[1]) >= min_sessions),
+        key=lambda p: (-sum(len(s["turns"]) for s in p[1]), p[0]),
+    )[:samples]
+    out = []
+    for n, (pair, sessions) in enumerate(chosen):
+        sessions.sort(key=lambda s: s["start"])
+        names = {}
+        for s in pair:
+            names[s] = name_of(s, set(names.values()))
+        out.append({"name": f"pair{n:02d}", "names": names, "sessions": sessions})
+    return out
+
+
+class Client:
+    def __init__(self, url, key):
+        self.url = url.rstrip("/")
+        self.key = key
+
+    def call(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.key}")
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=120) as r:
+            raw = r.read()
+            ctype = r.headers.get("Content-Type", "")
+        return json.loads(raw) if "json" in ctype else raw.decode()
+
+
+def store(client, samples, timestamps):
+    count = 0
+    for s in samples:
+        for i, sess in enumerate(s["sessions"], 1):
+            date = session_date(sess["start"])
+            msgs = []
+            for j, t in enumerate(sess["turns"], 1):
+                m = {
+                    "role": "user",
+                    "content": f"{s['names'][t['sender']]}: {t['text']}",
+                    "metadata": {"turn_id": f"S{i}:{j}", "session_date": date},
+                }
+                if timestamps:
+                    m["timestamp"] = t["ts"]
+                msgs.append(m)
+            client.call(
+                "POST",
+                "/api/v1/conversations",
+                {"label": f"{s['name']} session {i}", "folder": f"/{s['name']}", "messages": msgs},
+            )
+            count += len(msgs)
+    return count
+
+
+def wait_embedded(client, timeout=3600):
+    start = time.time()
+    while time.time() - start < timeout:
+        text = client.call("GET", "/metrics")
+        m = re.search(r"^memdb_embed_queue_entries (\S+)$", text, re.M)
+        if m is None or float(m.group(1)) == 0:
+            return time.time() - start
+        time.sleep(1)
+    raise SystemExit("embedding did not finish")
+
+
+def make_queries(samples, per_set, seed):
+    rng = random.Random(seed)
+    sets = {"fact": [], "context": [], "dated": []}
+    for s in samples:
+        seen = collections.Counter(t["text"].lower() for sess in s["sessions"] for t in sess["turns"])
+        facts, contexts = [], []
+        for i, sess in enumerate(s["sessions"], 1):
+            for j, t in enumerate(sess["turns"], 1):
+                if seen[t["text"].lower()] != 1:
+                    continue
+                words = content_words(t["text"])
+                if len(words) >= 6:
+                    facts.append((i, j, t, words))
+                if j > 1 and len(words) <= 5:
+                    prev = sess["turns"][j - 2]
+                    pw = content_words(prev["text"])
+                    if prev["sender"] != t["sender"] and len(pw) >= 5:
+                        contexts.append((i, j, t, prev, pw))
+        rng.shuffle(facts)
+        rng.shuffle(contexts)
+        for i, j, t, words in facts[:per_set]:
+            q = f"What did {s['names'][t['sender']]} say about {' '.join(rng.sample(words, 3))}?"
+            sets["fact"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
+        for i, j, t, words in facts[per_set : 2 * per_set]:
+            month = dt.datetime.fromisoformat(s["sessions"][i - 1]["start"].replace("Z", "+00:00"))
+            q = (
+                f"What did {s['names'][t['sender']]} say about {' '.join(rng.sample(words, 2))} "
+                f"in {month.strftime('%B')} {month.year}?"
+            )
+            sets["dated"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
+        for i, j, t, prev, pw in contexts[:per_set]:
+            q = (
+                f"What did {s['names'][t['sender']]} answer when {s['names'][prev['sender']]} "
+                f"talked about {' '.join(rng.sample(pw, 3))}?"
+            )
+            sets["context"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
+    return sets
+
+
+def run_set(client, queries, mode):
+    ranks, sess_hits, lat = [], 0, []
+    for q in queries:
+        body = {"query": q["query"], "limit": 10, "mode": mode, "filters": {"folder": f"/{q['sample']}"}}
+        t0 = time.perf_counter()
+        out = client.call("POST", "/api/v1/query", body)
+        lat.append(time.perf_counter() - t0)
+        turns = [(r.get("metadata") or {}).get("turn_id") for r in out["results"]]
+        sessions = {int(t.split(":")[0][1:]) for t in turns if t}
+        ranks.append(turns.index(q["turn"]) + 1 if q["turn"] in turns else None)
+        sess_hits += q["session"] in sessions
+    n = max(len(queries), 1)
+    lat.sort()
+    return {
+        "queries": len(queries),
+        "turn_recall@5": sum(1 for r in ranks if r and r <= 5) / n,
+        "turn_recall@10": sum(1 for r in ranks if r) / n,
+        "session_recall@10": sess_hits / n,
+        "mrr@10": sum(1 / r for r in ranks if r) / n,
+        "p50_ms": 1000 * lat[len(lat) // 2] if lat else 0,
+        "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else 0,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--data", default=str(ROOT / "benches/data/dataset.json"))
+    ap.add_argument("--samples", type=int, default=12)
+    ap.add_argument("--min-sessions", type=int, default=4)
+    ap.add_argument("--min-turns", type=int, default=10)
+    ap.add_argument("--per-set", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--modes", default="keyword,semantic,hybrid")
+    ap.add_argument("--timestamps", action="store_true")
+    ap.add_argument("--skip-store", action="store_true", help="the store already holds the samples")
+    ap.add_argument("--label", default="", help="a name for this run in the output")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples)
+    client = Client(a.url, a.key)
+    sessions = sum(len(s["sessions"]) for s in samples)
+    turns = sum(len(x["turns"]) for s in samples for x in s["sessions"])
+    print(f"{len(samples)} samples, {sessions} sessions, {turns} turns", flush=True)
+    if not a.skip_store:
+        t0 = time.time()
+        store(client, samples, a.timestamps)
+        print(f"stored in {time.time() - t0:.1f} s", flush=True)
+    waited = wait_embedded(client)
+    print(f"embedding finished {waited:.1f} s after the last store", flush=True)
+    sets = make_queries(samples, a.per_set, a.seed)
+    results = {}
+    print(f"\n{a.label}")
+    print(f"{'set':8} {'mode':9} {'n':>4} {'R@5':>6} {'R@10':>6} {'sessR@10':>8} {'MRR':>6} {'p50ms':>6} {'p99ms':>6}")
+    for name, queries in sets.items():
+        for mode in a.modes.split(","):
+            r = run_set(client, queries, mode)
+            results[f"{name}/{mode}"] = r
+            print(
+                f"{name:8} {mode:9} {r['queries']:4d} {r['turn_recall@5']:6.3f} {r['turn_recall@10']:6.3f} "
+                f"{r['session_recall@10']:8.3f} {r['mrr@10']:6.3f} {r['p50_ms']:6.1f} {r['p99_ms']:6.1f}",
+                flush=True,
+            )
+    if a.json:
+        Path(a.json).write_text(json.dumps({"label": a.label, "samples": len(samples), "turns": turns, "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
