@@ -30,6 +30,10 @@ of people are the dated sessions of one long history.
    keyword, semantic and hybrid mode and prints turn recall@5/@10, session
    recall@10 (the evidence turn's session among the sessions of the top
    10), MRR@10 and client-side p50/p99 latency per set and mode.
+6. With --context N: for the first N questions of each set, POST
+   /api/v1/context/assemble with --budget tokens (default 2000) and the
+   other samples' folders excluded, and the share whose evidence turn is in
+   the assembled context.
 
 Usage (run.sh starts the server):
     python3 benches/memory/memory_quality.py --url URL --key KEY [--samples 12]
@@ -245,6 +249,29 @@ def run_set(client, queries, mode):
     }
 
 
+def run_context(client, queries, folders, budget):
+    """Share of questions whose evidence turn is in the context assembled for
+    them with `budget` tokens (the other samples' folders excluded)."""
+    hits, lat = 0, []
+    for q in queries:
+        body = {
+            "query": q["query"],
+            "context_budget": budget,
+            "excluded_folders": [f for f in folders if f != f"/{q['sample']}"],
+        }
+        t0 = time.perf_counter()
+        out = client.call("POST", "/api/v1/context/assemble", body)
+        lat.append(time.perf_counter() - t0)
+        turns = {(m.get("metadata") or {}).get("turn_id") for m in out["messages"]}
+        hits += q["turn"] in turns
+    lat.sort()
+    return {
+        "queries": len(queries),
+        "evidence_in_context": hits / max(len(queries), 1),
+        "p50_ms": 1000 * lat[len(lat) // 2] if lat else 0,
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", required=True)
@@ -259,6 +286,8 @@ def main():
     ap.add_argument("--timestamps", action="store_true")
     ap.add_argument("--skip-store", action="store_true", help="the store already holds the samples")
     ap.add_argument("--label", default="", help="a name for this run in the output")
+    ap.add_argument("--context", type=int, default=0, help="also assemble context for this many questions per set")
+    ap.add_argument("--budget", type=int, default=2000, help="token budget of --context")
     ap.add_argument("--json")
     a = ap.parse_args()
     samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples)
@@ -285,6 +314,13 @@ def main():
                 f"{r['session_recall@10']:8.3f} {r['mrr@10']:6.3f} {r['p50_ms']:6.1f} {r['p99_ms']:6.1f}",
                 flush=True,
             )
+    if a.context:
+        folders = [f"/{s['name']}" for s in samples]
+        print(f"\ncontext assembly, budget {a.budget} tokens (evidence turn in the assembled context)")
+        for name, queries in sets.items():
+            r = run_context(client, queries[: a.context], folders, a.budget)
+            results[f"{name}/context@{a.budget}"] = r
+            print(f"{name:8} {r['queries']:4d} {r['evidence_in_context']:6.3f}  p50 {r['p50_ms']:.1f} ms", flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps({"label": a.label, "samples": len(samples), "turns": turns, "results": results}, indent=2))
 

@@ -67,6 +67,7 @@ fn memdb(data: &PathBuf, env: &[(&str, &str)], args: &[&str], stdin: Option<&str
         "MEMDB_OPENAI_MODEL",
         "MEMDB_OPENAI_DIMENSION",
         "MEMDB_OPENAI_API_KEY",
+        "MEMDB_PASSAGE",
     ] {
         cmd.env_remove(var);
     }
@@ -90,6 +91,10 @@ fn store_then_semantic_query_uses_the_remote_embeddings() {
         ("MEMDB_OPENAI_MODEL", "concepts-v1"),
         ("MEMDB_OPENAI_DIMENSION", dim.as_str()),
         ("MEMDB_OPENAI_API_KEY", "sk-test-0123456789"),
+        // Each message embedded alone: three unrelated notes in one
+        // conversation, where a contextual passage would lend each the
+        // topic of the note before it (SPEC §16.1).
+        ("MEMDB_PASSAGE", "turn"),
     ];
     let body = json!({
         "label": "notes",

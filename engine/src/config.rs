@@ -40,9 +40,10 @@ pub struct Config {
     /// Largest backlog embedded inline by a write (default 256).
     pub embed_inline_max: usize,
     /// What a new message space embeds for each message: the turn alone or
-    /// with its neighbouring turns (SPEC.md §16.1). Applies to spaces
-    /// created from now on (a new store, `rebuild_embeddings`); an existing
-    /// space keeps the rule it was filled with.
+    /// with its neighbouring turns (SPEC.md §16.1; default the turn and the
+    /// start of the one before it). Applies to spaces created from now on
+    /// (a new store, `rebuild_embeddings`); an existing space keeps the rule
+    /// it was filled with.
     pub message_passage: crate::embed::Passage,
     /// Messages per embedding batch (default 64).
     pub embed_batch: usize,
@@ -113,7 +114,7 @@ impl Default for Config {
             embedder: None,
             embed_on_write: true,
             embed_inline_max: 256,
-            message_passage: crate::embed::Passage::Turn,
+            message_passage: crate::embed::Passage::WithPrevious,
             embed_batch: 64,
             vector_compact_backlog: 20_000,
             query_cache_entries: 10_000,

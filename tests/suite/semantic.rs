@@ -414,7 +414,14 @@ fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
     // Pending messages are still found by keyword, and the search says that
     // semantic ranking misses them.
     let r = db.search(&SearchRequest::new("second")).unwrap();
-    assert_eq!(r.hits.len(), 5);
+    // The five keyword hits first; neighbour expansion brings each one's
+    // previous turn after them.
+    let texts: Vec<String> = r.hits.iter().map(|h| h.message.content.text()).collect();
+    assert!(
+        texts[..5].iter().all(|t| t == "second message"),
+        "{texts:?}"
+    );
+    assert!(texts[5..].iter().all(|t| t == "first message"), "{texts:?}");
     assert!(
         r.notes
             .iter()
@@ -837,4 +844,131 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
     );
     // No period named: no boost field at all.
     assert_eq!(plain.hits[0].explain.unwrap().period_boost, None);
+}
+
+/// A call of several batches runs them on several sessions at once; the
+/// vectors still come back in input order, each the one its text gets
+/// alone.
+#[test]
+fn a_multi_batch_call_keeps_input_order() {
+    let e = local();
+    let texts: Vec<String> = (0..80)
+        .map(|i| {
+            format!(
+                "note {i}: the {} is {} today",
+                ["cat", "river", "train", "garden"][i % 4],
+                i * 7
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let all = e.embed_report(&refs).unwrap();
+    assert_eq!(all.vectors.len(), texts.len());
+    for i in [0, 31, 32, 33, 64, 79] {
+        let one = e.embed_report(&[refs[i]]).unwrap();
+        let dot: f32 = one.vectors[0]
+            .iter()
+            .zip(&all.vectors[i])
+            .map(|(a, b)| a * b)
+            .sum();
+        assert!(dot > 0.999, "text {i}: cosine {dot}");
+    }
+}
+
+/// The passage rule belongs to the space: a store filled with bare turns
+/// keeps them when opened with another rule, and a rebuild switches; under
+/// `with-previous` a reply's vector carries the turn it answers.
+#[test]
+fn the_passage_rule_is_part_of_the_message_space() {
+    let dir = tmp();
+    let with = |passage: Passage| {
+        let mut c = Config::with_embedder(hashing(256));
+        c.message_passage = passage;
+        Memdb::open_with(dir.path(), c).unwrap()
+    };
+    {
+        let db = with(Passage::Turn);
+        conv(
+            &db,
+            "zoo",
+            "/",
+            &[
+                "did you visit the giraffes at the zoo",
+                "yes, last tuesday!",
+            ],
+        );
+        let st = db.embedding_status().unwrap();
+        assert_eq!(st.active.unwrap().passage, Passage::Turn);
+    }
+    let semantic_top = |db: &Memdb| {
+        let r = db
+            .search(&SearchRequest::new("giraffes zoo").mode(SearchMode::Semantic))
+            .unwrap();
+        r.hits
+            .iter()
+            .map(|h| (h.message.content.text(), h.score))
+            .collect::<Vec<_>>()
+    };
+    let db = with(Passage::WithPrevious);
+    // Opened with another rule: the old space is used as it is.
+    assert_eq!(
+        db.embedding_status().unwrap().active.unwrap().passage,
+        Passage::Turn
+    );
+    let bare = semantic_top(&db);
+    let reply_bare = bare.iter().find(|(t, _)| t.starts_with("yes")).unwrap().1;
+    let report = db.rebuild_embeddings(&mut |_| {}).unwrap();
+    assert!(report.switched, "{report:?}");
+    let st = db.embedding_status().unwrap();
+    assert_eq!(st.active.unwrap().passage, Passage::WithPrevious);
+    let ctx = semantic_top(&db);
+    let reply_ctx = ctx.iter().find(|(t, _)| t.starts_with("yes")).unwrap().1;
+    assert!(
+        reply_ctx > reply_bare + 0.2,
+        "the reply's vector now holds the question: {reply_bare} -> {reply_ctx}"
+    );
+    // The question's own vector has no turn before it: unchanged.
+    let q_bare = bare.iter().find(|(t, _)| t.starts_with("did")).unwrap().1;
+    let q_ctx = ctx.iter().find(|(t, _)| t.starts_with("did")).unwrap().1;
+    assert!((q_bare - q_ctx).abs() < 1e-4, "{q_bare} vs {q_ctx}");
+    // Stored messages are unchanged.
+    assert!(ctx.iter().any(|(t, _)| t == "yes, last tuesday!"));
+}
+
+/// Hybrid neighbour expansion: the reply to a matching turn comes back
+/// right after it, and `explain` says whose neighbour it is; weight 0
+/// turns it off.
+#[test]
+fn hybrid_search_brings_the_reply_to_a_matching_turn() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    conv(
+        &db,
+        "zoo",
+        "/",
+        &[
+            "did you visit the giraffes at the zoo",
+            "yes, last tuesday!",
+            "unrelated chatter about bread",
+        ],
+    );
+    let mut req = SearchRequest::new("giraffes at the zoo");
+    req.explain = true;
+    let r = db.search(&req).unwrap();
+    let reply = r
+        .hits
+        .iter()
+        .find(|h| h.message.content.text().starts_with("yes"))
+        .expect("the reply is found");
+    assert_eq!(reply.explain.unwrap().neighbour_of, Some(1), "{r:?}");
+    assert!(r.hits[0].message.content.text().contains("giraffes"));
+    req.weights.neighbours = 0.0;
+    let off = db.search(&req).unwrap();
+    assert!(
+        off.hits
+            .iter()
+            .all(|h| h.explain.unwrap().neighbour_of.is_none())
+    );
+    req.weights.neighbours = 1.5;
+    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }

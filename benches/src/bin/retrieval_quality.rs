@@ -65,6 +65,11 @@ struct Args {
     /// ONNX Runtime intra-op threads of the embedder.
     #[arg(long, default_value_t = 1)]
     intra_threads: usize,
+    /// Passage rule of the message space (`turn`, `with-previous`,
+    /// `with-neighbours`; default the engine's) for a new store. A store
+    /// built before keeps its rule: give each rule its own `--dir`.
+    #[arg(long, value_parser = parse_passage)]
+    passage: Option<memdb::Passage>,
     /// WordNet database directory (Debian's wordnet-base); the synonyms set
     /// is skipped when it is missing.
     #[arg(long, default_value = "/usr/share/wordnet")]
@@ -83,6 +88,10 @@ struct Args {
     /// Depth of the rankings in `--dump` (the engine's is 50 for a top 10).
     #[arg(long, default_value_t = DEPTH)]
     dump_depth: usize,
+}
+
+fn parse_passage(s: &str) -> Result<memdb::Passage, String> {
+    memdb::Passage::parse(s).map_err(|e| e.to_string())
 }
 
 /// What `ids.json` records about a stored subset.
@@ -118,6 +127,7 @@ const fn hybrid(
             semantic,
             rrf_k,
             method,
+            neighbours: 0.5,
         },
     }
 }
@@ -127,11 +137,12 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     semantic: 1.0,
     rrf_k: 60.0,
     method: FusionMethod::RelativeScore,
+    neighbours: 0.5,
 };
 
 /// The settings every set is run with: the three modes at their defaults,
 /// then other hybrid fusion settings (for the diagnosis, not the verdict).
-const SETTINGS: [Setting; 8] = [
+const SETTINGS: [Setting; 9] = [
     Setting {
         name: "keyword",
         mode: SearchMode::Keyword,
@@ -157,6 +168,14 @@ const SETTINGS: [Setting; 8] = [
         2.0,
         60.0,
     ),
+    Setting {
+        name: "hybrid no neighbours",
+        mode: SearchMode::Hybrid,
+        weights: FusionWeights {
+            neighbours: 0.0,
+            ..DEFAULT_WEIGHTS
+        },
+    },
     hybrid("hybrid rrf k=60", FusionMethod::Rrf, 1.0, 1.0, 60.0),
     hybrid("hybrid rrf k=10", FusionMethod::Rrf, 1.0, 1.0, 10.0),
     hybrid("hybrid rrf sem=2 k=10", FusionMethod::Rrf, 1.0, 2.0, 10.0),
@@ -223,6 +242,9 @@ fn main() -> anyhow::Result<()> {
     let model: Arc<LocalOnnx> = Arc::new(model);
     let mut config = Config::with_embedder(model.clone());
     config.embed_on_write = false;
+    if let Some(p) = args.passage {
+        config.message_passage = p;
+    }
 
     let dir = args.dir.clone().unwrap_or_else(|| {
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(

@@ -703,6 +703,31 @@ impl Memdb {
 
     /// Reads decoded rows through the row cache, from one redb snapshot
     /// opened at the first cache miss.
+    /// The turns just before and after each message of `ids` in its
+    /// conversation (timestamp, then position order), as one snapshot
+    /// reads them; a message that no longer exists is left out.
+    pub(crate) fn neighbour_turns(
+        &self,
+        ids: &[(u128, u128)],
+    ) -> Result<std::collections::HashMap<u128, (Option<u128>, Option<u128>)>> {
+        let txn = self.store.read()?;
+        let mut order: std::collections::HashMap<u128, Vec<u128>> = Default::default();
+        let mut out = std::collections::HashMap::with_capacity(ids.len());
+        for &(id, conv) in ids {
+            let turns = match order.entry(conv) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(
+                    crate::store::conversations::conversation_message_ids(&txn, conv)?,
+                ),
+            };
+            if let Some(i) = turns.iter().position(|m| *m == id) {
+                let prev = i.checked_sub(1).and_then(|p| turns.get(p)).copied();
+                out.insert(id, (prev, turns.get(i + 1).copied()));
+            }
+        }
+        Ok(out)
+    }
+
     pub(crate) fn row_reader(&self) -> RowReader<'_> {
         // The epoch must be read before the snapshot is taken (rowcache.rs).
         RowReader {

@@ -64,10 +64,12 @@ static ENVIRONMENT: Mutex<Option<Environment>> = Mutex::new(None);
 pub struct LocalOnnxOptions {
     /// ONNX Runtime intra-op threads per session (default 1).
     pub intra_threads: usize,
-    /// Inference sessions (default: the machine's cores, at most 4). Each
-    /// holds its own copy of the model (about 25 MB for the int8 export); a
-    /// call takes a free one, so a short query never waits behind a batch
-    /// that another thread is embedding.
+    /// Inference sessions (default: the machine's cores plus one, at most
+    /// 5). Each holds its own copy of the model (about 25 MB for the int8
+    /// export); a call takes a free one. A call of more than one batch runs
+    /// its batches on all sessions but one at once (a bulk embedding uses
+    /// every core), and that one stays free, so a short query never waits
+    /// behind a bulk embedding.
     pub sessions: usize,
     /// Texts per inference call (default 32).
     pub batch_size: usize,
@@ -82,7 +84,7 @@ impl Default for LocalOnnxOptions {
     fn default() -> Self {
         LocalOnnxOptions {
             intra_threads: 1,
-            sessions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+            sessions: std::thread::available_parallelism().map_or(1, |n| (n.get() + 1).min(5)),
             batch_size: 32,
             max_tokens: LocalOnnx::MAX_TOKENS,
             runtime_library: None,
@@ -411,8 +413,59 @@ impl Embedder for LocalOnnx {
             vectors: Vec::with_capacity(texts.len()),
             truncated: Vec::with_capacity(texts.len()),
         };
-        for chunk in texts.chunks(self.options.batch_size) {
-            self.run_batch(chunk, &mut out)?;
+        let chunks: Vec<&[&str]> = texts.chunks(self.options.batch_size).collect();
+        // All sessions but one (kept for queries) work through the batches.
+        let workers = self.sessions.len().saturating_sub(1).min(chunks.len());
+        if workers <= 1 {
+            for chunk in chunks {
+                self.run_batch(chunk, &mut out)?;
+            }
+            return Ok(out);
+        }
+        let done: Vec<Mutex<Option<Result<Embeddings>>>> =
+            chunks.iter().map(|_| Mutex::new(None)).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(chunk) = chunks.get(i) else { break };
+                        let mut part = Embeddings {
+                            vectors: Vec::with_capacity(chunk.len()),
+                            truncated: Vec::with_capacity(chunk.len()),
+                        };
+                        let r = self.run_batch(chunk, &mut part).map(|()| part);
+                        let failed = r.is_err();
+                        *done[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                        if failed {
+                            // Stop handing out batches: the call fails anyway.
+                            next.store(chunks.len(), Ordering::Relaxed);
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        let parts: Vec<Option<Result<Embeddings>>> = done
+            .into_iter()
+            .map(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .collect();
+        // The failure, when a batch failed (later batches were not run).
+        if parts.iter().any(|p| matches!(p, Some(Err(_)))) {
+            for p in parts {
+                if let Some(Err(e)) = p {
+                    return Err(e);
+                }
+            }
+            return Err(Error::Embedding("a batch failed".into()));
+        }
+        for part in parts {
+            let Some(Ok(part)) = part else {
+                return Err(Error::Embedding("a batch was not embedded".into()));
+            };
+            out.vectors.extend(part.vectors);
+            out.truncated.extend(part.truncated);
         }
         Ok(out)
     }

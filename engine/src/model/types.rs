@@ -533,4 +533,8 @@ pub struct ScoreExplain {
     /// names one: `PERIOD_BOOST` inside it, 0 outside).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub period_boost: Option<f32>,
+    /// Hybrid neighbour expansion: the rank of the candidate whose
+    /// neighbouring turn this is, when that gave it its score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neighbour_of: Option<usize>,
 }

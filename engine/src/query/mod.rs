@@ -162,6 +162,15 @@ pub struct FusionWeights {
     /// The fusion (default relative score).
     #[serde(default)]
     pub method: FusionMethod,
+    /// Neighbour expansion: the share of a top candidate's fused score its
+    /// previous and next turn enter with (0..=1, default 0.5; 0 turns it
+    /// off). SPEC.md §17.
+    #[serde(default = "default_neighbours")]
+    pub neighbours: f32,
+}
+
+fn default_neighbours() -> f32 {
+    0.5
 }
 
 impl Default for FusionWeights {
@@ -171,6 +180,7 @@ impl Default for FusionWeights {
             semantic: 1.0,
             rrf_k: 60.0,
             method: FusionMethod::RelativeScore,
+            neighbours: default_neighbours(),
         }
     }
 }
@@ -397,6 +407,9 @@ fn sort_fused(out: &mut [(u128, f32, ScoreExplain)]) {
 /// better on the text.
 pub const PERIOD_BOOST: f32 = 0.5;
 
+/// Fused candidates whose neighbouring turns neighbour expansion adds.
+const NEIGHBOUR_PARENTS: usize = 10;
+
 /// Fused candidates read for their date when the question names a period.
 const PERIOD_DEPTH: usize = 200;
 
@@ -429,6 +442,12 @@ impl Memdb {
             if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
                 return Err(Error::invalid(field, format!("{v} is outside 0..=100")));
             }
+        }
+        if !(w.neighbours.is_finite() && (0.0..=1.0).contains(&w.neighbours)) {
+            return Err(Error::invalid(
+                "weights.neighbours",
+                format!("{} is outside 0..=1", w.neighbours),
+            ));
         }
         if !(w.rrf_k.is_finite() && (0.0..=10_000.0).contains(&w.rrf_k)) {
             return Err(Error::invalid(
@@ -636,6 +655,69 @@ impl Memdb {
         Ok(())
     }
 
+    /// Neighbour expansion (SPEC.md §17): the turns just before and after
+    /// each of the first [`NEIGHBOUR_PARENTS`] fused candidates enter with
+    /// `share` of that candidate's score (or keep their own when higher),
+    /// so the reply to a matching question ("Yes, last Tuesday!") can come
+    /// back with it. Run only without a role or time filter, which a
+    /// neighbour might not pass (it always shares the hit's conversation,
+    /// so every conversation-scope filter holds for it).
+    fn expand_neighbours(
+        &self,
+        fused: &mut Vec<(u128, f32, ScoreExplain)>,
+        share: f32,
+    ) -> Result<()> {
+        let parents: Ranking = fused
+            .iter()
+            .take(NEIGHBOUR_PARENTS)
+            .map(|(id, s, _)| (*id, *s))
+            .collect();
+        let pairs: Vec<(u128, u128)> = self
+            .resolve_hits(&parents)?
+            .iter()
+            .map(|h| (h.message.id.as_u128(), h.message.conversation_id.as_u128()))
+            .collect();
+        let around = self.neighbour_turns(&pairs)?;
+        let mut index: HashMap<u128, usize> =
+            fused.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
+        let mut moved = false;
+        for (rank, (id, score)) in parents.into_iter().enumerate() {
+            let Some((prev, next)) = around.get(&id) else {
+                continue;
+            };
+            let s = share * score;
+            for nb in [prev, next].into_iter().flatten() {
+                match index.get(nb) {
+                    Some(&i) => {
+                        if fused[i].1 < s {
+                            fused[i].1 = s;
+                            fused[i].2.fused = Some(s);
+                            fused[i].2.neighbour_of = Some(rank + 1);
+                            moved = true;
+                        }
+                    }
+                    None => {
+                        index.insert(*nb, fused.len());
+                        fused.push((
+                            *nb,
+                            s,
+                            ScoreExplain {
+                                fused: Some(s),
+                                neighbour_of: Some(rank + 1),
+                                ..ScoreExplain::default()
+                            },
+                        ));
+                        moved = true;
+                    }
+                }
+            }
+        }
+        if moved {
+            sort_fused(fused);
+        }
+        Ok(())
+    }
+
     fn hybrid(
         &self,
         req: &SearchRequest,
@@ -775,6 +857,13 @@ impl Memdb {
         let mut fused = fuse(&keyword, &semantic, &semantic_fill, req.weights);
         if absolute.is_some() || relative {
             self.favour_period(&mut fused, &req.query, absolute)?;
+        }
+        if req.weights.neighbours > 0.0
+            && req.role.is_none()
+            && filter.since.is_none()
+            && filter.until.is_none()
+        {
+            self.expand_neighbours(&mut fused, req.weights.neighbours)?;
         }
         let page: Vec<(u128, f32, ScoreExplain)> =
             fused.into_iter().skip(req.offset).take(req.limit).collect();
