@@ -37,6 +37,10 @@ use crate::util::lock::DirLock;
 use crate::util::time::{now, to_micros};
 use crate::vector::index::VectorIndexes;
 
+/// Message id → (the turn before it, the turn after it) in its
+/// conversation.
+pub(crate) type NeighbourTurns = std::collections::HashMap<u128, (Option<u128>, Option<u128>)>;
+
 /// An open memdb data directory, seen from one namespace (`default` from
 /// [`Memdb::open`]; [`Memdb::namespace`] gives a handle on another). Cheap
 /// to share across threads (`&Memdb` is `Send + Sync`) and to clone (the
@@ -701,15 +705,10 @@ impl Memdb {
         Ok(hits)
     }
 
-    /// Reads decoded rows through the row cache, from one redb snapshot
-    /// opened at the first cache miss.
-    /// The turns just before and after each message of `ids` in its
-    /// conversation (timestamp, then position order), as one snapshot
-    /// reads them; a message that no longer exists is left out.
-    pub(crate) fn neighbour_turns(
-        &self,
-        ids: &[(u128, u128)],
-    ) -> Result<std::collections::HashMap<u128, (Option<u128>, Option<u128>)>> {
+    /// The turns just before and after each `(message, conversation)` of
+    /// `ids` in its conversation (timestamp, then position order), as one
+    /// snapshot reads them; a message that no longer exists is left out.
+    pub(crate) fn neighbour_turns(&self, ids: &[(u128, u128)]) -> Result<NeighbourTurns> {
         let txn = self.store.read()?;
         let mut order: std::collections::HashMap<u128, Vec<u128>> = Default::default();
         let mut out = std::collections::HashMap::with_capacity(ids.len());
@@ -728,6 +727,8 @@ impl Memdb {
         Ok(out)
     }
 
+    /// Reads decoded rows through the row cache, from one redb snapshot
+    /// opened at the first cache miss.
     pub(crate) fn row_reader(&self) -> RowReader<'_> {
         // The epoch must be read before the snapshot is taken (rowcache.rs).
         RowReader {
