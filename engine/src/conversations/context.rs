@@ -508,14 +508,21 @@ impl Memdb {
                 .collect()
         };
         if self.config().embedder.is_some() {
+            // The retrieval `/api/v1/query` runs (hybrid, with its passages,
+            // periods and neighbour expansion), so the context holds what a
+            // query finds; the similarity floor drops semantic candidates
+            // not above it (a keyword match stays).
             let req = SearchRequest::new(query)
-                .mode(SearchMode::Semantic)
-                .limit(limit);
+                .limit(limit)
+                .min_similarity(min_similarity.next_up().min(1.0));
             match self.search(&req) {
-                Ok(mut r) => {
+                Ok(r) if r.mode == SearchMode::Hybrid => {
                     notes.extend(r.notes.iter().map(ToString::to_string));
-                    r.hits.retain(|h| h.score > min_similarity);
                     return Ok(pairs(r.hits));
+                }
+                Ok(r) => {
+                    notes.extend(r.notes.iter().map(ToString::to_string));
+                    notes.push("semantic ranking unavailable: keyword (BM25) recall used".into());
                 }
                 Err(e) => notes.push(format!(
                     "semantic search failed ({e}): keyword (BM25) recall used"

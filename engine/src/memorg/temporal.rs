@@ -24,6 +24,8 @@
 use chrono::{DateTime, Datelike, Days, Months, NaiveDate, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::util::dates::MONTHS;
+
 /// An inclusive time range found in a query.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimeRange {
@@ -42,21 +44,6 @@ enum Unit {
     Month,
     Year,
 }
-
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
 
 /// The first time expression in `query`, as a range relative to `now`.
 /// `None` when the query has none.

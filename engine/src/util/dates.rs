@@ -6,7 +6,8 @@
 
 use chrono::{Datelike, Duration, NaiveDate};
 
-const MONTHS: [&str; 12] = [
+/// Month names, January first, lowercase (also Memorg's temporal parser).
+pub(crate) const MONTHS: [&str; 12] = [
     "january",
     "february",
     "march",
