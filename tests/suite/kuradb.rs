@@ -616,3 +616,31 @@ fn a_background_embedding_is_written_only_for_chunks_still_live() {
     assert!(db.check().unwrap().is_consistent());
     db.verify_vectors().unwrap();
 }
+
+#[test]
+fn html_pages_are_synced_as_their_readable_text() {
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let (db, _) = open(store.path());
+    write(
+        inbox.path(),
+        "okapi.html",
+        b"<html><head><script>var hidden_token = 1;</script></head><body>\
+          <h1>Okapi</h1><p>The okapi lives in the Ituri rainforest.</p>\
+          <p>It is related to the giraffe.</p></body></html>",
+    );
+    db.kb_add("web", &[inbox.path().to_path_buf()]).unwrap();
+    let r = sync(&db, "web");
+    assert_eq!((r.parsed, r.failed, r.chunks), (1, 0, 3), "{r:?}");
+    let found = db
+        .kb_search("web", "Ituri rainforest", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    let m = &found.keyword.as_ref().unwrap()[0].matches[0];
+    assert_eq!(m.content, "The okapi lives in the Ituri rainforest.");
+    for markup in ["hidden_token", "script", "html"] {
+        let q = db
+            .kb_search("web", markup, Some(RagTarget::Keyword), 10)
+            .unwrap();
+        assert!(sources(&q.keyword).is_empty(), "{markup}: {q:?}");
+    }
+}

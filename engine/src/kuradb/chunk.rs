@@ -45,6 +45,8 @@ pub enum FileKind {
     Pptx,
     /// An Excel workbook, rendered as tables (`office.rs`).
     Xlsx,
+    /// An HTML page, rendered as readable text ([`html_text`]).
+    Html,
     /// Anything else: read as text when it sniffs as UTF-8.
     Text,
 }
@@ -72,9 +74,28 @@ pub fn kind_of(name: &str) -> FileKind {
         FileKind::Pptx
     } else if ext == "xlsx" {
         FileKind::Xlsx
+    } else if matches!(ext.as_str(), "html" | "htm" | "xhtml") {
+        FileKind::Html
     } else {
         FileKind::Text
     }
+}
+
+/// Width HTML is laid out at: wide enough that a paragraph stays one line
+/// (paragraphs, not lines, are what `chunk_text` splits on).
+const HTML_WIDTH: usize = 1000;
+
+/// An HTML page as readable text (the `html2text` crate, html5ever's
+/// parser): the text of headings, paragraphs, lists and tables, blocks
+/// separated by blank lines; scripts, styles and markup dropped, link
+/// targets left out. Undecodable bytes are replaced (pages declare their
+/// encoding in many ways; UTF-8 is read exactly).
+pub fn html_text(bytes: &[u8]) -> Result<String, String> {
+    let text = String::from_utf8_lossy(bytes);
+    html2text::config::with_decorator(html2text::render::TrivialDecorator::new())
+        .link_footnotes(false)
+        .string_from_read(text.as_bytes(), HTML_WIDTH)
+        .map_err(|e| format!("HTML: {e}"))
 }
 
 /// KuraDB's sniff: the first 8,192 bytes are non-empty, hold no NUL and are
@@ -332,5 +353,24 @@ mod tests {
         assert!(sniffs_as_text(&long));
         assert_ne!(content_hash(b"a"), content_hash(b"b"));
         assert_eq!(content_hash(b"abc"), content_hash(b"abc"));
+    }
+
+    #[test]
+    fn html_is_read_as_its_text() {
+        let page = br#"<!doctype html><html><head><title>t</title>
+            <style>body { color: red }</style><script>var secret = 1;</script></head>
+            <body><h1>Okapi</h1><p>The okapi lives in <a href="https://x.test/congo">Congo</a>.</p>
+            <ul><li>shy</li><li>striped</li></ul><p>Second &amp; last paragraph.</p></body></html>"#;
+        let text = html_text(page).unwrap();
+        assert!(text.contains("The okapi lives in Congo."), "{text}");
+        assert!(text.contains("Second & last paragraph."), "{text}");
+        for gone in ["<p>", "secret", "color: red", "x.test"] {
+            assert!(!text.contains(gone), "{gone} in {text}");
+        }
+        let chunks = chunk_text(&text);
+        assert!(chunks.len() >= 3, "{chunks:?}");
+        assert_eq!(kind_of("Page.HTM"), FileKind::Html);
+        // Not HTML at all still gives text, never a panic.
+        assert!(html_text(b"\xff\xfe plain").is_ok());
     }
 }

@@ -101,7 +101,7 @@ pub struct SyncReport {
     pub dismissed: u64,
     /// Dismissed files that came back.
     pub revived: u64,
-    /// Files in formats this build cannot parse (PDF, DOCX, PPTX, XLSX).
+    /// Files in formats this build cannot parse (PDF).
     pub unsupported: u64,
     /// Files skipped: the skip list, or not UTF-8 text.
     pub skipped: u64,
@@ -261,6 +261,13 @@ fn parse_file(path: &Path, bytes: &[u8]) -> std::result::Result<Parsed, String> 
             // Paragraphs are pieces, as for text (long ones split the same way).
             let text = office::docx_paragraphs(bytes)?.join("\n\n");
             let chunks = chunk::chunk_text(&text);
+            if chunks.is_empty() {
+                return Err("parser: empty content".into());
+            }
+            Ok(Parsed::Chunks(chunks))
+        }
+        FileKind::Html => {
+            let chunks = chunk::chunk_text(&chunk::html_text(bytes)?);
             if chunks.is_empty() {
                 return Err("parser: empty content".into());
             }
