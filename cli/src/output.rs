@@ -659,6 +659,16 @@ fn explain_line(e: &memdb::ScoreExplain) -> String {
         (None, Some(s)) => parts.push(format!("semantic unranked cosine {s:.3}")),
         _ => {}
     }
+    if let Some(r) = e.neighbour_of {
+        parts.push(format!("neighbour of #{r}"));
+    }
+    if let Some(b) = e.period_boost {
+        parts.push(if b > 0.0 {
+            format!("inside the period +{b}")
+        } else {
+            "outside the period".to_string()
+        });
+    }
     if let Some(f) = e.fused {
         parts.push(format!("fused {f:.5}"));
     }
@@ -680,9 +690,10 @@ fn embedding_status(o: &mut String, s: &memdb::EmbeddingStatus) {
         Some(a) => line(
             o,
             format_args!(
-                "active space: {} holding {}, {} queued",
+                "active space: {} holding {} ({} passages), {} queued",
                 a.space,
                 model(&a.model),
+                a.passage.name(),
                 a.pending
             ),
         ),
@@ -692,9 +703,10 @@ fn embedding_status(o: &mut String, s: &memdb::EmbeddingStatus) {
         line(
             o,
             format_args!(
-                "rebuilding into: {} with {}, {} queued",
+                "rebuilding into: {} with {} ({} passages), {} queued",
                 r.space,
                 model(&r.model),
+                r.passage.name(),
                 r.pending
             ),
         );
