@@ -160,7 +160,9 @@ fn model_of(space: &VectorSpace) -> Result<ModelIdentity> {
 /// Whether `space` holds generic records (named `records/<ns>/<kind>/...`
 /// by `Memdb::record_space`) rather than messages.
 pub(crate) fn is_record_space(space: &VectorSpace) -> bool {
-    space.name.starts_with("records/")
+    space
+        .name
+        .starts_with(crate::db::records::RECORD_SPACE_PREFIX)
 }
 
 /// The passage rule a message space was filled with: the `passage` key of
@@ -172,6 +174,33 @@ pub(crate) fn passage_of(space: &VectorSpace) -> Passage {
         .and_then(|v| v.as_str())
         .and_then(|s| Passage::parse(s).ok())
         .unwrap_or_default()
+}
+
+/// What a target space of an embedding pass is filled from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// Generic records: each record's own text.
+    Records,
+    /// Messages, each embedded as its space's passage rule builds it.
+    Messages(Passage),
+}
+
+impl Fill {
+    fn of(space: &VectorSpace) -> Fill {
+        if is_record_space(space) {
+            Fill::Records
+        } else {
+            Fill::Messages(passage_of(space))
+        }
+    }
+
+    /// The rule a text is keyed by: a record's text is the bare `Turn`.
+    fn passage(self) -> Passage {
+        match self {
+            Fill::Records => Passage::Turn,
+            Fill::Messages(p) => p,
+        }
+    }
 }
 
 fn describe(m: &ModelIdentity) -> String {
@@ -486,32 +515,17 @@ impl Memdb {
         // Read the entries and their texts from one snapshot. A text is
         // keyed by (passage rule, id): during a rebuild to another rule the
         // same message has two texts.
+        // A record's text is its own (the `Turn` key); a message's is built
+        // by its space's passage rule.
         let mut entries: Vec<(u32, u128)> = Vec::new();
         let mut texts: BTreeMap<(Passage, u128), String> = BTreeMap::new();
-        let record_spaces: std::collections::HashSet<u32> = targets
-            .iter()
-            .filter(|s| is_record_space(s))
-            .map(|s| s.id)
-            .collect();
-        let passages: HashMap<u32, Passage> = targets
-            .iter()
-            .map(|s| {
-                (
-                    s.id,
-                    if is_record_space(s) {
-                        Passage::Turn
-                    } else {
-                        passage_of(s)
-                    },
-                )
-            })
-            .collect();
+        let fills: HashMap<u32, Fill> = targets.iter().map(|s| (s.id, Fill::of(s))).collect();
         {
             let txn = self.store.read()?;
             let queue = QueueReader::open(&txn)?;
             for s in targets {
-                let records = record_spaces.contains(&s.id);
-                let passage = passages[&s.id];
+                let fill = fills[&s.id];
+                let passage = fill.passage();
                 for mid in queue.queued(s.id)? {
                     if entries.len() >= max {
                         break;
@@ -521,7 +535,7 @@ impl Memdb {
                     if let std::collections::btree_map::Entry::Vacant(v) =
                         texts.entry((passage, mid))
                     {
-                        if records {
+                        if fill == Fill::Records {
                             if let Some(r) = queue.record(mid)? {
                                 v.insert(r.text);
                             }
@@ -587,14 +601,17 @@ impl Memdb {
             {
                 let mut queue = QueueWriter::open(txn)?;
                 for &(sid, mid) in &entries {
-                    if record_spaces.contains(&sid) {
+                    if fills[&sid] == Fill::Records {
                         match store::records::get_for_write(txn, mid)? {
                             None => {
                                 // Deleted meanwhile: drop the entry, no vector.
                                 queue.remove(sid, mid)?;
                                 continue;
                             }
-                            Some(row) if texts.get(&(Passage::Turn, mid)) != Some(&row.text) => {
+                            Some(row)
+                                if texts.get(&(Fill::Records.passage(), mid))
+                                    != Some(&row.text) =>
+                            {
                                 continue;
                             }
                             Some(_) => {}
@@ -603,7 +620,7 @@ impl Memdb {
                     if !queue.remove(sid, mid)? {
                         continue;
                     }
-                    match vectors.get(&(passages[&sid], mid)) {
+                    match vectors.get(&(fills[&sid].passage(), mid)) {
                         Some(v) => {
                             by_space.entry(sid).or_default().push((mid, v));
                             embedded += 1;

@@ -37,10 +37,6 @@ use crate::util::lock::DirLock;
 use crate::util::time::{now, to_micros};
 use crate::vector::index::VectorIndexes;
 
-/// Message id → (the turn before it, the turn after it) in its
-/// conversation.
-pub(crate) type NeighbourTurns = std::collections::HashMap<u128, (Option<u128>, Option<u128>)>;
-
 /// An open memdb data directory, seen from one namespace (`default` from
 /// [`Memdb::open`]; [`Memdb::namespace`] gives a handle on another). Cheap
 /// to share across threads (`&Memdb` is `Send + Sync`) and to clone (the
@@ -705,26 +701,14 @@ impl Memdb {
         Ok(hits)
     }
 
-    /// The turns just before and after each `(message, conversation)` of
-    /// `ids` in its conversation (timestamp, then position order), as one
-    /// snapshot reads them; a message that no longer exists is left out.
-    pub(crate) fn neighbour_turns(&self, ids: &[(u128, u128)]) -> Result<NeighbourTurns> {
-        let txn = self.store.read()?;
-        let mut order: std::collections::HashMap<u128, Vec<u128>> = Default::default();
-        let mut out = std::collections::HashMap::with_capacity(ids.len());
-        for &(id, conv) in ids {
-            let turns = match order.entry(conv) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => v.insert(
-                    crate::store::conversations::conversation_message_ids(&txn, conv)?,
-                ),
-            };
-            if let Some(i) = turns.iter().position(|m| *m == id) {
-                let prev = i.checked_sub(1).and_then(|p| turns.get(p)).copied();
-                out.insert(id, (prev, turns.get(i + 1).copied()));
-            }
-        }
-        Ok(out)
+    /// The turns just before and after each message of `ids` in its
+    /// conversation, from one snapshot; a message that no longer exists is
+    /// left out.
+    pub(crate) fn neighbour_turns(
+        &self,
+        ids: &[u128],
+    ) -> Result<crate::store::conversations::NeighbourTurns> {
+        crate::store::conversations::neighbour_turns(&self.store.read()?, ids)
     }
 
     /// Reads decoded rows through the row cache, from one redb snapshot

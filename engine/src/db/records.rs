@@ -31,6 +31,10 @@ use crate::util::time::{from_micros, now, to_micros};
 use crate::vector::index::VectorSearch;
 use crate::vector::spaces::{SpaceSpec, VectorFilter, VectorSpace, check_vector};
 
+/// The name prefix of every record vector space
+/// (`records/<namespace id>/<kind code>/<provider>/<model>`).
+pub(crate) const RECORD_SPACE_PREFIX: &str = "records/";
+
 /// Longest record text, in bytes.
 pub const MAX_RECORD_TEXT_BYTES: usize = 1 << 20;
 /// Most tags on one record, and the longest tag in bytes.
@@ -293,16 +297,14 @@ fn delete_subtree(
 ) -> Result<u64> {
     let mut stack = vec![root];
     let mut removed = 0;
+    // A background embedding still queued for a removed record goes too.
+    let mut queue = QueueWriter::open(txn)?;
     while let Some(next) = stack.pop() {
         stack.extend(rows::children_for_write(txn, next)?);
         if rows::delete(txn, next, ops)?.is_some() {
             removed += 1;
             for s in spaces {
                 crate::store::vectors::delete_vector(txn, s.id, next, ops)?;
-            }
-            // A background embedding still queued for it goes too.
-            let mut queue = QueueWriter::open(txn)?;
-            for s in spaces {
                 queue.remove(s.id, next)?;
             }
         }
@@ -342,7 +344,7 @@ impl Memdb {
         let model = e.identity();
         let ns = self.ns_read()?;
         let name = format!(
-            "records/{ns}/{}/{}/{}",
+            "{RECORD_SPACE_PREFIX}{ns}/{}/{}/{}",
             kind.code, model.provider, model.name
         );
         match self.vector_space(&name) {
@@ -908,7 +910,7 @@ impl Memdb {
 
     /// Every record vector space of namespace `ns` (any kind, any model).
     fn record_spaces_of(&self, ns: u32) -> Result<Vec<VectorSpace>> {
-        let prefix = format!("records/{ns}/");
+        let prefix = format!("{RECORD_SPACE_PREFIX}{ns}/");
         Ok(self
             .vector_spaces()?
             .into_iter()

@@ -461,25 +461,21 @@ impl Embedder for LocalOnnx {
                 });
             }
         });
-        let parts: Vec<Option<Result<Embeddings>>> = done
-            .into_iter()
-            .map(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner()))
-            .collect();
-        // The failure, when a batch failed (later batches were not run).
-        if parts.iter().any(|p| matches!(p, Some(Err(_)))) {
-            for p in parts {
-                if let Some(Err(e)) = p {
-                    return Err(e);
+        // In input order; after a failure, later batches were not run: the
+        // failure is what the call returns.
+        let mut missing = false;
+        for slot in done {
+            match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(Ok(part)) => {
+                    out.vectors.extend(part.vectors);
+                    out.truncated.extend(part.truncated);
                 }
+                Some(Err(e)) => return Err(e),
+                None => missing = true,
             }
-            return Err(Error::Embedding("a batch failed".into()));
         }
-        for part in parts {
-            let Some(Ok(part)) = part else {
-                return Err(Error::Embedding("a batch was not embedded".into()));
-            };
-            out.vectors.extend(part.vectors);
-            out.truncated.extend(part.truncated);
+        if missing {
+            return Err(Error::Embedding("a batch was not embedded".into()));
         }
         Ok(out)
     }

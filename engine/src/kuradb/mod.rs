@@ -10,10 +10,10 @@
 //! changed file is one transaction (the document and all its chunks), an
 //! unchanged chunk keeps its vector, new chunks are queued for the
 //! background embedding in that same transaction (keyword search finds
-//! them at once; `embed_pending` or an `EmbedWorker` embeds them, writing a
-//! vector only while the chunk still exists unchanged), a removed file's chunks are tagged
-//! `dismissed` (excluded from both searches, vectors kept) and revived
-//! when the file comes back. Parse failures are counted and logged; the
+//! them at once; `embed_pending` or an `EmbedWorker` embeds them, writing
+//! a vector only while the chunk still exists unchanged), and a removed
+//! file's chunks are tagged `dismissed` (excluded from both searches,
+//! vectors kept) and revived when the file comes back. Parse failures are counted and logged; the
 //! store keeps what it had.
 
 pub mod chunk;

@@ -401,7 +401,7 @@ fn sort_fused(out: &mut [(u128, f32, ScoreExplain)]) {
 }
 
 /// What hybrid search adds to the fused score of a candidate dated inside
-/// the period the question names (SPEC.md §17.6): relative-score fusion
+/// the period the question names (SPEC.md §17): relative-score fusion
 /// scores lie in `0..=keyword + semantic weight` (2 by default), so a
 /// dated candidate overtakes an undated one that is up to this much
 /// better on the text.
@@ -672,12 +672,8 @@ impl Memdb {
             .take(NEIGHBOUR_PARENTS)
             .map(|(id, s, _)| (*id, *s))
             .collect();
-        let pairs: Vec<(u128, u128)> = self
-            .resolve_hits(&parents)?
-            .iter()
-            .map(|h| (h.message.id.as_u128(), h.message.conversation_id.as_u128()))
-            .collect();
-        let around = self.neighbour_turns(&pairs)?;
+        let ids: Vec<u128> = parents.iter().map(|(id, _)| *id).collect();
+        let around = self.neighbour_turns(&ids)?;
         let mut index: HashMap<u128, usize> =
             fused.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
         let mut moved = false;

@@ -11,6 +11,8 @@
 //! Reads go through [`ConversationsView`] (the three row tables of one
 //! snapshot, opened once) and a few index scans.
 
+use std::collections::HashMap;
+
 use memdb_format::{ConversationRecord, MessageRecord, Op, SummaryRecord};
 use redb::{
     ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata, Table, WriteTransaction,
@@ -548,6 +550,48 @@ impl<'txn> MessageTables<'txn> {
         ops.push(Op::InsertMessage(id.to_le_bytes()));
         Ok(())
     }
+}
+
+/// The ids of the turns just before and just after message `m` in its
+/// conversation ((timestamp, seq) order), each when asked for and present:
+/// two index lookups, whatever the conversation's length.
+pub(crate) fn neighbour_ids(
+    conv_messages: &impl ReadableTable<(u128, i64, u32), u128>,
+    m: &MessageRecord,
+    previous: bool,
+    next: bool,
+) -> Result<(Option<u128>, Option<u128>)> {
+    let conv = u128::from_le_bytes(m.conversation_id);
+    let at = (conv, m.timestamp, m.seq);
+    let mut out = (None, None);
+    if previous && let Some(row) = conv_messages.range((conv, i64::MIN, 0)..at)?.next_back() {
+        out.0 = Some(row?.1.value());
+    }
+    if next {
+        // The first row of the range is `m` itself.
+        if let Some(row) = conv_messages.range(at..=(conv, i64::MAX, u32::MAX))?.nth(1) {
+            out.1 = Some(row?.1.value());
+        }
+    }
+    Ok(out)
+}
+
+/// Message id → (the turn before it, the turn after it) in its
+/// conversation.
+pub(crate) type NeighbourTurns = HashMap<u128, (Option<u128>, Option<u128>)>;
+
+/// For each message of `ids` that still exists: the turns before and after
+/// it in its conversation ([`neighbour_ids`]), from one snapshot.
+pub(crate) fn neighbour_turns(txn: &ReadTransaction, ids: &[u128]) -> Result<NeighbourTurns> {
+    let messages = txn.open_table(MESSAGES)?;
+    let conv_messages = txn.open_table(CONV_MESSAGES)?;
+    let mut out = HashMap::with_capacity(ids.len());
+    for &id in ids {
+        if let Some(m) = get_message(&messages, id)? {
+            out.insert(id, neighbour_ids(&conv_messages, &m, true, true)?);
+        }
+    }
+    Ok(out)
 }
 
 /// Message ids of a conversation in (timestamp, seq) order.

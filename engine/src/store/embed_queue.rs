@@ -1,9 +1,9 @@
 //! The embedding queue in redb (SPEC.md §16): the `embed_queue` rows
-//! `(space, id)` of messages waiting to be embedded into a message space and
-//! of generic records waiting to be embedded into their kind's record space
-//! (the space names the kind), and the META pointers to the message spaces (`embed_active_space`,
-//! the space semantic search reads; `embed_next_space`, the one a rebuild is
-//! filling).
+//! `(space, id)` of messages waiting to be embedded into a message space
+//! and of generic records waiting to be embedded into their kind's record
+//! space (the space names the kind), and the META pointers to the message
+//! spaces (`embed_active_space`, the space semantic search reads;
+//! `embed_next_space`, the one a rebuild is filling).
 
 use memdb_format::{ItemRecord, MessageRecord};
 use redb::{
@@ -210,25 +210,10 @@ impl QueueReader {
         previous: bool,
         next: bool,
     ) -> Result<(Option<MessageRecord>, Option<MessageRecord>)> {
-        let conv = u128::from_le_bytes(m.conversation_id);
-        let at = (conv, m.timestamp, m.seq);
-        let mut out = (None, None);
-        if previous
-            && let Some(row) = self
-                .conv_messages
-                .range((conv, i64::MIN, 0)..at)?
-                .next_back()
-        {
-            out.0 = self.message(row?.1.value())?;
-        }
-        if next {
-            let mut after = self.conv_messages.range(at..=(conv, i64::MAX, u32::MAX))?;
-            // The first row is `m` itself.
-            if let Some(row) = after.nth(1) {
-                out.1 = self.message(row?.1.value())?;
-            }
-        }
-        Ok(out)
+        let (p, n) =
+            crate::store::conversations::neighbour_ids(&self.conv_messages, m, previous, next)?;
+        let load = |id: Option<u128>| id.map_or(Ok(None), |id| self.message(id));
+        Ok((load(p)?, load(n)?))
     }
 
     /// The generic record `id`, if it still exists.

@@ -1,4 +1,4 @@
-//! Dates in free text (SPEC.md §17.6): the date a message's metadata gives
+//! Dates in free text (SPEC.md §17, hybrid): the date a message's metadata gives
 //! its session (`"1:56 pm on 8 May, 2023"`, `"2023-05-08"`, `"May 8,
 //! 2023"`), and the period a question names (`"in May 2023"`, `"in 2023"`,
 //! `"on 8 May 2023"`, `"last month"`, `"the week before"` is not one: it
@@ -47,14 +47,6 @@ fn day(w: &str) -> Option<u32> {
     (1..=31).contains(&d).then_some(d)
 }
 
-/// Words of `s`: letters and digits, everything else a separator, lowercase.
-fn words(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_ascii_lowercase)
-        .collect()
-}
-
 /// The date of a message for questions that name a period: the first of
 /// its metadata's `session_date`, `date`, `datetime`, `session_time`,
 /// `time` or `timestamp` strings that reads as a date (the client's own
@@ -89,7 +81,7 @@ pub(crate) fn parse_date(s: &str) -> Option<NaiveDate> {
     {
         return Some(d);
     }
-    let w = words(t);
+    let w: Vec<String> = spans(t).into_iter().map(|(w, _, _)| w).collect();
     for i in 0..w.len() {
         let Some(m) = month(&w[i]) else { continue };
         // D Month YYYY
@@ -116,6 +108,13 @@ pub(crate) struct Period {
     pub(crate) start: NaiveDate,
     pub(crate) end: NaiveDate,
     pub(crate) span: (usize, usize),
+}
+
+fn year_period(y: i32) -> Option<(NaiveDate, NaiveDate)> {
+    Some((
+        NaiveDate::from_ymd_opt(y, 1, 1)?,
+        NaiveDate::from_ymd_opt(y + 1, 1, 1)?,
+    ))
 }
 
 fn month_period(y: i32, m: u32) -> Option<(NaiveDate, NaiveDate)> {
@@ -167,12 +166,16 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
     let start_of = |i: usize| if prep(i) { w[i - 1].1 } else { w[i].1 };
     for i in 0..w.len() {
         let word = w[i].0.as_str();
-        // D Month YYYY
-        if let (Some(d), Some(m), Some(y)) = (
-            day(word),
-            w.get(i + 1).and_then(|x| month(&x.0)),
-            w.get(i + 2).and_then(|x| year(&x.0)),
-        ) && let Some(start) = NaiveDate::from_ymd_opt(y, m, d)
+        // D Month YYYY or Month D YYYY: that day.
+        let at = |k: usize| w.get(i + k).map(|x| x.0.as_str());
+        let day_month = match (day(word), month(word)) {
+            (Some(d), _) => at(1).and_then(month).map(|m| (m, d)),
+            (None, Some(m)) => at(1).and_then(day).map(|d| (m, d)),
+            (None, None) => None,
+        };
+        if let Some((m, d)) = day_month
+            && let Some(y) = at(2).and_then(year)
+            && let Some(start) = NaiveDate::from_ymd_opt(y, m, d)
         {
             return Some(Period {
                 start,
@@ -181,18 +184,6 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
             });
         }
         if let Some(m) = month(word) {
-            // Month D YYYY
-            if let (Some(d), Some(y)) = (
-                w.get(i + 1).and_then(|x| day(&x.0)),
-                w.get(i + 2).and_then(|x| year(&x.0)),
-            ) && let Some(start) = NaiveDate::from_ymd_opt(y, m, d)
-            {
-                return Some(Period {
-                    start,
-                    end: start.succ_opt()?,
-                    span: (start_of(i), w[i + 2].2),
-                });
-            }
             // Month YYYY
             if let Some(y) = w.get(i + 1).and_then(|x| year(&x.0))
                 && let Some((start, end)) = month_period(y, m)
@@ -224,10 +215,7 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
         // in YYYY
         if prep(i)
             && let Some(y) = year(word)
-            && let (Some(start), Some(end)) = (
-                NaiveDate::from_ymd_opt(y, 1, 1),
-                NaiveDate::from_ymd_opt(y + 1, 1, 1),
-            )
+            && let Some((start, end)) = year_period(y)
         {
             return Some(Period {
                 start,
@@ -267,16 +255,7 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                     };
                     month_period(y, m)
                 }
-                "year" => {
-                    let y = if this { a.year() } else { a.year() - 1 };
-                    match (
-                        NaiveDate::from_ymd_opt(y, 1, 1),
-                        NaiveDate::from_ymd_opt(y + 1, 1, 1),
-                    ) {
-                        (Some(s), Some(e)) => Some((s, e)),
-                        _ => None,
-                    }
-                }
+                "year" => year_period(if this { a.year() } else { a.year() - 1 }),
                 _ => None,
             };
             if let Some((start, end)) = found {
