@@ -1,6 +1,6 @@
-//! KuraDB's model through the library (SPEC.md §23): knowledge bases with
+//! KuraDB's model through the library (SPEC.md §15): knowledge bases with
 //! KuraDB's name rule, a sync of real files on disk (text, Markdown, code,
-//! CSV; skipped, unsupported and unparsable files), keyword and semantic
+//! CSV, PDF; skipped and unparsable files), keyword and semantic
 //! search grouped by source, an unchanged chunk keeping its embedding (no
 //! model call), a removed file dismissed (never found) and revived, and
 //! knowledge bases kept apart from each other and from conversations.
@@ -116,8 +116,8 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     let embedded = || model.texts.load(Ordering::SeqCst);
     let r = db.kb_sync("my_docs").unwrap();
     assert_eq!(r.parsed, 3, "{r:?}");
-    assert_eq!(r.unsupported, 1, "{r:?}");
-    assert_eq!(r.failed, 1, "{r:?}"); // empty.txt: no content
+    // empty.txt: no content; report.pdf: not a whole PDF.
+    assert_eq!(r.failed, 2, "{r:?}");
     assert_eq!(r.skipped, 2, "{r:?}"); // photo.png by name, blob.dat by sniff
     // redb.md: 3 paragraphs; travel.txt: 1; people.csv: 6 rows = 2 chunks.
     assert_eq!(r.chunks, 6, "{r:?}");
@@ -643,4 +643,105 @@ fn html_pages_are_synced_as_their_readable_text() {
             .unwrap();
         assert!(sources(&q.keyword).is_empty(), "{markup}: {q:?}");
     }
+}
+
+/// Writes a PDF with reportlab (tests/python/make_pdf.py, in the venv of
+/// the Python tests): one page per text, `password` encrypting it.
+fn make_pdf(out: &Path, password: Option<&str>, pages: &[&str]) {
+    let mut cmd = std::process::Command::new(crate::server_e2e::venv());
+    cmd.arg(crate::server_e2e::python_dir().join("make_pdf.py"));
+    if let Some(p) = password {
+        cmd.args(["--password", p]);
+    }
+    let ok = cmd.arg(out).args(pages).status().expect("run make_pdf.py");
+    assert!(ok.success(), "make_pdf.py failed");
+}
+
+/// A real multi-page PDF (reportlab) is one chunk per page in page order,
+/// its empty page left out; a word of page 2 is found in that file; a
+/// truncated, a corrupt and a password-encrypted PDF are parse errors that
+/// leave the store as it was.
+#[test]
+fn pdf_files_are_chunked_per_page() {
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let (db, _) = open(store.path());
+    let pages = [
+        "Aardvarks dig burrows at night.\nThey eat termites.",
+        "The narwhal tusk is a long tooth.",
+        "",
+        "Quokkas live on Rottnest Island.",
+    ];
+    let atlas = inbox.path().join("atlas.pdf");
+    make_pdf(&atlas, None, &pages);
+    let bytes = std::fs::read(&atlas).unwrap();
+    write(inbox.path(), "truncated.pdf", &bytes[..bytes.len() / 2]);
+    write(
+        inbox.path(),
+        "corrupt.pdf",
+        b"%PDF-1.7\n1 0 obj << /Type /Catalog",
+    );
+    make_pdf(
+        &inbox.path().join("locked.pdf"),
+        Some("s3cret"),
+        &["Cassowaries are shy."],
+    );
+    db.kb_add("atlas", &[inbox.path().to_path_buf()]).unwrap();
+    let r = db.kb_sync("atlas").unwrap();
+    assert_eq!((r.parsed, r.failed, r.chunks), (1, 3, 3), "{r:?}");
+
+    // The chunks, in order: the text of pages 1, 2 and 4.
+    let kb = db.kb("atlas").unwrap();
+    let h = db.namespace(&kb.namespace).unwrap();
+    let docs = h.records_of_kind(memdb::kuradb::DOCUMENT).unwrap();
+    assert_eq!(docs.len(), 1, "only atlas.pdf is stored");
+    assert_eq!(docs[0].body["source"], atlas.to_string_lossy().as_ref());
+    let mut chunks = h
+        .record_children(docs[0].id, Some(memdb::kuradb::CHUNK))
+        .unwrap();
+    chunks.sort_by_key(|c| c.body["chunk"].as_u64());
+    let got: Vec<(u64, String)> = chunks
+        .iter()
+        .map(|c| (c.body["chunk"].as_u64().unwrap(), c.text.clone()))
+        .collect();
+    assert_eq!(got.len(), 3, "{got:?}");
+    for (i, (n, text)) in got.iter().enumerate() {
+        assert_eq!(*n, i as u64 + 1);
+        assert_eq!(chunks[i].body["total"], 3);
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let want = [pages[0], pages[1], pages[3]][i];
+        assert_eq!(
+            words,
+            want.split_whitespace().collect::<Vec<_>>(),
+            "chunk {n}: {text:?}"
+        );
+    }
+    assert!(
+        got[0].1.contains("night.\nThey"),
+        "page lines kept: {:?}",
+        got[0].1
+    );
+
+    // A word from page 2, found in that file's chunk 2.
+    let q = db
+        .kb_search("atlas", "narwhal", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert_eq!(sources(&q.keyword), ["atlas.pdf"]);
+    let m = &q.keyword.as_ref().unwrap()[0].matches;
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0].chunk, 2);
+    assert!(m[0].content.contains("narwhal tusk"), "{m:?}");
+    let q = db
+        .kb_search("atlas", "cassowaries", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert!(sources(&q.keyword).is_empty(), "{q:?}");
+
+    // Damaging a stored PDF keeps what the store had.
+    write(inbox.path(), "atlas.pdf", &bytes[..bytes.len() / 3]);
+    let r = db.kb_sync("atlas").unwrap();
+    assert_eq!((r.parsed, r.failed), (0, 4), "{r:?}");
+    let q = db
+        .kb_search("atlas", "quokkas", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert_eq!(q.keyword.as_ref().unwrap()[0].matches[0].chunk, 3);
 }

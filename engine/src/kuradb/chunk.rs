@@ -1,6 +1,6 @@
 //! KuraDB's parsers and chunking for the formats this build reads (SPEC.md
-//! §23.3): text, Markdown and code by paragraphs, CSV/TSV as five data rows
-//! per chunk, and the rules that decide which files are read at all (the
+//! §15.3): text, Markdown and code by paragraphs, CSV/TSV as five data rows
+//! per chunk, whole units (PDF pages) cut only when too long, and the rules that decide which files are read at all (the
 //! skip list, the UTF-8 sniff).
 
 /// Longest chunk, in characters; a longer paragraph is cut at the last
@@ -24,17 +24,13 @@ pub const SKIPPED_EXTENSIONS: &[&str] = &[
     "fig", "ttf", "otf", "woff", "woff2", "eot",
 ];
 
-/// Formats KuraDB parses with a dedicated parser that this build does not
-/// have yet: such files are counted as unsupported, never read as text.
-pub const UNSUPPORTED_EXTENSIONS: &[&str] = &["pdf"];
-
 /// How a file is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
     /// Not read (skip list, `.DS_Store`).
     Skipped,
-    /// A format this build cannot parse yet.
-    Unsupported,
+    /// A PDF document, one chunk per page (`pdf.rs`).
+    Pdf,
     /// Comma-separated values.
     Csv,
     /// Tab-separated values.
@@ -62,8 +58,8 @@ pub fn kind_of(name: &str) -> FileKind {
         .unwrap_or_default();
     if SKIPPED_EXTENSIONS.contains(&ext.as_str()) {
         FileKind::Skipped
-    } else if UNSUPPORTED_EXTENSIONS.contains(&ext.as_str()) {
-        FileKind::Unsupported
+    } else if ext == "pdf" {
+        FileKind::Pdf
     } else if ext == "csv" {
         FileKind::Csv
     } else if ext == "tsv" {
@@ -143,6 +139,15 @@ pub fn chunk_text(text: &str) -> Vec<String> {
     for p in paragraphs {
         split_long(p.trim(), &mut out);
     }
+    out
+}
+
+/// A unit that is one chunk whatever its blank lines (a PDF page): trimmed,
+/// none when empty, and cut like a long paragraph when over
+/// [`MAX_CHUNK_CHARS`].
+pub fn chunk_unit(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    split_long(text.trim(), &mut out);
     out
 }
 
@@ -307,6 +312,21 @@ mod tests {
     }
 
     #[test]
+    fn units_stay_whole_until_too_long() {
+        assert_eq!(chunk_unit("  one\n\ntwo \n"), ["one\n\ntwo"]);
+        assert!(chunk_unit(" \n\t").is_empty());
+        let page = "word. ".repeat(20_000);
+        let chunks = chunk_unit(&page);
+        assert_eq!(
+            chunks.len(),
+            2,
+            "{:?}",
+            chunks.iter().map(|c| c.len()).collect::<Vec<_>>()
+        );
+        assert!(chunks[0].ends_with('.') && chunks[0].chars().count() <= MAX_CHUNK_CHARS);
+    }
+
+    #[test]
     fn tables_render_five_rows_per_chunk() {
         let mut csv = String::from("name,,city\n");
         for i in 1..=7 {
@@ -336,7 +356,7 @@ mod tests {
     fn files_are_read_by_name_and_sniff() {
         assert_eq!(kind_of("photo.JPG"), FileKind::Skipped);
         assert_eq!(kind_of(".DS_Store"), FileKind::Skipped);
-        assert_eq!(kind_of("report.pdf"), FileKind::Unsupported);
+        assert_eq!(kind_of("report.PDF"), FileKind::Pdf);
         assert_eq!(kind_of("Plan.DOCX"), FileKind::Docx);
         assert_eq!(kind_of("deck.pptx"), FileKind::Pptx);
         assert_eq!(kind_of("book.xlsx"), FileKind::Xlsx);

@@ -1,4 +1,4 @@
-//! KuraDB's model on the store (SPEC.md §23): named knowledge bases fed by
+//! KuraDB's model on the store (SPEC.md §15): named knowledge bases fed by
 //! inbox folders, their files parsed into chunks (`chunk.rs`), and KuraDB's
 //! two searches, keyword and semantic, grouped by source file.
 //!
@@ -18,6 +18,7 @@
 
 pub mod chunk;
 pub mod office;
+pub mod pdf;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -101,8 +102,6 @@ pub struct SyncReport {
     pub dismissed: u64,
     /// Dismissed files that came back.
     pub revived: u64,
-    /// Files in formats this build cannot parse (PDF).
-    pub unsupported: u64,
     /// Files skipped: the skip list, or not UTF-8 text.
     pub skipped: u64,
     /// Files that failed to read or parse (logged; the store untouched).
@@ -243,7 +242,6 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<Seen>, skipped: &mut u64) {
 /// What parsing a file gave.
 enum Parsed {
     Chunks(Vec<String>),
-    Unsupported,
     NotText,
 }
 
@@ -254,7 +252,17 @@ fn parse_file(path: &Path, bytes: &[u8]) -> std::result::Result<Parsed, String> 
         .unwrap_or_default();
     match chunk::kind_of(&name) {
         FileKind::Skipped => Ok(Parsed::NotText),
-        FileKind::Unsupported => Ok(Parsed::Unsupported),
+        FileKind::Pdf => {
+            // One chunk per page in page order, empty pages left out.
+            let chunks: Vec<String> = pdf::pdf_pages(bytes)?
+                .iter()
+                .flat_map(|page| chunk::chunk_unit(page))
+                .collect();
+            if chunks.is_empty() {
+                return Err("parser: empty content".into());
+            }
+            Ok(Parsed::Chunks(chunks))
+        }
         FileKind::Csv => chunk::chunk_table(bytes, ',').map(Parsed::Chunks),
         FileKind::Tsv => chunk::chunk_table(bytes, '\t').map(Parsed::Chunks),
         FileKind::Docx => {
@@ -494,10 +502,6 @@ impl Memdb {
             let hash = chunk::content_hash(&bytes);
             let chunks = match parse_file(&f.path, &bytes) {
                 Ok(Parsed::Chunks(c)) => c,
-                Ok(Parsed::Unsupported) => {
-                    report.unsupported += 1;
-                    continue;
-                }
                 Ok(Parsed::NotText) => {
                     report.skipped += 1;
                     continue;
