@@ -108,7 +108,7 @@ class Bodies:
             while not words:
                 words = WORD.findall(r.choice(self.texts))
             k = min(len(words), r.randint(1, 3))
-            # Lowercase: AND, OR and NOT in capitals are query operators (§7).
+            # Lowercase: AND, OR and NOT in capitals are query operators (§16).
             return "/api/v1/query", {"query": " ".join(r.sample(words, k)).lower(), "limit": 10,
                                      "mode": "keyword"}
         body = {"query": r.choice(self.texts)[:500], "context_budget": r.choice([2000, 4000])}

@@ -26,7 +26,7 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// Namespace to read and write (SPEC §9.1): records of other namespaces
+    /// Namespace to read and write (SPEC §12): records of other namespaces
     /// are invisible. Created by its first write.
     #[arg(
         long,
@@ -47,7 +47,7 @@ pub struct Cli {
     pub embedder: EmbedderChoice,
 
     /// What a new message vector space embeds per message: `turn`,
-    /// `with-previous` or `with-neighbours` (SPEC §16.1). An existing
+    /// `with-previous` or `with-neighbours` (SPEC §10.1). An existing
     /// store keeps its rule until `memdb rebuild-embeddings` runs with
     /// another one [default: the engine's].
     #[arg(long, global = true, env = "MEMDB_PASSAGE", value_name = "RULE", value_parser = parse_passage)]
@@ -276,7 +276,7 @@ pub enum Command {
     },
 
     /// Memorg's model: sessions > conversations > topics > exchanges, memory
-    /// items, search_context and the optimizer (SPEC §22). Each action calls
+    /// items, search_context and the optimizer (SPEC §14). Each action calls
     /// the Memorg tool of the same name (`memdb tool --list`).
     Memorg {
         /// What to do.
@@ -285,7 +285,7 @@ pub enum Command {
     },
 
     /// KuraDB's knowledge bases: folders of documents, parsed into chunks,
-    /// searched by keyword and by meaning (SPEC §23).
+    /// searched by keyword and by meaning (SPEC §15).
     Kb {
         /// What to do.
         #[command(subcommand)]

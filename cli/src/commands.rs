@@ -501,7 +501,7 @@ fn search_request(args: QueryArgs) -> Result<SearchRequest> {
         query: args.text,
         mode,
         // `--mode keyword` takes the query syntax; otherwise the query is
-        // natural language (SPEC.md §7.5).
+        // natural language (SPEC.md §16.2).
         language: if mode == SearchMode::Keyword {
             QueryLanguage::Syntax
         } else {

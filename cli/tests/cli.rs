@@ -1289,7 +1289,7 @@ fn min_similarity_floors_semantic_results() {
 }
 
 /// `memdb query` without `--mode keyword` reads natural language (SPEC.md
-/// §7.5): questions naming `CS:GO`, `C++`, `node:18`, `user@host`,
+/// §16.2): questions naming `CS:GO`, `C++`, `node:18`, `user@host`,
 /// `3:30pm`, with `AND`/`OR`/`NOT` as words, `(parentheses)`, `*`, a lone
 /// `"` or a balanced `"title"` answer and find the message naming the
 /// thing, keyword-only, hybrid (the keyword side runs: no "skipped" note)

@@ -93,7 +93,7 @@ fn store_then_semantic_query_uses_the_remote_embeddings() {
         ("MEMDB_OPENAI_API_KEY", "sk-test-0123456789"),
         // Each message embedded alone: three unrelated notes in one
         // conversation, where a contextual passage would lend each the
-        // topic of the note before it (SPEC §16.1).
+        // topic of the note before it (SPEC §10.1).
         ("MEMDB_PASSAGE", "turn"),
     ];
     let body = json!({

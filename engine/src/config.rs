@@ -26,7 +26,7 @@ pub struct Config {
     /// How often a background thread makes soft text-index commits durable
     /// (fsync; default 5 s). Zero: only `flush` and `close` do. A write is
     /// durable in the store when it returns either way; this bounds what a
-    /// power loss can cost the derived index (SPEC.md §5).
+    /// power loss can cost the derived index (SPEC.md §7.2).
     pub text_checkpoint_interval: std::time::Duration,
     /// The embedding model for messages and queries (default: none, so
     /// semantic search is off and hybrid search is keyword-only). See
@@ -40,7 +40,7 @@ pub struct Config {
     /// Largest backlog embedded inline by a write (default 256).
     pub embed_inline_max: usize,
     /// What a new message space embeds for each message: the turn alone or
-    /// with its neighbouring turns (SPEC.md §16.1; default the turn and the
+    /// with its neighbouring turns (SPEC.md §10.1; default the turn and the
     /// start of the one before it). Applies to spaces created from now on
     /// (a new store, `rebuild_embeddings`); an existing space keeps the rule
     /// it was filled with.

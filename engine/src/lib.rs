@@ -3,7 +3,7 @@
 //! This crate is the engine every surface (the `memdb` CLI, `memdb-server`,
 //! MCP) calls. It owns:
 //! - the **store** (redb): conversations and messages with every Sekha field,
-//!   generic records of any other kind (SPEC §9.2), their secondary indexes
+//!   generic records of any other kind (SPEC §13), their secondary indexes
 //!   and the **oplog**; it is the source of truth;
 //! - the **text index** (tantivy): one BM25 document per message and per
 //!   record, derived from the store, caught up from the oplog or rebuilt

@@ -1,4 +1,4 @@
-//! The generic record row (table `records`, SPEC.md §3 and §9.2): one layout
+//! The generic record row (table `records`, SPEC.md §3 and §13): one layout
 //! for every record kind that is not a Sekha conversation or message
 //! (Memorg's sessions, conversations, topics, exchanges and memory items
 //! today; KuraDB's chunks next).
@@ -16,7 +16,7 @@ use crate::envelope::{self, FormatError};
 /// A generic record row (key = the record's UUID as `u128`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ItemRecord {
-    /// The record kind's code (SPEC.md §9.2 lists them).
+    /// The record kind's code (SPEC.md §13 lists them).
     pub kind: u16,
     /// The namespace id (table `namespaces`).
     pub namespace: u32,

@@ -152,7 +152,7 @@ pub enum Op {
     DeleteVector(u32, [u8; 16]),
     /// A message that did not exist before this entry was created: index it.
     /// Like [`Op::PutMessage`], but tells the text index that no earlier
-    /// document can exist for the id, so it may skip the delete (SPEC.md §5
+    /// document can exist for the id, so it may skip the delete (SPEC.md §7.3
     /// says when that is safe during replay).
     InsertMessage([u8; 16]),
     /// A summary of the conversation was stored (table `summaries`). No

@@ -1,4 +1,4 @@
-//! The stored hierarchical summary (table `summaries`, SPEC.md §3 and §16.2).
+//! The stored hierarchical summary (table `summaries`, SPEC.md §3.2 and §19.2).
 //!
 //! One record per generated summary of one conversation at one level
 //! (daily, weekly, monthly). Field order is the encoding order (postcard):

@@ -1,7 +1,7 @@
 //! Fuzzes the keyword query path: the query-complexity budget
 //! (`memdb::check_query`), text search (`Memdb::search_text`) and keyword
 //! mode of `Memdb::search`, against a small fixed store (common.rs); and
-//! the natural-language reading (SPEC.md §7.5), which must answer any text
+//! the natural-language reading (SPEC.md §16.2), which must answer any text
 //! within the length limit.
 //!
 //! Errors are fine; a panic that reaches the caller or a stack overflow

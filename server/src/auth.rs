@@ -8,7 +8,7 @@
 //! neither which key matched nor how much of a key was right. Read-only keys
 //! get 403 on writes.
 //!
-//! The middleware also decides which namespace (SPEC §9.1) the request
+//! The middleware also decides which namespace (SPEC §12) the request
 //! addresses: the `X-Memdb-Namespace` header or the `namespace` query
 //! parameter, else the key's default (`default`, or the first namespace of a
 //! key limited to a list). A key limited to namespaces gets 403 for any other

@@ -116,7 +116,7 @@ pub struct ServerConfig {
     pub api_keys: Vec<String>,
     /// Keys that may only read: writes answer 403.
     pub readonly_api_keys: Vec<String>,
-    /// Keys limited to namespaces (SPEC §9.1), each one of the keys above:
+    /// Keys limited to namespaces (SPEC §12), each one of the keys above:
     /// `[[key_namespaces]]` tables with `key` and `namespaces`. Other keys
     /// may use every namespace.
     pub key_namespaces: Vec<crate::auth::KeyNamespaces>,
@@ -161,11 +161,11 @@ pub struct ServerConfig {
     pub mcp_sessions_per_key: usize,
     /// MCP tool sets `/mcp` lists and calls (`sekha,memorg`, `all`).
     pub mcp_tools: String,
-    /// Seconds between syncs of every KuraDB knowledge base (SPEC §23.2);
+    /// Seconds between syncs of every KuraDB knowledge base (SPEC §15.2);
     /// 0 turns the watcher off. Default 10, KuraDB's interval.
     pub kb_watch_secs: u64,
     /// What a new message vector space embeds per message (`turn`,
-    /// `with-previous`, `with-neighbours`; engine SPEC §16.1). An existing
+    /// `with-previous`, `with-neighbours`; engine SPEC §10.1). An existing
     /// space keeps its rule until `memdb rebuild-embeddings`.
     pub message_passage: memdb::Passage,
 }

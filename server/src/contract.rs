@@ -130,7 +130,7 @@ pub enum Permission {
     Read,
     /// A key that may write.
     Write,
-    /// Any valid key not limited to namespaces (SPEC §9.1): the route
+    /// Any valid key not limited to namespaces (SPEC §12): the route
     /// reads across the whole store.
     StoreRead,
     /// A writing key not limited to namespaces: the route changes the
@@ -402,7 +402,7 @@ pub static ROUTES: &[Route] = &[
         |m| on(m, system::memory_stats),
         doc::<system::__path_memory_stats>,
     ),
-    // KuraDB's read-only API (SPEC §23.4).
+    // KuraDB's read-only API (SPEC §15.4).
     route(
         Get,
         "/api/health",
@@ -748,7 +748,7 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
         call: tools::memory_stats,
         render: text::stats,
     },
-    // Memorg (SPEC §22.10).
+    // Memorg (SPEC §14.10).
     &Tool {
         name: "create_session",
         summary: "Create a Memorg session for a user",
@@ -931,7 +931,7 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
         call: memorg_tools::get_item_context,
         render: text::json,
     },
-    // KuraDB (SPEC §23.4).
+    // KuraDB (SPEC §15.4).
     &Tool {
         name: "list_rag",
         summary: "List RAG knowledge base databases",

@@ -109,7 +109,7 @@ pub async fn serve(
     } else {
         None
     };
-    // Syncs the KuraDB knowledge bases' folders (SPEC §23.2).
+    // Syncs the KuraDB knowledge bases' folders (SPEC §15.2).
     let watcher = if config.kb_watch_secs > 0 {
         Some(
             memdb::kuradb::watch::KbWatcher::spawn(

@@ -17,7 +17,7 @@ pub struct Spec {
     pub mode: Mode,
     /// How the keyword side reads the query: natural language for
     /// `/api/v1/query` and the MCP searches, syntax for `/api/v1/search/fts`
-    /// (SPEC.md §7.5).
+    /// (SPEC.md §16.2).
     pub language: QueryLanguage,
     /// Scope.
     pub filter: Filter,

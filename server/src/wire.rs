@@ -147,7 +147,7 @@ pub struct FolderUpdate {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
-    /// Namespace to address (SPEC §9.1); the same as the
+    /// Namespace to address (SPEC §12); the same as the
     /// `X-Memdb-Namespace` header. Read by the auth layer, not the handler.
     pub namespace: Option<String>,
     /// Exact label.
@@ -169,7 +169,7 @@ pub struct ListParams {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct CountParams {
-    /// Namespace to address (SPEC §9.1); the same as the
+    /// Namespace to address (SPEC §12); the same as the
     /// `X-Memdb-Namespace` header. Read by the auth layer, not the handler.
     pub namespace: Option<String>,
     /// Exact label.
@@ -263,7 +263,7 @@ pub struct FtsBody {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ExportParams {
-    /// Namespace to address (SPEC §9.1); the same as the
+    /// Namespace to address (SPEC §12); the same as the
     /// `X-Memdb-Namespace` header. Read by the auth layer, not the handler.
     pub namespace: Option<String>,
     /// Exact label.
@@ -279,7 +279,7 @@ pub struct ExportParams {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct StatsParams {
-    /// Namespace to address (SPEC §9.1); the same as the
+    /// Namespace to address (SPEC §12); the same as the
     /// `X-Memdb-Namespace` header. Read by the auth layer, not the handler.
     pub namespace: Option<String>,
     /// Folder prefix.

@@ -1,4 +1,4 @@
-//! Memorg's model on the store (SPEC.md §22.9), through the library: the
+//! Memorg's model on the store (SPEC.md §14.9), through the library: the
 //! hierarchy built by query, `add_exchange` with persisted importance and
 //! one vector, `search_context` in every scope with real scores and match
 //! types, namespaces keeping two users apart, memory items with tags,

@@ -1,4 +1,4 @@
-//! Natural-language questions (SPEC.md §7.5): what a person or an agent
+//! Natural-language questions (SPEC.md §16.2): what a person or an agent
 //! asks, with `CS:GO`, `C++`, `node:18`, `user@host`, `3:30pm`, `AND`/`OR`/
 //! `NOT` as words, `(parentheses)`, `*`, a lone `"` and a balanced
 //! `"title"` in it, answers through every natural-language surface (the

@@ -1,4 +1,4 @@
-//! Generic records (SPEC.md §9.2): adding a record kind is registering one
+//! Generic records (SPEC.md §13): adding a record kind is registering one
 //! `RecordKind` value, here a test-only kind defined in this module. The
 //! generic machinery stores it, full-text indexes it, embeds it, filters it
 //! (namespace, kind, ancestor scope, tags, allow-list) inside both searches,

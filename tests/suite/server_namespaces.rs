@@ -1,4 +1,4 @@
-//! Namespaces on memdb-server (SPEC §9.1): a request addresses one with the
+//! Namespaces on memdb-server (SPEC §12): a request addresses one with the
 //! `X-Memdb-Namespace` header or the `namespace` query parameter, and a key
 //! limited to namespaces never reads, searches (keyword, semantic, hybrid),
 //! exports, counts or assembles context from another one, through REST, the

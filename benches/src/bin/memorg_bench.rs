@@ -1,4 +1,4 @@
-//! Memorg on memdb, measured (issue: Memorg's model; SPEC.md §22.9):
+//! Memorg on memdb, measured (issue: Memorg's model; SPEC.md §14.9):
 //!
 //! 1. `search_context` latency over N exchanges (default 100,000), query
 //!    embedding excluded: every query is run once first, so its vector comes

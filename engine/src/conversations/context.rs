@@ -1,4 +1,4 @@
-//! Context assembly (SPEC.md §16.1): the four phases that turn a query into
+//! Context assembly (SPEC.md §19.1): the four phases that turn a query into
 //! the messages an LLM should see, within a token budget.
 //!
 //! 1. **Recall**: semantic top 200 (excluded folders removed), every message
@@ -46,7 +46,7 @@ pub const MAX_CONTEXT_BUDGET: usize = 2_000_000;
 /// Most entries in `preferred_labels` or `excluded_folders`.
 pub const MAX_CONTEXT_LIST: usize = 100;
 /// Longest accepted query, in bytes: the one query limit of every surface
-/// (SPEC §7.4).
+/// (SPEC §16.1).
 pub const MAX_CONTEXT_QUERY_BYTES: usize = crate::text::budget::QueryLimits::DEFAULT.max_bytes;
 /// Label-match value when the conversation's label is preferred (Sekha: 5.0,
 /// so a match adds `0.2 · 5 = 1.0` to the score).
@@ -279,7 +279,7 @@ struct Candidate {
 }
 
 impl Memdb {
-    /// Assembles context for `req` (SPEC.md §16.1). Reads only; writes nothing.
+    /// Assembles context for `req` (SPEC.md §19.1). Reads only; writes nothing.
     pub fn assemble_context(&self, req: &ContextRequest) -> Result<AssembledContext> {
         let (preferred, excluded) = validate_request(req)?;
         let now = req.now.unwrap_or_else(now);

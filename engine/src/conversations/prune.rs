@@ -1,4 +1,4 @@
-//! Pruning (SPEC.md §16.3): which conversations to keep, review, archive or
+//! Pruning (SPEC.md §19.3): which conversations to keep, review, archive or
 //! delete, by age, importance and inactivity, with the estimated savings;
 //! and executing the chosen archive or delete in one transaction.
 //!
@@ -273,7 +273,7 @@ pub(crate) fn judge(
 }
 
 impl Memdb {
-    /// Pruning suggestions (SPEC.md §16.3). Reads only.
+    /// Pruning suggestions (SPEC.md §19.3). Reads only.
     pub fn prune_suggestions(&self, req: &PruneRequest) -> Result<PruneReport> {
         let check_days = |field: &str, d: u32, min: u32| {
             if d < min || d > MAX_DAYS {

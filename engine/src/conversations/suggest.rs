@@ -1,4 +1,4 @@
-//! Label suggestions and importance scores (SPEC.md §16.4).
+//! Label suggestions and importance scores (SPEC.md §19.4).
 //!
 //! Both have a heuristic default that needs no model and is deterministic
 //! given the store: labels from the conversation's distinctive words
@@ -253,7 +253,7 @@ impl Memdb {
         Ok((labels, df, docs))
     }
 
-    /// Label suggestions for a conversation (SPEC.md §16.4). Reads only.
+    /// Label suggestions for a conversation (SPEC.md §19.4). Reads only.
     pub fn suggest_labels(
         &self,
         conversation_id: Uuid,
@@ -373,7 +373,7 @@ impl Memdb {
         Ok(out)
     }
 
-    /// Importance of one message (SPEC.md §16.4). Reads only.
+    /// Importance of one message (SPEC.md §19.4). Reads only.
     pub fn score_message(
         &self,
         message_id: Uuid,
@@ -481,7 +481,7 @@ fn score_text(text: &str, model: Option<&dyn ChatModel>) -> ImportanceScore {
     out
 }
 
-/// The heuristic suggestions (SPEC.md §16.4 gives the confidences).
+/// The heuristic suggestions (SPEC.md §19.4 gives the confidences).
 fn heuristic_labels(
     conv: &ConversationRecord,
     texts: &[(String, String)],

@@ -1,4 +1,4 @@
-//! Hierarchical summaries (SPEC.md §16.2): daily summaries of a
+//! Hierarchical summaries (SPEC.md §19.2): daily summaries of a
 //! conversation's last 24 hours, weekly ones from the dailies of the last 7
 //! days, monthly ones from the weeklies of the last 30 days, with 200/500/
 //! 1000-word targets. Every generated summary is persisted in the
@@ -385,7 +385,7 @@ fn summary_from(conv: u128, key_id: u128, r: &SummaryRecord) -> Result<Summary> 
 
 impl Memdb {
     /// Generates, persists and returns a summary of `req.level` (SPEC.md
-    /// §16.2). A weekly with no dailies in its window first generates the
+    /// §19.2). A weekly with no dailies in its window first generates the
     /// daily; a monthly with no weeklies first generates the weekly. With
     /// nothing at all to summarize, the result has `persisted: false`.
     pub fn summarize(

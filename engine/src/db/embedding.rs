@@ -36,7 +36,7 @@ pub struct SpaceModel {
     pub space: String,
     /// The model whose vectors it holds.
     pub model: ModelIdentity,
-    /// What each message's vector was computed from (§16.1).
+    /// What each message's vector was computed from (§10.1).
     pub passage: Passage,
     /// Messages waiting to be embedded into it.
     pub pending: u64,
@@ -121,7 +121,7 @@ pub(crate) struct Pipeline {
     /// Query embeddings computed but not yet in the redb cache: a query
     /// never waits for the write lock to cache its vector. The next writer
     /// stores them in its own transaction, or the query itself when the
-    /// lock is free (SPEC.md §16.4).
+    /// lock is free (SPEC.md §10.4).
     pub(crate) cache_pending: Mutex<Vec<query_cache::PendingEntry>>,
 }
 

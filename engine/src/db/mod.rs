@@ -4,7 +4,7 @@
 //! secondary indexes, one oplog entry) → commit (durable) → apply the entry to
 //! the text index. Searches first bring the text index up to the store's LSN
 //! and (soft-)commit it, so a write that returned is visible to the next
-//! search; a maintenance thread merges and checkpoints the index (§5).
+//! search; a maintenance thread merges and checkpoints the index (§7).
 
 pub(crate) mod embedding;
 pub(crate) mod namespace;
@@ -642,13 +642,13 @@ impl Memdb {
     }
 
     /// BM25 hits as (message id, score), best first, for a query in the
-    /// query syntax (SPEC.md §7).
+    /// query syntax (SPEC.md §16).
     pub(crate) fn text_hits(&self, query: &TextQuery) -> Result<Vec<(u128, f32)>> {
         self.text_hits_as(query, Reading::Syntax)
     }
 
     /// BM25 hits for a query read as `reading` says (syntax, or natural
-    /// language: SPEC.md §7.5).
+    /// language: SPEC.md §16.2).
     pub(crate) fn text_hits_as(
         &self,
         query: &TextQuery,
@@ -827,7 +827,7 @@ impl Memdb {
         })
     }
 
-    /// The row cache's size and hit/miss counters since open (SPEC §8.1).
+    /// The row cache's size and hit/miss counters since open (SPEC §17.2).
     pub fn row_cache_stats(&self) -> RowCacheStats {
         self.rows.stats()
     }

@@ -1,4 +1,4 @@
-//! Generic records as the engine exposes them (SPEC.md §9.2): one set of
+//! Generic records as the engine exposes them (SPEC.md §13): one set of
 //! operations for every record kind that is not a Sekha conversation or
 //! message. A kind is a [`RecordKind`] value (a code and a name); the
 //! machinery here stores its rows (`store/records.rs`), full-text indexes
@@ -44,7 +44,7 @@ const MAX_TAG_BYTES: usize = 128;
 pub const MAX_RECORD_JSON_BYTES: usize = 256 * 1024;
 
 /// A record kind: a stable code (stored in every row and index key) and a
-/// name (errors, SPEC). Codes 1..=99 are memdb's (SPEC.md §9.2); 1000 and
+/// name (errors, SPEC). Codes 1..=99 are memdb's (SPEC.md §13); 1000 and
 /// up are free for applications and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RecordKind {
@@ -673,7 +673,7 @@ impl Memdb {
 
     /// Builds a new generation of a record space whose delta (plus
     /// tombstones) reached `Config::vector_compact_backlog` and the size of
-    /// its generation (the message pipeline's geometric rule, SPEC §16.2),
+    /// its generation (the message pipeline's geometric rule, SPEC §9.2),
     /// so the oplog can be trimmed and a reopen replays little.
     fn compact_record_space_if_due(&self, space: &VectorSpace) -> Result<()> {
         let threshold = self.config().vector_compact_backlog;

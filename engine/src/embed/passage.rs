@@ -1,4 +1,4 @@
-//! What text a message's vector is computed from (SPEC.md §16.1).
+//! What text a message's vector is computed from (SPEC.md §10.1).
 //!
 //! A conversation turn often means little alone ("Yes, last Tuesday!"): what
 //! it answers is in the turn before. A contextual passage embeds the turn

@@ -1,4 +1,4 @@
-//! Choosing an embedder by name (SPEC.md §20.6): `none`, `hashing`,
+//! Choosing an embedder by name (SPEC.md §23.6): `none`, `hashing`,
 //! `local`, `auto` (the local model when it is installed, else none) or
 //! `openai`, with the OpenAI settings and the models directory. The CLI and
 //! memdb-server both build their embedder here, so they accept the same

@@ -1,4 +1,4 @@
-//! DOCX, PPTX and XLSX text (SPEC.md §23.3). DOCX and PPTX are zip archives of XML parts,
+//! DOCX, PPTX and XLSX text (SPEC.md §15.3). DOCX and PPTX are zip archives of XML parts,
 //! read with the `zip` and `quick-xml` crates. DOCX gives its paragraphs
 //! (the body, then its endnotes, footers, footnotes and headers in part-name
 //! order; a table row is one paragraph with its cells joined by ` | `);

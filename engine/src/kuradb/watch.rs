@@ -1,4 +1,4 @@
-//! The knowledge-base watcher (SPEC.md §23.2): a background thread that
+//! The knowledge-base watcher (SPEC.md §15.2): a background thread that
 //! syncs every registered knowledge base on a fixed interval, as KuraDB's
 //! daemon scans its inboxes every 10 seconds. Polling works the same on
 //! local and network filesystems; a base added while it runs is picked up

@@ -180,7 +180,7 @@ impl OpenAiChat {
     }
 }
 
-/// The summarizer, label and importance paths (§18) take any `ChatModel`;
+/// The summarizer, label and importance paths (§19) take any `ChatModel`;
 /// this is the one that talks to a real endpoint.
 impl crate::llm::ChatModel for OpenAiChat {
     fn complete(&self, system: &str, user: &str, max_tokens: u32) -> Result<String> {

@@ -1,4 +1,4 @@
-//! Metadata filters with Chroma's `where` semantics (SPEC.md §22.2),
+//! Metadata filters with Chroma's `where` semantics (SPEC.md §14.2),
 //! parsed once (every error names its path) and then evaluated over an
 //! item's `serde_json` metadata, so vector and text search can apply them
 //! while they collect candidates instead of after.

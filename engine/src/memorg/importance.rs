@@ -1,4 +1,4 @@
-//! Exchange importance (SPEC.md §22.5): a base score from the exchange's
+//! Exchange importance (SPEC.md §14.5): a base score from the exchange's
 //! content and Memorg's two prioritization strategies over it.
 //!
 //! Memorg's `MemorgSystem.add_exchange` stores every exchange with

@@ -1,5 +1,5 @@
 //! Memory-item kinds, search scopes and tag edits (Memorg's
-//! `memory/core.py` and `models.py`, SPEC.md §22.1).
+//! `memory/core.py` and `models.py`, SPEC.md §14.1).
 //!
 //! A memory item's type is one of Memorg's seven `MemoryType` values; any
 //! other string becomes `custom` and keeps the original string as its

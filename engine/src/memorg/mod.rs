@@ -1,4 +1,4 @@
-//! Memorg's model, the storage-independent half (SPEC.md §22): the logic of
+//! Memorg's model, the storage-independent half (SPEC.md §14): the logic of
 //! PyPI `memorg` 0.1.2 as it documents itself, working where its code is
 //! broken, as pure functions and data structures over plain values.
 //!

@@ -1,5 +1,5 @@
 //! The context-window optimizer (Memorg's `window_optimizer.py` and
-//! `ExtractiveSummarization`), without a model, SPEC.md §22.8.
+//! `ExtractiveSummarization`), without a model, SPEC.md §14.8.
 //!
 //! - [`HeadTail`] is `ProgressiveSummarization` as Memorg's architecture
 //!   page documents it: long content collapses to its head and tail with

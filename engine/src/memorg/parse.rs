@@ -1,5 +1,5 @@
 //! An exchange message's parsed content as Memorg documents it
-//! (`ParsedContent`: entities, intents, sentiment), SPEC.md §22.3.
+//! (`ParsedContent`: entities, intents, sentiment), SPEC.md §14.3.
 //!
 //! Memorg 0.1.2 declares the fields and never fills them: every message is
 //! stored with `ParsedContent(entities=[], intents=[], sentiment=None)`,

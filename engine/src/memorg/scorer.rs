@@ -1,5 +1,5 @@
 //! The multi-factor scorer behind `search_context` (Memorg's
-//! `MultiFactorScorer` and `RetrievalSystem.rank_results`), SPEC.md §22.6.
+//! `MultiFactorScorer` and `RetrievalSystem.rank_results`), SPEC.md §14.6.
 //!
 //! `score = 0.4 · semantic + 0.3 · temporal + 0.3 · importance`, summed
 //! over the factors that apply and not renormalized (Memorg's rule):

@@ -1,4 +1,4 @@
-//! Memorg's model on the store (SPEC.md §22.9): sessions > conversations >
+//! Memorg's model on the store (SPEC.md §14.9): sessions > conversations >
 //! topics > exchanges and memory items as generic record kinds
 //! (`db/records.rs`), and the operations of Memorg's `MemorgSystem`:
 //! `create_session`, `start_conversation`, `create_topic`, `add_exchange`,
@@ -67,7 +67,7 @@ pub const MAX_TITLE_BYTES: usize = 4096;
 /// Longest `user_id`, in bytes.
 pub const MAX_USER_ID_BYTES: usize = 256;
 /// Longest `search_context`/`search_memory` query, in bytes (the
-/// natural-language budget of SPEC.md §7.5).
+/// natural-language budget of SPEC.md §16.2).
 pub const MAX_QUERY_BYTES: usize = 8 * 1024;
 
 fn check_len(field: &'static str, s: &str, max: usize) -> Result<()> {
@@ -161,7 +161,7 @@ pub struct Topic {
 pub struct ExchangeMessage {
     /// The text as given.
     pub raw_content: String,
-    /// Entities, intents and sentiment (SPEC.md §22.3).
+    /// Entities, intents and sentiment (SPEC.md §14.3).
     pub parsed_content: ParsedContent,
 }
 
@@ -715,7 +715,7 @@ impl Memdb {
         Ok(Some(id))
     }
 
-    /// Memorg's `search_context` (SPEC.md §22.9): candidates from the
+    /// Memorg's `search_context` (SPEC.md §14.9): candidates from the
     /// vector index (2 × `max_results` × `page`) and the full-text index
     /// (the same number) inside the scope, scored by the multi-factor
     /// scorer, paginated. Query entities come from the heuristic extractor.

@@ -1,4 +1,4 @@
-//! Temporal constraints from query text, without a model (SPEC.md §22.4).
+//! Temporal constraints from query text, without a model (SPEC.md §14.4).
 //!
 //! Memorg's scorer has a temporal factor and a TEMPORAL match type but its
 //! query processor never sets `temporal_constraints`, so neither ever

@@ -1,5 +1,5 @@
 //! Memorg's working memory (`WorkingMemory(capacity)`): a token-budgeted
-//! buffer of context snippets, as a pure data structure (SPEC.md §22.7).
+//! buffer of context snippets, as a pure data structure (SPEC.md §14.7).
 //!
 //! `allocate(content, priority)` counts the content's tokens and keeps it
 //! if it fits. When it does not, allocations are evicted **lowest priority

@@ -428,14 +428,14 @@ pub struct CheckReport {
     /// LSN the text index has applied.
     pub text_index_lsn: u64,
     /// LSN of the text index's last checkpoint (durable through a power
-    /// loss; SPEC.md §5).
+    /// loss; SPEC.md §7).
     #[serde(default)]
     pub text_durable_lsn: u64,
     /// Searchable segments in the text index (tiered merges keep this near
     /// `8 x log8(documents)` at most).
     #[serde(default)]
     pub text_segments: u64,
-    /// Generic records in the store (SPEC.md §9.2).
+    /// Generic records in the store (SPEC.md §13).
     #[serde(default)]
     pub records: u64,
     /// Generic-record documents in the text index.
@@ -444,7 +444,7 @@ pub struct CheckReport {
 }
 
 /// Where the text index stands against the store, cheap to read (no scan;
-/// for metrics). LSNs as in SPEC.md §5.
+/// for metrics). LSNs as in SPEC.md §7.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TextIndexStatus {

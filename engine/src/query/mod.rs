@@ -2,7 +2,7 @@
 //! (SPEC.md §"Search modes"): keyword (BM25 on the text index), semantic
 //! (the query's embedding against the message vector space) and hybrid
 //! (both rankings fused, by default by relative score with every
-//! candidate's similarity; SPEC.md §17). Every surface
+//! candidate's similarity; SPEC.md §18). Every surface
 //! (CLI, REST, MCP) calls this; none ranks anything itself.
 
 use std::collections::{HashMap, HashSet};
@@ -26,7 +26,7 @@ const MIN_FUSION_DEPTH: usize = 50;
 
 /// The keyword side of a hybrid search whose query is read as syntax
 /// ([`QueryLanguage::Syntax`]; natural language builds the same shape in
-/// the text index, SPEC.md §7.5). A plain query (no quotes,
+/// the text index, SPEC.md §16.2). A plain query (no quotes,
 /// operators, field filters or wildcards) keeps every word for scoring but
 /// requires a match on at least one content (non-stop) word:
 /// `+(content words) all words`. So a message that matches only "in" or
@@ -67,7 +67,7 @@ pub fn hybrid_keyword_query(query: &str) -> Option<String> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
-    /// BM25 over the text index, with the query syntax of SPEC.md §7.
+    /// BM25 over the text index, with the query syntax of SPEC.md §16.
     Keyword,
     /// Cosine similarity of the query's embedding to message embeddings.
     Semantic,
@@ -102,7 +102,7 @@ impl std::str::FromStr for SearchMode {
     }
 }
 
-/// How the keyword side of a search reads the query text (SPEC.md §7.5).
+/// How the keyword side of a search reads the query text (SPEC.md §16.2).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum QueryLanguage {
@@ -116,7 +116,7 @@ pub enum QueryLanguage {
     /// and stray quotes are text. Never a syntax error: only the length
     /// limit applies.
     Natural,
-    /// memdb's query syntax (SPEC.md §7): operators, fields, prefixes,
+    /// memdb's query syntax (SPEC.md §16): operators, fields, prefixes,
     /// phrases; a syntax error is `InvalidInput`.
     Syntax,
 }
@@ -148,7 +148,7 @@ pub enum FusionMethod {
     Rrf,
 }
 
-/// Weights of hybrid fusion. SPEC.md §17 has the measurements behind the
+/// Weights of hybrid fusion. SPEC.md §18.2 has the measurements behind the
 /// default.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FusionWeights {
@@ -164,7 +164,7 @@ pub struct FusionWeights {
     pub method: FusionMethod,
     /// Neighbour expansion: the share of a top candidate's fused score its
     /// previous and next turn enter with (0..=1, default 0.5; 0 turns it
-    /// off). SPEC.md §17.
+    /// off). SPEC.md §18.3.
     #[serde(default = "default_neighbours")]
     pub neighbours: f32,
 }
@@ -401,7 +401,7 @@ fn sort_fused(out: &mut [(u128, f32, ScoreExplain)]) {
 }
 
 /// What hybrid search adds to the fused score of a candidate dated inside
-/// the period the question names (SPEC.md §17): relative-score fusion
+/// the period the question names (SPEC.md §18): relative-score fusion
 /// scores lie in `0..=keyword + semantic weight` (2 by default), so a
 /// dated candidate overtakes an undated one that is up to this much
 /// better on the text.
@@ -467,7 +467,7 @@ impl Memdb {
         let natural = req.language.is_natural(req.mode);
         if req.mode != SearchMode::Semantic {
             // Over budget is refused outright, not skipped as a keyword
-            // side that does not parse is (SPEC §7.4). Natural language
+            // side that does not parse is (SPEC §16.1). Natural language
             // can only be too long.
             if natural {
                 crate::text::budget::check_natural(&req.query)?;
@@ -655,7 +655,7 @@ impl Memdb {
         Ok(())
     }
 
-    /// Neighbour expansion (SPEC.md §17): the turns just before and after
+    /// Neighbour expansion (SPEC.md §18.3): the turns just before and after
     /// each of the first [`NEIGHBOUR_PARENTS`] fused candidates enter with
     /// `share` of that candidate's score (or keep their own when higher),
     /// so the reply to a matching question ("Yes, last Tuesday!") can come
@@ -765,7 +765,7 @@ impl Memdb {
         };
         let natural = req.language.is_natural(req.mode);
         let keyword_query = if natural {
-            // Natural language (SPEC.md §7.5): the text index requires a
+            // Natural language (SPEC.md §16.2): the text index requires a
             // content word itself; without one, a keyword match would be
             // one through stop words only.
             if !crate::text::natural::has_words(&req.query) {

@@ -1,4 +1,4 @@
-//! The embedding queue in redb (SPEC.md §16): the `embed_queue` rows
+//! The embedding queue in redb (SPEC.md §10): the `embed_queue` rows
 //! `(space, id)` of messages waiting to be embedded into a message space
 //! and of generic records waiting to be embedded into their kind's record
 //! space (the space names the kind), and the META pointers to the message

@@ -1,4 +1,4 @@
-//! The query-embedding cache in redb (SPEC.md §16.4): `query_cache` (key
+//! The query-embedding cache in redb (SPEC.md §10.4): `query_cache` (key
 //! `provider ␟ model ␟ dim ␟ metric ␟ query` → a `memdb_format::QueryCacheEntry`,
 //! SPEC.md §4.2) and `query_cache_order` (`seq` → key, the FIFO eviction
 //! order). The key is built here; the value's bytes are `memdb-format`'s.

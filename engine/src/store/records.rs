@@ -1,5 +1,5 @@
 //! Generic records (tables `records`, `record_children`, `ns_records_by_kind`,
-//! SPEC.md §3 and §9.2): the rows of every record kind that is not a Sekha
+//! SPEC.md §3 and §13): the rows of every record kind that is not a Sekha
 //! conversation or message, their parent → child index and their
 //! per-namespace, per-kind listing in creation order.
 //!

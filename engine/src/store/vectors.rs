@@ -1,4 +1,4 @@
-//! Vector spaces and vectors in redb (SPEC.md §3, §15): the `vector_spaces`
+//! Vector spaces and vectors in redb (SPEC.md §3, §9): the `vector_spaces`
 //! registry with the `next_vector_space_id` META key, the `vectors` rows
 //! (their byte layout is `memdb_format::encode_vector`, SPEC.md §4.1), the
 //! `vector_tombstones`, and the snapshot reads a vector filter resolves to

@@ -1,5 +1,5 @@
 //! The query-complexity budget: what a keyword query may ask of the parser
-//! and the index, checked before anything parses it (SPEC.md §7.4).
+//! and the index, checked before anything parses it (SPEC.md §16.1).
 //!
 //! tantivy's query grammar recurses once per parenthesis, field group
 //! (`field:(…)`) and `NOT` keyword, and compiles every regex (a DFA whose
@@ -39,7 +39,7 @@ pub struct QueryLimits {
 }
 
 impl QueryLimits {
-    /// The limits every surface applies (SPEC.md §7.4).
+    /// The limits every surface applies (SPEC.md §16.1).
     pub const DEFAULT: QueryLimits = QueryLimits {
         max_bytes: 8 * 1024,
         max_depth: 32,

@@ -1,7 +1,7 @@
 //! The text index's maintenance thread: it runs the tiered merges commits
 //! leave behind (so a search that committed does not wait for a merge), and
 //! makes soft commits durable every [`crate::Config::text_checkpoint_interval`]
-//! (SPEC.md §5).
+//! (SPEC.md §7.2).
 
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, RwLock};

@@ -1,4 +1,4 @@
-//! The tokenizer of generic records' text (`rtext`, SPEC.md §6): words as
+//! The tokenizer of generic records' text (`rtext`, SPEC.md §5): words as
 //! tantivy's simple tokenizer cuts them (runs of alphanumeric characters),
 //! except that runs of CJK ideographs, kana and hangul become overlapping
 //! character bigrams (a lone character stays a unigram), as Lucene's

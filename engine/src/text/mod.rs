@@ -15,7 +15,7 @@
 //! [`SoftDirectory`]) and made durable by [`TextIndex::checkpoint`]; after a
 //! crash the index is the last checkpoint's and the oplog replays the rest;
 //! merges are tiered and run
-//! under the writer lock (SPEC.md §5, §6).
+//! under the writer lock (SPEC.md §7, §8).
 
 pub(crate) mod budget;
 pub(crate) mod checkpoint;
@@ -63,7 +63,7 @@ use softdir::SoftDirectory;
 /// Bumped when the tantivy schema or analysis changes; an index built with
 /// another version is rebuilt on open. 3: the layout of 2 (fast-field ids),
 /// bumped because commit 98050f2 wrote version-2 indexes while background
-/// merges could still leave duplicate documents (SPEC.md §5), so those are
+/// merges could still leave duplicate documents (SPEC.md §8), so those are
 /// not trusted. 4: adds `content_pairs` (two-word phrases, `pairs.rs`).
 /// 6: generic records (`rkind`, `rtext`, `rscope`, `rtags`). 7: `rtext`
 /// tokenized with CJK bigrams (`cjk.rs`).
@@ -287,9 +287,9 @@ pub(crate) struct RecordTextFilter<'a> {
 /// How [`TextIndex::search`] reads the query text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reading {
-    /// memdb's query syntax (SPEC.md §7): parsed, within the budget.
+    /// memdb's query syntax (SPEC.md §16): parsed, within the budget.
     Syntax,
-    /// Natural language (`natural.rs`, SPEC.md §7.5): words and balanced
+    /// Natural language (`natural.rs`, SPEC.md §16.2): words and balanced
     /// quoted phrases, never parsed; only its length is limited.
     Natural,
 }
@@ -613,7 +613,7 @@ impl TextIndex {
     /// Applies oplog entries (in LSN order) by reading the current store state.
     ///
     /// `InsertMessage(id)` adds the document without first deleting `id`
-    /// when no document for it can exist (SPEC.md §5): every document
+    /// when no document for it can exist (SPEC.md §7.3): every document
     /// already in the index was built from a store snapshot older than the
     /// entry (`lsn > read_lsn`), and no earlier op of this call added `id`.
     /// Otherwise (a replay whose earlier ops read the current state, which
@@ -861,7 +861,7 @@ impl TextIndex {
         self.durable.load(Ordering::Acquire)
     }
 
-    /// Parses the query syntax (SPEC.md §6) into a tantivy query.
+    /// Parses the query syntax (SPEC.md §16) into a tantivy query.
     fn parse(&self, query: &str) -> Result<Box<dyn Query>> {
         if let Some(quote) = unbalanced_quote(query) {
             return Err(Error::invalid(
@@ -893,7 +893,7 @@ impl TextIndex {
         let f = self.fields;
         // The parser recurses per nesting level and compiles regexes as it
         // goes: every keyword search passes here, and nothing over the
-        // budget goes further (SPEC §7.4).
+        // budget goes further (SPEC §16.1).
         let user = match reading {
             Reading::Syntax => {
                 crate::text::budget::check(query_text)?;

@@ -1,5 +1,5 @@
 //! Natural-language keyword queries: what a person or an agent types, read
-//! as words, never as query syntax (SPEC.md §7.5).
+//! as words, never as query syntax (SPEC.md §16.2).
 //!
 //! `Which tournaments besides CS:GO?` is a question, not a field filter;
 //! `C++`, `node:18`, `user@host`, `3:30pm`, `(maybe)`, `*`, `AND` and a
@@ -19,7 +19,7 @@
 //! word is a content word (not one of NLTK's English function words,
 //! `util/keywords.rs`), a match on at least one content word or phrase is
 //! required: `+(content words) all words`, the shape the hybrid keyword
-//! side has had since it was measured (SPEC.md §17). So `AND`, `OR` and
+//! side has had since it was measured (SPEC.md §18.2). So `AND`, `OR` and
 //! `NOT` are ordinary (stop) words. Nothing here can fail, recurse or build
 //! a regex or prefix term: the only limit a natural-language query has is
 //! its length (`budget.rs`).
@@ -108,7 +108,7 @@ pub(crate) fn has_words(text: &str) -> bool {
 
 /// Whether the natural-language query `text` has a content word or phrase:
 /// without one, its keyword side would match messages only through stop
-/// words (hybrid search then skips it, SPEC.md §17).
+/// words (hybrid search then skips it, SPEC.md §18.2).
 pub(crate) fn has_content(text: &str) -> bool {
     chunks(text).iter().any(chunk_is_content)
 }

@@ -9,7 +9,7 @@
 //! the positional phrase query matches (both use the `en_stem` analysis
 //! and require consecutive positions; tested below), but BM25 counts the
 //! pair as one rarer term over the pair field's lengths, so its scores
-//! differ from the positional query's (SPEC.md §6).
+//! differ from the positional query's (SPEC.md §17.1).
 
 use tantivy::tokenizer::{BoxTokenStream, TextAnalyzer, Token, TokenStream, Tokenizer};
 

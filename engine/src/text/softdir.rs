@@ -1,5 +1,5 @@
 //! A tantivy [`Directory`] that separates visibility from durability, like
-//! Lucene's refresh and flush (SPEC.md §5 "Soft commits and checkpoints").
+//! Lucene's refresh and flush (SPEC.md §7.2 "Soft commits and checkpoints").
 //!
 //! **Staging.** Files tantivy writes are kept in memory until the next
 //! checkpoint: a tantivy commit ("soft commit") makes documents searchable

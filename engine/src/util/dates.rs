@@ -1,4 +1,4 @@
-//! Dates in free text (SPEC.md §17, hybrid): the date a message's metadata gives
+//! Dates in free text (SPEC.md §18.3, hybrid): the date a message's metadata gives
 //! its session (`"1:56 pm on 8 May, 2023"`, `"2023-05-08"`, `"May 8,
 //! 2023"`), and the period a question names (`"in May 2023"`, `"in 2023"`,
 //! `"on 8 May 2023"`, `"last month"`, `"the week before"` is not one: it

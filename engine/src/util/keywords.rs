@@ -4,7 +4,7 @@
 
 /// English function words: NLTK's English stop word list, the one list of
 /// the engine. Hybrid search's keyword side requires a word outside it
-/// (SPEC.md §17 measured with exactly this list; rerun the quality harness
+/// (SPEC.md §18.2 measured with exactly this list; rerun the quality harness
 /// before changing it).
 const FUNCTION_WORDS: &[&str] = &[
     "i",

@@ -113,7 +113,7 @@ impl Forwarder {
         })
     }
 
-    /// The same forwarder addressing namespace `name` (SPEC §9.1).
+    /// The same forwarder addressing namespace `name` (SPEC §12).
     pub fn with_namespace(mut self, name: Option<String>) -> Self {
         self.namespace = name;
         self

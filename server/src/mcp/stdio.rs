@@ -32,7 +32,7 @@ pub struct McpArgs {
     pub models_dir: Option<PathBuf>,
     /// Settings of the `openai` embedder.
     pub openai: OpenAiSettings,
-    /// The namespace every tool call addresses (SPEC §9.1) [default:
+    /// The namespace every tool call addresses (SPEC §12) [default:
     /// `default`].
     pub namespace: Option<String>,
     /// The tool sets served (`--tools`).

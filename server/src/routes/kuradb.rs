@@ -4,7 +4,7 @@
 //! branches that ran, an empty one as `[]`). Each calls the engine's
 //! knowledge-base functions, as the `list_rag`/`search_rag` tools do; the
 //! answers are KuraDB's. Errors are memdb's `{error, code}` body with
-//! KuraDB's messages (SPEC §23.4).
+//! KuraDB's messages (SPEC §15.4).
 
 use axum::extract::State;
 use memdb::kuradb::RagTarget;

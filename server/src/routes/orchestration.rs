@@ -1,5 +1,5 @@
 //! Orchestration routes: context assembly, summaries, pruning, label
-//! suggestion, importance scoring. The engine does the work (SPEC.md §18)
+//! suggestion, importance scoring. The engine does the work (SPEC.md §19)
 //! and its result types already carry the SDK's field names; these routes
 //! parse, call and serialize them. Summaries use the extractive summarizer
 //! and labels/importance the heuristics (no LLM is configured here).

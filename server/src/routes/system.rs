@@ -240,7 +240,7 @@ pub async fn stats(
     Ok(Json(Envelope::ok(out)))
 }
 
-/// The namespaces the key may see (SPEC §9.1), with their conversation
+/// The namespaces the key may see (SPEC §12), with their conversation
 /// counts: every namespace holding records for an unlimited key, those of
 /// its list for a key limited to namespaces.
 #[utoipa::path(get, path = "/api/v1/namespaces", tag = "conversations",
@@ -279,7 +279,7 @@ pub async fn memory_stats(
     State(s): State<AppState>,
     Json(body): Json<MemoryStatsBody>,
 ) -> Result<Json<StatsOut>, ApiError> {
-    // Dates bound conversations' `updated_at` here (SPEC §9).
+    // Dates bound conversations' `updated_at` here (SPEC §11).
     let filter = body.filters.to_filter()?;
     let out = s
         .run(move |db| Ok(StatsOut::from(db.stats(&filter)?)))
