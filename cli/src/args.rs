@@ -465,10 +465,12 @@ pub enum KbAction {
         /// Its name.
         name: String,
     },
-    /// Sync every knowledge base every INTERVAL seconds until stopped
-    /// (Ctrl-C): KuraDB's daemon loop, in the foreground.
+    /// Sync every knowledge base on file changes, and every INTERVAL
+    /// seconds as the fallback, until stopped (Ctrl-C): KuraDB's daemon
+    /// loop, in the foreground.
     Watch {
-        /// Seconds between passes.
+        /// Seconds between polling passes (the fallback: change events
+        /// sync a base within about a second).
         #[arg(long, default_value_t = 10)]
         interval: u64,
     },

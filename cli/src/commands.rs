@@ -352,7 +352,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                         None => None,
                     };
                     eprintln!(
-                        "watching every knowledge base every {}s (Ctrl-C stops)",
+                        "watching every knowledge base: on change, and every {}s (Ctrl-C stops)",
                         interval.max(1)
                     );
                     // Each file is one transaction: stopping at any point

@@ -374,6 +374,63 @@ fn the_watcher_syncs_on_its_own() {
     assert!(KbWatcher::spawn(db.clone(), std::time::Duration::ZERO).is_err());
 }
 
+/// With polling set to an hour, change events alone keep bases in step: a
+/// file written into the inbox (in a new subfolder) is found within
+/// seconds, a changed one is re-read, a removed one's chunks are
+/// dismissed, and a base registered while the watcher runs is synced and
+/// watched; all with no polling pass but the first.
+#[test]
+fn change_events_sync_without_waiting_for_the_poll() {
+    use memdb::kuradb::watch::KbWatcher;
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let (db, _) = open(store.path());
+    db.kb_add("events", &[inbox.path().to_path_buf()]).unwrap();
+    let hour = std::time::Duration::from_secs(3600);
+    let started = std::time::Instant::now();
+    let watcher = KbWatcher::spawn(db.clone(), hour).unwrap();
+    let stats = watcher.stats();
+    eventually("the first pass ran", || {
+        stats.passes.load(Ordering::Acquire) == 1
+    });
+    assert!(
+        stats.events.load(Ordering::Acquire),
+        "no change events here"
+    );
+    let found = |kb: &str, q: &str| {
+        let r = db.kb_search(kb, q, Some(RagTarget::Keyword), 10).unwrap();
+        sources(&r.keyword)
+    };
+    write(inbox.path(), "sub/echidna.md", b"echidnas lay eggs\n");
+    eventually("a new file is searchable", || {
+        found("events", "echidnas") == ["echidna.md"]
+    });
+    write(inbox.path(), "sub/echidna.md", b"echidnas eat termites\n");
+    eventually("a changed file is re-read", || {
+        found("events", "termites") == ["echidna.md"] && found("events", "eggs").is_empty()
+    });
+    std::fs::remove_file(inbox.path().join("sub/echidna.md")).unwrap();
+    eventually("a removed file is dismissed", || {
+        found("events", "echidnas").is_empty()
+    });
+    let second = tempfile::tempdir().unwrap();
+    write(second.path(), "bilby.md", b"bilbies burrow\n");
+    db.kb_add("later", &[second.path().to_path_buf()]).unwrap();
+    eventually("a base added later is synced", || {
+        found("later", "bilbies") == ["bilby.md"]
+    });
+    write(second.path(), "numbat.md", b"numbats eat termites too\n");
+    eventually("a base added later is watched", || {
+        found("later", "numbats") == ["numbat.md"]
+    });
+    // Only the first pass polled: events did the rest, well within the hour.
+    assert_eq!(stats.passes.load(Ordering::Acquire), 1);
+    assert!(stats.event_syncs.load(Ordering::Acquire) >= 5);
+    assert_eq!(stats.failures.load(Ordering::Relaxed), 0);
+    assert_eq!(stats.watch_errors.load(Ordering::Relaxed), 0);
+    assert!(started.elapsed() < hour);
+}
+
 /// memdb-server runs the watcher (`kb_watch_secs`): a file dropped into an
 /// inbox while the server runs becomes searchable over `/api/search`.
 #[test]
