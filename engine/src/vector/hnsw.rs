@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use memdb_format::{GenerationEncoder, GenerationParts, MAX_DIMENSION, Metric};
 
 use super::VectorError;
+use super::aligned::AlignedF32;
 use super::distance::{DistFn, distance_fn, prefetch_lines};
 use super::search::{
     Cand, Filter, GraphStore, Scratch, ScratchPool, Strategy, greedy, knn, search_layer,
@@ -72,7 +73,7 @@ pub(crate) struct Hnsw {
     m0: usize,
     ml: f64,
     dist: DistFn,
-    vectors: Vec<f32>,
+    vectors: AlignedF32,
     ids: Vec<u128>,
     levels: Vec<u8>,
     layer0: Vec<AtomicU32>,
@@ -128,7 +129,7 @@ impl Hnsw {
             m0: 2 * params.m,
             ml: 1.0 / (params.m as f64).ln(),
             dist: distance_fn(metric),
-            vectors: Vec::new(),
+            vectors: AlignedF32::default(),
             ids: Vec::new(),
             levels: Vec::new(),
             layer0: Vec::new(),
@@ -497,7 +498,7 @@ impl Hnsw {
             lsn,
             generation,
             entry_point: self.entry_point().map(|(n, _)| n),
-            vectors: &self.vectors,
+            vectors: self.vectors.as_slice(),
             ids: &self.ids,
             levels: &self.levels,
             layer0: &layer0,
@@ -546,6 +547,7 @@ impl GraphStore for Hnsw {
     fn vector(&self, node: u32) -> &[f32] {
         let start = node as usize * self.dim;
         self.vectors
+            .as_slice()
             .get(start..start + self.dim)
             .unwrap_or_default()
     }

@@ -37,6 +37,7 @@
 // `bench-internals` feature.
 #![allow(dead_code)]
 
+mod aligned;
 mod distance;
 mod hnsw;
 pub(crate) mod index;

@@ -16,6 +16,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
+use super::aligned::AlignedF32;
 use super::distance::{DistFn, prefetch_lines};
 
 /// Vectors whose loads are started ahead of the distance computation that
@@ -373,6 +374,10 @@ pub(crate) fn knn<G: GraphStore>(
     if n == 0 || k == 0 {
         return Vec::new();
     }
+    // The stored vectors start cache lines (`aligned.rs`); so does the
+    // query, so no SIMD load of either straddles two lines.
+    let q = AlignedF32::from(q);
+    let q = q.as_slice();
     let ef = ef.max(k);
     let exact_if = |allowed: usize| match strategy {
         Strategy::Auto => allowed <= exact_threshold(n, ef),
