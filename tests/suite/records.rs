@@ -256,3 +256,81 @@ fn records_are_namespaced_and_bad_input_writes_nothing() {
     }
     assert_eq!(db.count_records(BOOKMARK).unwrap(), 1);
 }
+
+/// A handle with a model of its own: same provider and name as `open`'s,
+/// another dimension (as OpenAI's models take a `dimensions` parameter).
+fn open_with_dimension(dir: &std::path::Path, dimension: u32) -> Memdb {
+    let e = Arc::new(Hashing::new(dimension).expect("hashing embedder"));
+    Memdb::open_with(dir, Config::with_embedder(e)).expect("open")
+}
+
+fn record_space_dimensions(db: &Memdb) -> Vec<u32> {
+    let mut dims: Vec<u32> = db
+        .vector_spaces()
+        .unwrap()
+        .iter()
+        .filter(|s| s.name.starts_with("records/"))
+        .map(|s| s.dimension)
+        .collect();
+    dims.sort_unstable();
+    dims
+}
+
+#[test]
+fn records_are_reembedded_by_a_rebuild_for_another_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let namespaced = db.namespace("other").unwrap();
+    let a = bookmark(&db, None, "postgres vacuum tuning guide", &[]);
+    let c = bookmark(&db, None, "lisbon travel tips for march", &[]);
+    let theirs = bookmark(&namespaced, None, "lisbon travel tips for march", &[]);
+    // Kept keyword-only: no vector under any model, so a rebuild leaves it.
+    let plain = db
+        .create_record(
+            BOOKMARK,
+            NewRecord {
+                text: "lisbon tram map".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .id;
+    assert_eq!(db.count_record_vectors(BOOKMARK).unwrap(), 2);
+    drop((db, namespaced));
+
+    // Same provider and model name, another dimension: its own space, not
+    // the 64-dimensional one (a write used to fail on the dimension).
+    let db = open_with_dimension(dir.path(), 96);
+    assert_eq!(db.count_record_vectors(BOOKMARK).unwrap(), 0);
+    let d = bookmark(&db, None, "redb transactions explained", &[]);
+    assert_eq!(db.count_record_vectors(BOOKMARK).unwrap(), 1);
+    assert_eq!(record_space_dimensions(&db), [64, 64, 96]);
+    let found = db
+        .search_records("lisbon travel", &filter(&[BOOKMARK]), 10, true)
+        .unwrap();
+    assert!(found.semantic.iter().all(|h| h.0 == d), "{found:?}");
+
+    // The rebuild re-embeds what had a vector, in every namespace, and
+    // drops the other model's spaces once they are replaced.
+    db.rebuild_embeddings(&mut |_| {}).unwrap();
+    assert_eq!(db.count_record_vectors(BOOKMARK).unwrap(), 3);
+    assert!(db.record_vector(BOOKMARK, a).unwrap().is_some());
+    assert!(db.record_vector(BOOKMARK, plain).unwrap().is_none());
+    assert_eq!(db.count_record_pending(BOOKMARK).unwrap(), 0);
+    assert_eq!(record_space_dimensions(&db), [96, 96]);
+    let found = db
+        .search_records("lisbon travel", &filter(&[BOOKMARK]), 1, true)
+        .unwrap();
+    assert_eq!(ids(&found.semantic), [c]);
+    let other = db.namespace("other").unwrap();
+    assert_eq!(other.count_record_vectors(BOOKMARK).unwrap(), 1);
+    let found = other
+        .search_records("lisbon travel", &filter(&[BOOKMARK]), 1, true)
+        .unwrap();
+    assert_eq!(ids(&found.semantic), [theirs]);
+    assert!(db.check().unwrap().is_consistent());
+    // Nothing left to do: a second rebuild queues nothing and keeps all.
+    db.rebuild_embeddings(&mut |_| {}).unwrap();
+    assert_eq!(db.count_record_vectors(BOOKMARK).unwrap(), 3);
+    assert_eq!(record_space_dimensions(&db), [96, 96]);
+}

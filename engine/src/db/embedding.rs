@@ -150,7 +150,7 @@ fn space_by_id(txn: &redb::ReadTransaction, id: u32) -> Result<Option<VectorSpac
     }
 }
 
-fn model_of(space: &VectorSpace) -> Result<ModelIdentity> {
+pub(crate) fn model_of(space: &VectorSpace) -> Result<ModelIdentity> {
     serde_json::from_value(space.model.clone()).map_err(|e| Error::Corrupted {
         what: format!("vector space {:?}", space.name),
         reason: format!("model identity: {e}"),
@@ -662,8 +662,11 @@ impl Memdb {
 
     /// Re-embeds every message with the configured model into a new vector
     /// space and switches to it when done (the old space keeps serving
-    /// searches until then). Resumable: calling it again after an
-    /// interruption continues the same rebuild.
+    /// searches until then). Records (Memorg, KuraDB, application kinds)
+    /// that have vectors under another model are re-embedded into this
+    /// model's space of their namespace and kind, and the other model's
+    /// space is deleted once nothing is left to embed. Resumable: calling it
+    /// again after an interruption continues the same rebuild.
     pub fn rebuild_embeddings(
         &self,
         progress: &mut dyn FnMut(EmbedProgress),
@@ -695,8 +698,11 @@ impl Memdb {
                     self.start_space(&id, passage, which)?;
                 }
             }
+            self.queue_record_rebuild(&id)?;
         }
-        self.embed_pending(None, progress)
+        let report = self.embed_pending(None, progress)?;
+        self.drop_superseded_record_spaces(&id)?;
+        Ok(report)
     }
 
     /// Deletes message spaces that are neither active nor being rebuilt

@@ -22,6 +22,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::db::Memdb;
+use crate::db::embedding::model_of;
+use crate::embed::ModelIdentity;
 use crate::error::{Error, Result};
 use crate::store::embed_queue::{self, QueueWriter};
 use crate::store::records::{self as rows, RecordsView};
@@ -341,18 +343,44 @@ impl Memdb {
         let Some(e) = self.config().embedder.as_ref() else {
             return Ok(None);
         };
-        let model = e.identity();
         let ns = self.ns_read()?;
-        let name = format!(
-            "{RECORD_SPACE_PREFIX}{ns}/{}/{}/{}",
-            kind.code, model.provider, model.name
+        self.record_space_for(ns, kind.code, &e.identity(), create)
+    }
+
+    /// The record space of namespace `ns`, kind `code` and `model`,
+    /// creating it if `create`. Its name is
+    /// `records/<ns>/<kind>/<provider>/<name>`; when that name is already
+    /// taken by a space of the same provider and name but another dimension
+    /// or metric (OpenAI's models take a dimension), this model's space is
+    /// `<that name>#<dimension>-<metric>`, so two such models never share a
+    /// space and a store written before the suffix existed keeps its names.
+    pub(crate) fn record_space_for(
+        &self,
+        ns: u32,
+        code: u16,
+        model: &ModelIdentity,
+        create: bool,
+    ) -> Result<Option<VectorSpace>> {
+        let base = format!(
+            "{RECORD_SPACE_PREFIX}{ns}/{code}/{}/{}",
+            model.provider, model.name
         );
-        match self.vector_space(&name) {
+        let suffixed = format!("{base}#{}-{:?}", model.dimension, model.metric).to_lowercase();
+        let base_free = match self.vector_space(&base) {
+            Ok(s) if model_of(&s).ok().as_ref() == Some(model) => return Ok(Some(s)),
+            Ok(_) => false,
+            Err(Error::NotFound { .. }) => true,
+            Err(e) => return Err(e),
+        };
+        // The suffixed name is looked up even when the base name is free:
+        // the space it was suffixed against may have been deleted since.
+        match self.vector_space(&suffixed) {
             Ok(s) => Ok(Some(s)),
             Err(Error::NotFound { .. }) if create => {
+                let name = if base_free { base } else { suffixed };
                 let mut spec = SpaceSpec::new(name, model.dimension, model.metric);
                 spec.model = Some(
-                    serde_json::to_value(&model)
+                    serde_json::to_value(model)
                         .map_err(|e| Error::Embedding(format!("model identity: {e}")))?,
                 );
                 Ok(Some(self.create_vector_space(&spec)?))
@@ -906,6 +934,74 @@ impl Memdb {
             }
         }
         Ok(out)
+    }
+
+    /// Record spaces of every model but `model`, with the namespace and
+    /// kind code their names carry.
+    fn foreign_record_spaces(&self, model: &ModelIdentity) -> Result<Vec<(VectorSpace, u32, u16)>> {
+        let mut out = Vec::new();
+        for s in self.vector_spaces()? {
+            let Some(rest) = s.name.strip_prefix(RECORD_SPACE_PREFIX) else {
+                continue;
+            };
+            let mut parts = rest.splitn(3, '/');
+            let ns = parts.next().and_then(|p| p.parse::<u32>().ok());
+            let code = parts.next().and_then(|p| p.parse::<u16>().ok());
+            if let (Some(ns), Some(code)) = (ns, code)
+                && model_of(&s).ok().as_ref() != Some(model)
+            {
+                out.push((s, ns, code));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The record half of `rebuild-embeddings`: for every record space of
+    /// another model, creates `model`'s space of the same namespace and
+    /// kind and queues every record that has a vector there and none yet
+    /// in `model`'s space (so a rebuild that was interrupted resumes). The
+    /// embedding pass then embeds each record's text; a record written
+    /// when no model was configured has no vector anywhere and stays
+    /// keyword-only. Returns the number of records queued.
+    pub(crate) fn queue_record_rebuild(&self, model: &ModelIdentity) -> Result<u64> {
+        let mut queued = 0;
+        for (old, ns, code) in self.foreign_record_spaces(model)? {
+            let Some(target) = self.record_space_for(ns, code, model, true)? else {
+                continue;
+            };
+            let ids: Vec<u128> = {
+                let txn = self.store.read()?;
+                let rows = VectorRows::open(&txn)?;
+                let have: HashSet<u128> = rows.ids(target.id)?.into_iter().collect();
+                rows.ids(old.id)?
+                    .into_iter()
+                    .filter(|id| !have.contains(id))
+                    .collect()
+            };
+            if ids.is_empty() {
+                continue;
+            }
+            queued += ids.len() as u64;
+            self.write(|txn, _| embed_queue::enqueue(txn, target.id, ids.iter().copied()))?;
+        }
+        Ok(queued)
+    }
+
+    /// After a rebuild's pass: deletes each record space of another model
+    /// whose namespace and kind now have a `model` space with nothing left
+    /// to embed. Returns the number of spaces deleted.
+    pub(crate) fn drop_superseded_record_spaces(&self, model: &ModelIdentity) -> Result<usize> {
+        let mut dropped = 0;
+        for (old, ns, code) in self.foreign_record_spaces(model)? {
+            let Some(target) = self.record_space_for(ns, code, model, false)? else {
+                continue;
+            };
+            if embed_queue::queued(&self.store.read()?, target.id)? == 0 {
+                self.delete_vector_space(&old.name)?;
+                dropped += 1;
+            }
+        }
+        Ok(dropped)
     }
 
     /// Every record vector space of namespace `ns` (any kind, any model).

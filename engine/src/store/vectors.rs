@@ -246,6 +246,15 @@ impl VectorRows {
         Ok(())
     }
 
+    /// The record ids of every vector of space `space`, in id order.
+    pub(crate) fn ids(&self, space: u32) -> Result<Vec<u128>> {
+        let mut out = Vec::new();
+        for row in self.vectors.range((space, 0u128)..=(space, u128::MAX))? {
+            out.push(row?.0.value().1);
+        }
+        Ok(out)
+    }
+
     /// The number of vectors in space `space`.
     pub(crate) fn count(&self, space: u32) -> Result<u64> {
         let mut count = 0;
