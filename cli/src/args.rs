@@ -292,6 +292,16 @@ pub enum Command {
         action: KbAction,
     },
 
+    /// Run memdb-server in the background on the data directory: start,
+    /// stop, status, restart. Its endpoint is `<data>/server.json`, its log
+    /// `<data>/server.log`. Needs an API key: `MEMDB_API_KEY`. (Supervisors
+    /// such as systemd run `memdb serve` in the foreground instead.)
+    Daemon {
+        /// What to do.
+        #[command(subcommand)]
+        action: DaemonAction,
+    },
+
     /// Install or check the local embedding model (all-MiniLM-L6-v2 and
     /// ONNX Runtime), verified against pinned SHA-256 sums.
     Model {
@@ -421,6 +431,51 @@ pub enum MemorgAction {
     Delete {
         /// The record.
         id: String,
+    },
+}
+
+/// `memdb daemon` actions.
+#[derive(Debug, Subcommand)]
+pub enum DaemonAction {
+    /// Fork memdb-server on a loopback port, wait until it answers, print
+    /// its endpoint. A running server is reported, not started twice; a
+    /// stale endpoint file (its process gone) is replaced.
+    Start {
+        /// Pin the port [default: random in 10000-65535, ten tries].
+        #[arg(long)]
+        port: Option<u16>,
+        /// Seconds to wait for the server to answer.
+        #[arg(long, default_value_t = 30.0)]
+        wait: f64,
+        /// More `memdb serve` flags, after `--` (not `--listen`: use
+        /// `--port`).
+        #[arg(last = true, value_name = "SERVE_ARGS")]
+        serve_args: Vec<std::ffi::OsString>,
+    },
+    /// SIGTERM the server (it drains and removes its endpoint file), then
+    /// SIGKILL after the timeout.
+    Stop {
+        /// Seconds to wait after SIGTERM before SIGKILL.
+        #[arg(long, default_value_t = 5.0)]
+        timeout: f64,
+    },
+    /// Whether a server runs, where, since when. Exit 0 running, 1 a
+    /// stale endpoint file or a server not answering, 3 not running.
+    Status,
+    /// Stop, then start (on the same port unless `--port` says otherwise).
+    Restart {
+        /// Pin the port [default: the old one, else random].
+        #[arg(long)]
+        port: Option<u16>,
+        /// Seconds to wait for the server to answer.
+        #[arg(long, default_value_t = 30.0)]
+        wait: f64,
+        /// Seconds to wait after SIGTERM before SIGKILL.
+        #[arg(long, default_value_t = 5.0)]
+        timeout: f64,
+        /// More `memdb serve` flags, after `--`.
+        #[arg(last = true, value_name = "SERVE_ARGS")]
+        serve_args: Vec<std::ffi::OsString>,
     },
 }
 

@@ -414,6 +414,7 @@ pub fn run(cli: Cli) -> Result<Output> {
         // main.rs runs the server before dispatching here.
         Command::Serve(_) => anyhow::bail!("`memdb serve` is not a one-shot command"),
         Command::Mcp { .. } => anyhow::bail!("`memdb mcp` is not a one-shot command"),
+        Command::Daemon { .. } => anyhow::bail!("`memdb daemon` is run by `daemon::run`"),
         Command::Embed { status } => {
             let (db, note) = open_embedding()?;
             with_db(db, |db| {

@@ -7,7 +7,8 @@
 //! rules belong to the engine.
 //!
 //! Exit codes are decided in one place, [`exit_code`]: 0 success, 1 runtime
-//! error (one `error: ...` line on stderr), 2 usage error (clap's message).
+//! error (one `error: ...` line on stderr), 2 usage error (clap's message),
+//! 3 `daemon status` finding no server (LSB's "program is not running").
 //! `anyhow` is used here and in no library.
 //!
 //! What it is not: a server or an MCP endpoint: `serve` and `mcp` hand over
@@ -15,6 +16,7 @@
 
 mod args;
 mod commands;
+mod daemon;
 mod embedder;
 mod input;
 mod mcp;
@@ -61,6 +63,16 @@ fn main() -> ExitCode {
             namespace,
             ..
         }) => return mcp::run(data, embedder, models, openai, namespace, &tools),
+        Ok(cli) if matches!(cli.command, Command::Daemon { .. }) => match daemon::run(&cli) {
+            Ok(report) => Outcome::Done {
+                output: Box::new(Output::Daemon(report)),
+                json: cli.json,
+            },
+            Err(error) => Outcome::Failed {
+                error,
+                json: cli.json,
+            },
+        },
         Ok(cli) => {
             let json = cli.json;
             match commands::run(cli) {
@@ -81,6 +93,7 @@ fn exit_code(outcome: Outcome) -> ExitCode {
     const SUCCESS: u8 = 0;
     const FAILURE: u8 = 1;
     const USAGE: u8 = 2;
+    const NOT_RUNNING: u8 = 3;
     let code = match outcome {
         Outcome::Usage(e) => {
             let _ = e.print();
@@ -89,6 +102,7 @@ fn exit_code(outcome: Outcome) -> ExitCode {
         }
         Outcome::Done { output, json } => match print_stdout(&output.render(json)) {
             Ok(()) => match output.failure() {
+                None if output.not_running() => NOT_RUNNING,
                 None => SUCCESS,
                 Some(reason) => {
                     eprintln!("error: {}", one_line(&reason));

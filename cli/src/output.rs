@@ -79,6 +79,8 @@ pub enum Output {
     },
     /// `model install`, `model status`.
     Model(crate::model::Report),
+    /// `daemon start|stop|status|restart`.
+    Daemon(crate::daemon::Report),
 }
 
 /// Where an export went.
@@ -154,6 +156,7 @@ impl Output {
             Output::Page(p) => to_value(p),
             Output::Count(n) => json!({ "count": n }),
             Output::Tool { data, .. } => data.clone(),
+            Output::Daemon(r) => r.data.clone(),
             Output::Changed { conversation, .. } => to_value(conversation),
             Output::Deleted {
                 id,
@@ -331,6 +334,7 @@ impl Output {
             }
             Output::Count(n) => line(o, format_args!("{n}")),
             Output::Tool { text, .. } => line(o, format_args!("{text}")),
+            Output::Daemon(r) => line(o, format_args!("{}", r.text)),
             Output::Changed {
                 action,
                 conversation: c,
@@ -471,10 +475,25 @@ impl Output {
         out
     }
 
+    /// `daemon status` found no server (exit 3).
+    pub fn not_running(&self) -> bool {
+        matches!(
+            self,
+            Output::Daemon(crate::daemon::Report {
+                exit: crate::daemon::Exit::NotRunning,
+                ..
+            })
+        )
+    }
+
     /// A one-line reason the command failed although it produced output
     /// (`check` finding an inconsistency).
     pub fn failure(&self) -> Option<String> {
         match self {
+            Output::Daemon(crate::daemon::Report {
+                exit: crate::daemon::Exit::Failed(why),
+                ..
+            }) => Some(why.clone()),
             Output::Check(r) if !r.is_consistent() => Some(format!(
                 "text index is inconsistent with the store ({} missing, {} extra, {} messages vs {} indexed); run `memdb reindex`",
                 r.missing_from_index.len(),

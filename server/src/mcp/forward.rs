@@ -1,8 +1,8 @@
 //! The endpoint file of a running memdb-server and the forwarder `memdb mcp`
 //! uses when that server holds the data directory.
 //!
-//! memdb-server writes `<data>/server.json` (`{"url", "pid"}`) once it
-//! listens and removes it on shutdown. A second process that finds the store
+//! memdb-server writes `<data>/server.json` (`{"url", "pid", "started_at"}`)
+//! once it listens and removes it on shutdown (`memdb daemon` reads it too). A second process that finds the store
 //! locked by that pid sends each tool call to the server's
 //! `POST /mcp/tools/{tool}` route (with `MEMDB_API_KEY`) instead of opening
 //! the store, so two processes never write one store. HTTP through ureq
@@ -31,6 +31,10 @@ pub struct Endpoint {
     pub url: String,
     /// The server's process id.
     pub pid: u32,
+    /// When the server started listening (RFC 3339, UTC); absent in files
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
 }
 
 /// Removes the endpoint file when dropped (if it is still this process's).
@@ -63,6 +67,7 @@ pub fn write_endpoint(dir: &Path, addr: SocketAddr) -> std::io::Result<EndpointG
     let endpoint = Endpoint {
         url: local_url(addr),
         pid: std::process::id(),
+        started_at: Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
     };
     let path = dir.join(ENDPOINT_FILE);
     let tmp = dir.join(format!("{ENDPOINT_FILE}.{}.tmp", endpoint.pid));
@@ -189,6 +194,11 @@ mod tests {
         let e = read_endpoint(dir.path()).unwrap();
         assert_eq!(e.url, "http://127.0.0.1:8123");
         assert_eq!(e.pid, std::process::id());
+        let started = e.started_at.as_deref().unwrap();
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(started).is_ok(),
+            "{started}"
+        );
         drop(guard);
         assert!(read_endpoint(dir.path()).is_none());
     }
@@ -198,6 +208,7 @@ mod tests {
         let e = Endpoint {
             url: "https://example.invalid".into(),
             pid: 1,
+            started_at: None,
         };
         assert!(Forwarder::new(&e, "k".into()).is_err());
     }
