@@ -377,8 +377,9 @@ fn the_watcher_syncs_on_its_own() {
 /// With polling set to an hour, change events alone keep bases in step: a
 /// file written into the inbox (in a new subfolder) is found within
 /// seconds, a changed one is re-read, a removed one's chunks are
-/// dismissed, and a base registered while the watcher runs is synced and
-/// watched; all with no polling pass but the first.
+/// dismissed, a base registered while the watcher runs is synced and
+/// watched, and an inbox folder removed and made again is watched again;
+/// all with no polling pass but the first.
 #[test]
 fn change_events_sync_without_waiting_for_the_poll() {
     use memdb::kuradb::watch::KbWatcher;
@@ -422,6 +423,20 @@ fn change_events_sync_without_waiting_for_the_poll() {
     write(second.path(), "numbat.md", b"numbats eat termites too\n");
     eventually("a base added later is watched", || {
         found("later", "numbats") == ["numbat.md"]
+    });
+    // An inbox folder removed and made again is watched again.
+    std::fs::remove_dir_all(second.path()).unwrap();
+    eventually("a removed folder's files are dismissed", || {
+        found("later", "numbats").is_empty()
+    });
+    std::fs::create_dir(second.path()).unwrap();
+    write(second.path(), "quoll.md", b"quolls hunt at night\n");
+    eventually("a folder made again is watched again", || {
+        found("later", "quolls") == ["quoll.md"]
+    });
+    write(second.path(), "dunnart.md", b"dunnarts are tiny\n");
+    eventually("and its later changes seen", || {
+        found("later", "dunnarts") == ["dunnart.md"]
     });
     // Only the first pass polled: events did the rest, well within the hour.
     assert_eq!(stats.passes.load(Ordering::Acquire), 1);

@@ -15,7 +15,9 @@
 //!
 //! The registry is re-read every [`REFRESH`]: a base added while the
 //! watcher runs is synced and watched within that (no restart), a removed
-//! one unwatched. Syncs are idempotent (an unchanged file is skipped by
+//! one unwatched, and an inbox folder that was removed or renamed itself is
+//! watched again once it exists (and its base synced, as changes made
+//! before the watch was back were not seen). Syncs are idempotent (an unchanged file is skipped by
 //! size and mtime), so a spurious trigger costs one folder walk. A failed
 //! sync is logged and counted, and retried on the next trigger.
 
@@ -68,6 +70,9 @@ struct State {
     dirty: HashMap<String, (Instant, Instant)>,
     /// Every inbox folder with its base's namespace, to route events.
     folders: Vec<(PathBuf, String)>,
+    /// Inbox folders removed or renamed themselves: their watch is gone
+    /// (or follows the old directory) and is set up again once they exist.
+    lost: HashSet<PathBuf>,
 }
 
 #[derive(Default)]
@@ -154,6 +159,18 @@ fn on_event(shared: &Shared, stats: &WatchStats, res: notify::Result<Event>) {
             true
         }
     };
+    if let Ok(ev) = &res
+        && matches!(
+            ev.kind,
+            EventKind::Remove(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
+        )
+    {
+        for p in &ev.paths {
+            if st.folders.iter().any(|(f, _)| f == p) {
+                st.lost.insert(p.clone());
+            }
+        }
+    }
     let hit: Vec<String> = st
         .folders
         .iter()
@@ -236,6 +253,8 @@ impl Loop {
                         .collect();
                     self.known = bases.iter().map(|kb| kb.namespace.clone()).collect();
                     if !new.is_empty() {
+                        // Synced now: the marks of their new watches are covered.
+                        self.shared.lock().dirty.retain(|ns, _| !new.contains(ns));
                         self.sync_namespaces(&new);
                     }
                 }
@@ -298,7 +317,13 @@ impl Loop {
             .iter()
             .flat_map(|kb| kb.inbox.iter().map(|f| (f.clone(), kb.namespace.clone())))
             .collect();
+        let lost = std::mem::take(&mut self.shared.lock().lost);
+        let mut rewatched = Vec::new();
         if let Some(w) = self.watcher.as_mut() {
+            for f in lost {
+                let _ = w.unwatch(&f);
+                self.watched.remove(&f);
+            }
             let want: HashSet<PathBuf> = folders.iter().map(|(f, _)| f.clone()).collect();
             for gone in self.watched.difference(&want).cloned().collect::<Vec<_>>() {
                 let _ = w.unwatch(&gone);
@@ -309,23 +334,42 @@ impl Loop {
                 self.unwatchable.clear();
             }
             for f in &want {
-                if self.watched.contains(f) || self.unwatchable.contains(f) {
+                // A missing folder is watched once it exists (a sync of it
+                // logs that it cannot be read).
+                if self.watched.contains(f) || self.unwatchable.contains(f) || !f.is_dir() {
                     continue;
                 }
                 match w.watch(f, RecursiveMode::Recursive) {
                     Ok(()) => {
                         self.watched.insert(f.clone());
+                        if self.unwatchable.remove(f) || !retry {
+                            rewatched.push(f.clone());
+                        }
                     }
                     Err(e) => {
-                        self.stats.watch_errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(folder = %f.display(), error = %e,
-                            "kuradb watcher: cannot watch folder; polling it");
-                        self.unwatchable.insert(f.clone());
+                        // Logged and counted once per folder, not per retry.
+                        if self.unwatchable.insert(f.clone()) {
+                            self.stats.watch_errors.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(folder = %f.display(), error = %e,
+                                "kuradb watcher: cannot watch folder; polling it");
+                        }
                     }
                 }
             }
         }
-        self.shared.lock().folders = folders;
+        let mut st = self.shared.lock();
+        // Changes made before a watch was (re)established were not seen:
+        // outside a polling pass (which syncs everything), sync its base.
+        if !retry {
+            let now = Instant::now();
+            for f in &rewatched {
+                if let Some((_, ns)) = folders.iter().find(|(g, _)| g == f) {
+                    st.dirty.entry(ns.clone()).or_insert((now, now));
+                }
+            }
+        }
+        st.folders = folders;
+        drop(st);
         Some(bases)
     }
 
