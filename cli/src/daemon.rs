@@ -84,6 +84,9 @@ pub fn run(cli: &Cli) -> Result<Report> {
         bail!("not a daemon command");
     };
     let dir = crate::options::data_dir(cli.data.clone())?;
+    // Absolute in messages and in the server's arguments (a missing
+    // directory stays as given: `start` creates it, the others report it).
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
     let globals = Globals {
         embedder: cli.embedder,
         models: cli.models.clone(),
@@ -288,6 +291,9 @@ fn start(
     serve_args: &[OsString],
 ) -> Result<Report> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let canonical =
+        std::fs::canonicalize(dir).with_context(|| format!("resolving {}", dir.display()))?;
+    let dir = canonical.as_path();
     let mut notes = Vec::new();
     match state(dir) {
         State::Running(e) => {
