@@ -372,6 +372,11 @@ fn the_watcher_syncs_on_its_own() {
     assert_eq!(watcher.stats().failures.load(Ordering::Relaxed), 0);
     drop(watcher);
     assert!(KbWatcher::spawn(db.clone(), std::time::Duration::ZERO).is_err());
+    // An interval too long to add to a clock is capped, not a panic.
+    let forever = KbWatcher::spawn(db.clone(), std::time::Duration::MAX).unwrap();
+    eventually("the capped watcher made its first pass", || {
+        forever.stats().passes.load(Ordering::Acquire) == 1
+    });
 }
 
 /// With polling set to an hour, change events alone keep bases in step: a

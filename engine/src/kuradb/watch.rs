@@ -42,6 +42,9 @@ pub const DEBOUNCE: Duration = Duration::from_millis(300);
 pub const MAX_DELAY: Duration = Duration::from_secs(2);
 /// How often the registry is re-read for added and removed bases.
 pub const REFRESH: Duration = Duration::from_secs(1);
+/// Longest polling interval (a longer one is this): deadlines stay
+/// representable.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Counters of a running watcher.
 #[derive(Debug, Default)]
@@ -98,11 +101,12 @@ pub struct KbWatcher {
 impl KbWatcher {
     /// Starts watching every knowledge base of `db`: synced on change
     /// events and, as the fallback, every `interval` (the first pass at
-    /// once).
+    /// once; at most [`MAX_INTERVAL`]).
     pub fn spawn(db: Memdb, interval: Duration) -> Result<KbWatcher> {
         if interval.is_zero() {
             return Err(Error::invalid("interval", "must be at least 1 ms"));
         }
+        let interval = interval.min(MAX_INTERVAL);
         let shared = Arc::new(Shared::default());
         let stats = Arc::new(WatchStats::default());
         let (shared2, stats2) = (shared.clone(), stats.clone());
