@@ -93,8 +93,9 @@ pub struct ServeArgs {
     /// separated), or `all` [default: all].
     #[arg(long, env = "MEMDB_MCP_TOOLS", value_name = "SETS")]
     pub tools: Option<String>,
-    /// Seconds between syncs of the KuraDB knowledge bases' folders; 0
-    /// turns the watcher off [default: 10].
+    /// Seconds between polling passes over the KuraDB knowledge bases'
+    /// folders, the fallback (change events sync sooner); 0 turns the
+    /// watcher off [default: 10].
     #[arg(long, env = "MEMDB_KB_WATCH", value_name = "SECS")]
     pub kb_watch: Option<u64>,
     /// What a new message vector space embeds per message: `turn`,

@@ -161,8 +161,10 @@ pub struct ServerConfig {
     pub mcp_sessions_per_key: usize,
     /// MCP tool sets `/mcp` lists and calls (`sekha,memorg`, `all`).
     pub mcp_tools: String,
-    /// Seconds between syncs of every KuraDB knowledge base (SPEC §15.2);
-    /// 0 turns the watcher off. Default 10, KuraDB's interval.
+    /// Seconds between the KuraDB watcher's polling passes over every
+    /// knowledge base (SPEC §15.2): the fallback, as change events through
+    /// `notify` sync a base sooner; 0 turns the watcher off. Default 10,
+    /// KuraDB's interval.
     pub kb_watch_secs: u64,
     /// What a new message vector space embeds per message (`turn`,
     /// `with-previous`, `with-neighbours`; engine SPEC §10.1). An existing
