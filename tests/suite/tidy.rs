@@ -1,6 +1,7 @@
 //! Tidy checks over the source tree (the rust-analyzer habit): every Rust
-//! file opens with a `//!` comment saying what it owns, and every path that
-//! SPEC.md and README.md cite exists, so the documents cannot silently rot.
+//! file opens with a `//!` comment saying what it owns, and every file and
+//! directory path that SPEC.md and README.md cite exists, so the documents
+//! cannot silently rot.
 //! The engine's layering (SPEC.md §1.1) is checked here too: imports point
 //! down the layer table only, and redb tables are opened in `store/` only.
 
@@ -90,6 +91,51 @@ fn cited_paths(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The top-level folders of the repository: a backticked span starting
+/// with one of them is a repository-relative path.
+const TOP_LEVEL: [&str; 9] = [
+    "engine/", "server/", "cli/", "format/", "benches/", "fuzz/", "tests/", "scripts/", ".ci/",
+];
+
+/// The backticked spans of `text` outside fenced code blocks that look like
+/// repository paths other than the files [`cited_paths`] takes: ending in
+/// `/` (`engine/src/kuradb/`, `store/`), or starting with a top-level folder
+/// (`benches/memory`, `.ci/run`). Not paths: URLs (`http://...`), regexes
+/// and field syntax (`field:/…/`), placeholders (`<dir>/server.json`),
+/// globs (`routes/*`), home and absolute paths (`~/notes`, `/`), anything
+/// with a space or a character outside `[A-Za-z0-9_./-]`.
+fn cited_dirs(text: &str) -> Vec<String> {
+    let exts = [".rs", ".md", ".py", ".sh", ".toml"];
+    // Fenced blocks hold commands and layouts, not citations.
+    let prose: String = text.split("```").step_by(2).collect::<Vec<_>>().join("\n");
+    prose
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
+                && !s.starts_with('/')
+                && !s.starts_with("./")
+                && !s.contains("//")
+                && !exts.iter().any(|e| s.ends_with(e))
+                && (s.ends_with('/') || TOP_LEVEL.iter().any(|t| s.starts_with(t)))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The directories of a data directory (SPEC.md §2's layout: the
+/// `<dir>/NAME/` lines), which the documents cite as `text/` and the like.
+fn data_dirs(spec: &str) -> HashSet<String> {
+    spec.lines()
+        .filter_map(|l| l.strip_prefix("<dir>/"))
+        .filter_map(|rest| rest.split_whitespace().next()?.split_once('/'))
+        .map(|(first, _)| format!("{first}/"))
+        .collect()
+}
+
 #[test]
 fn every_path_the_documents_cite_exists() {
     let root = root();
@@ -118,9 +164,45 @@ fn every_path_the_documents_cite_exists() {
         cited_paths("see `engine/src/nope.rs`, `a b.rs`, `/openapi.json` and `x.md`"),
         ["engine/src/nope.rs", "x.md"]
     );
+    // What counts as a directory citation.
+    assert_eq!(
+        cited_dirs(
+            "`engine/src/kuradb/`, `store/`, `benches/memory`, `.ci/run`, `x.rs`, \
+             `<dir>/text/`, `routes/*`, `http://127.0.0.1:8080/`, `field:/…/`, \
+             `~/notes/`, `/`, `a b/`, `mcp/sessions`\n```\n`benches/nope/`\n```"
+        ),
+        ["engine/src/kuradb/", "store/", "benches/memory", ".ci/run"]
+    );
+    let spec = std::fs::read_to_string(root.join("SPEC.md")).expect("read SPEC.md");
+    let data = data_dirs(&spec);
+    assert!(
+        data.contains("text/") && data.contains("text.rebuild/"),
+        "SPEC.md §2 lists the data directory: {data:?}"
+    );
     let mut missing = Vec::new();
     for doc in ["SPEC.md", "README.md"] {
         let text = std::fs::read_to_string(root.join(doc)).expect("read doc");
+        for cited in cited_dirs(&text) {
+            let found = if TOP_LEVEL.iter().any(|t| cited.starts_with(t)) {
+                // Repository-relative: from the root only.
+                let p = root.join(&cited);
+                if cited.ends_with('/') {
+                    p.is_dir()
+                } else {
+                    p.exists()
+                }
+            } else {
+                // `store/`, `kuradb/`: a folder of a crate's sources, or a
+                // directory inside the data directory (`text.rebuild/`).
+                bases.iter().any(|b| root.join(b).join(&cited).is_dir())
+                    || cited
+                        .split_once('/')
+                        .is_some_and(|(first, _)| data.contains(&format!("{first}/")))
+            };
+            if !found {
+                missing.push(format!("{doc}: {cited}"));
+            }
+        }
         for cited in cited_paths(&text) {
             if EXTERNAL.contains(&cited.as_str()) {
                 continue;
