@@ -171,7 +171,7 @@ def main():
     print()
     print("filtered (memdb, default ef):")
     for f in memdb["filtered"]:
-        print(f"  {f['share'] * 100:4.0f}% {f['strategy']:>5}: recall@10 {f['recall']:.4f}  QPS {f['qps']:,.0f}")
+        print(f"  {f['share'] * 100:5.1f}% {f['strategy']:>5}: recall@10 {f['recall']:.4f}  QPS {f['qps']:,.0f}")
     return 0
 
 

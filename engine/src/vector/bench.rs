@@ -12,8 +12,10 @@
 //! `MEMDB_VEC_THREADS` threads (wall and CPU time), then prints recall@10 and
 //! single-thread QPS (queries per second of this thread's CPU time, so that
 //! other load on a shared machine does not count, over at least 0.5 s of it)
-//! over a sweep of `ef`, filtered recall at 1/10/50% selectivity, and the
-//! same search over the generation file. With `MEMDB_VEC_OUT=DIR` it also
+//! over a sweep of `ef`, filtered recall and QPS at 0.1/1/5/10/25/50%
+//! selectivity (`MEMDB_VEC_SHARES`, comma-separated shares) for the planner
+//! (`Auto`), the two-hop walk (`Graph`) and hnswlib's walk (`Walk`, from 5%
+//! up), and the same search over the generation file. With `MEMDB_VEC_OUT=DIR` it also
 //! writes `base.fvecs`, `query.fvecs`, `gt.ivecs` and `memdb.json` there,
 //! which `benches/vector/compare_hnswlib.py` feeds to hnswlib.
 //!
@@ -427,15 +429,27 @@ pub fn run() -> Result<(), BenchError> {
     }
 
     let mut filtered = Vec::new();
-    for share in [0.01, 0.10, 0.50] {
+    let shares =
+        std::env::var("MEMDB_VEC_SHARES").unwrap_or_else(|_| "0.001,0.01,0.05,0.1,0.25,0.5".into());
+    for share in shares
+        .split(',')
+        .filter_map(|s| s.trim().parse::<f64>().ok())
+    {
         let set = allowed_set(n, share, 77);
         let truth = truth_for(&|i| set.contains(i));
-        for strategy in [Strategy::Auto, Strategy::Graph] {
+        // hnswlib's walk through every node, for comparison, where it takes
+        // seconds rather than minutes (at 0.1% it runs 15 queries a second).
+        let strategies: &[Strategy] = if share >= 0.05 {
+            &[Strategy::Auto, Strategy::Graph, Strategy::Walk]
+        } else {
+            &[Strategy::Auto, Strategy::Graph]
+        };
+        for &strategy in strategies {
             let (recall, qps) = measure(&queries, dim, &truth, |q| {
                 g.search_with(q, SearchParams::default(), Filter::Nodes(&set), strategy)
             })?;
             println!(
-                "filter {:4.0}% ({} allowed) {strategy:?}: recall@10 {recall:.4}  QPS {qps:8.0}",
+                "filter {:5.1}% ({} allowed) {strategy:?}: recall@10 {recall:.4}  QPS {qps:8.0}",
                 share * 100.0,
                 set.len()
             );

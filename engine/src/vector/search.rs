@@ -2,15 +2,20 @@
 //! in-memory graph ([`super::Hnsw`], the delta and the builder) and a
 //! memory-mapped generation ([`super::MappedGeneration`]) run the same code.
 //!
-//! Filtered search keeps recall at any selectivity with two strategies:
+//! Filtered search keeps recall at any selectivity with these strategies:
 //! - **exact**: when the allowed set is small (see [`exact_threshold`]),
 //!   compute the distance to every allowed node. Exact by definition, and
 //!   cheaper than a graph walk that would have to visit `ef / selectivity`
 //!   nodes to collect `ef` allowed ones.
-//! - **filtered traversal** (as hnswlib): walk the graph through every node,
-//!   allowed or not, but only collect allowed nodes into the result set, and
-//!   keep expanding until `ef` allowed nodes are found and no candidate is
-//!   closer than the worst of them; `ef` itself grows as selectivity falls.
+//! - **two-hop traversal** (ACORN-1, [`search_layer_two_hop`]): distances
+//!   to allowed nodes only, a disallowed neighbour standing in for its own
+//!   allowed neighbours, so the walk runs over the allowed subgraph at
+//!   about the cost of an unfiltered search.
+//! - **filtered walk** (as hnswlib; [`Strategy::Walk`], kept to compare
+//!   against): walk the graph through every node, allowed or not, but only
+//!   collect allowed nodes into the result set, and keep expanding until
+//!   `ef` allowed nodes are found and no candidate is closer than the worst
+//!   of them; `ef` itself grows as selectivity falls.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -110,6 +115,8 @@ pub(crate) struct Scratch {
     cands: BinaryHeap<Reverse<Cand>>,
     results: BinaryHeap<Cand>,
     buf: Vec<u32>,
+    /// Disallowed neighbours whose lists a two-hop expansion reads.
+    hop: Vec<u32>,
     /// Result of the last [`search_layer`], closest first.
     pub(crate) sorted: Vec<Cand>,
     /// Free buffers for the builder (neighbor selection, pruning).
@@ -263,6 +270,97 @@ pub(crate) fn search_layer<G: GraphStore, A: Fn(u32) -> bool>(
     s.sorted.sort_unstable();
 }
 
+/// Filtered best-first search of layer 0 that computes distances to
+/// allowed nodes only (ACORN-1, Patel et al. 2024, on the ordinary graph):
+/// a candidate's allowed neighbours are taken as they are, and each
+/// disallowed neighbour contributes its own allowed neighbours (two hops),
+/// until the candidate has as many allowed neighbours as its list has
+/// entries. The walk thus moves over the subgraph of allowed nodes with
+/// about the degree of the full graph, and its cost per expansion is that
+/// of an unfiltered search plus the reads of a few adjacency lists. Used
+/// when the allowed set is too large for an exact pass; hnswlib's walk
+/// through every node ([`search_layer`] with `filtered`) must instead
+/// visit about `ef / selectivity` nodes and compute all their distances.
+/// The result is left in `s.sorted`, closest first.
+pub(crate) fn search_layer_two_hop<G: GraphStore, A: Fn(u32) -> bool>(
+    g: &G,
+    q: &[f32],
+    entries: &[Cand],
+    ef: usize,
+    allow: A,
+    s: &mut Scratch,
+) {
+    let dist = g.dist();
+    s.visited.reset(g.node_count());
+    s.cands.clear();
+    s.results.clear();
+    for &e in entries {
+        if s.visited.insert(e.id) {
+            s.cands.push(Reverse(e));
+            if allow(e.id) {
+                s.results.push(e);
+                if s.results.len() > ef {
+                    s.results.pop();
+                }
+            }
+        }
+    }
+    let mut lower = s.results.peek().map_or(f32::INFINITY, |c| c.d);
+    while let Some(Reverse(c)) = s.cands.pop() {
+        if c.d > lower && s.results.len() >= ef {
+            break;
+        }
+        let (visited, buf, hop) = (&mut s.visited, &mut s.buf, &mut s.hop);
+        buf.clear();
+        hop.clear();
+        let mut degree = 0;
+        g.for_each_neighbor(c.id, 0, |nb| {
+            degree += 1;
+            if visited.insert(nb) {
+                if allow(nb) {
+                    buf.push(nb);
+                } else {
+                    g.prefetch_list(nb, 0);
+                    hop.push(nb);
+                }
+            }
+        });
+        for &h in hop.iter() {
+            if buf.len() >= degree {
+                break;
+            }
+            g.for_each_neighbor(h, 0, |nb| {
+                if buf.len() < degree && allow(nb) && visited.insert(nb) {
+                    buf.push(nb);
+                }
+            });
+        }
+        for &nb in s.buf.iter().take(PREFETCH_AHEAD) {
+            prefetch_lines(g.vector(nb), PREFETCH_LINES);
+        }
+        for (i, &nb) in s.buf.iter().enumerate() {
+            if let Some(&next) = s.buf.get(i + PREFETCH_AHEAD) {
+                prefetch_lines(g.vector(next), PREFETCH_LINES);
+            }
+            let d = dist(q, g.vector(nb));
+            if s.results.len() < ef || d < lower {
+                if s.cands.peek().is_none_or(|top| d < top.0.d) {
+                    g.prefetch_list(nb, 0);
+                }
+                s.cands.push(Reverse(Cand { d, id: nb }));
+                s.results.push(Cand { d, id: nb });
+                if s.results.len() > ef {
+                    s.results.pop();
+                }
+                lower = s.results.peek().map_or(f32::INFINITY, |c| c.d);
+            }
+        }
+    }
+    s.sorted.clear();
+    s.sorted.extend(s.results.drain());
+    s.sorted.sort_unstable();
+}
+
 /// A set of allowed node ids: a bitmap for membership plus the list, for
 /// exact search over small sets.
 #[derive(Debug, Clone, Default)]
@@ -336,21 +434,33 @@ impl std::fmt::Debug for Filter<'_> {
 pub(crate) enum Strategy {
     #[default]
     Auto,
-    /// Always walk the graph.
+    /// Always search the graph: a filtered search expands two hops
+    /// ([`search_layer_two_hop`]).
     Graph,
+    /// Always walk the graph through every node, collecting allowed ones
+    /// (hnswlib's filtered search; kept to compare against).
+    Walk,
     /// Always compute every allowed distance.
     Exact,
 }
 
-/// Allowed-set size at or below which a filtered search is exact:
-/// `√(12 · ef · n)`, at least 1,000. An exact pass costs one (sequential,
-/// cheap) distance per allowed node, `s · n` at selectivity `s`; a filtered
-/// walk must visit about `ef / s` nodes at a few times the cost each
-/// (random access). They break even at `s · n ≈ √(C · ef · n)`; `C = 12`
-/// was measured at dimension 384 (at n = 100K, ef = 64: about 8.8K allowed
-/// nodes, 8.8% selectivity; at n = 1M: 2.8%).
+/// Allowed share under which a two-hop search loses recall: at 2% a
+/// candidate's two hops hold about 20 allowed nodes of the 1,024 they
+/// reach, and recall@10 at the default ef was 0.986 (3%: 0.993; 1%: 0.83),
+/// measured on 100K x 384 (benches/README.md).
+pub(crate) const TWO_HOP_MIN_SHARE: f64 = 0.02;
+
+/// Allowed-set size at or below which a filtered search is exact: the
+/// larger of `√(ef · n)` (speed) and [`TWO_HOP_MIN_SHARE`] of the nodes
+/// (recall), at least 1,000. An exact pass costs one (sequential, cheap)
+/// distance per allowed node; a two-hop walk costs about what an
+/// unfiltered search does. They broke even near 2,500 allowed nodes at
+/// n = 100K, ef = 64 (`√(ef · n)` = 2,530); below 2% the exact pass is
+/// taken for recall whatever it costs.
 pub(crate) fn exact_threshold(n: usize, ef: usize) -> usize {
-    ((12.0 * ef as f64 * n as f64).sqrt() as usize).max(1_000)
+    let speed = (ef as f64 * n as f64).sqrt();
+    let recall = TWO_HOP_MIN_SHARE * n as f64;
+    (speed.max(recall) as usize).max(1_000)
 }
 
 /// Nodes sampled to estimate a predicate's selectivity.
@@ -386,7 +496,7 @@ pub(crate) fn knn<G: GraphStore>(
     let ef = ef.max(k);
     let exact_if = |allowed: usize| match strategy {
         Strategy::Auto => allowed <= exact_threshold(n, ef),
-        Strategy::Graph => false,
+        Strategy::Graph | Strategy::Walk => false,
         Strategy::Exact => true,
     };
     match filter {
@@ -402,9 +512,11 @@ pub(crate) fn knn<G: GraphStore>(
                 Vec::new()
             } else if exact_if(set.len()) {
                 exact(g, q, k, set.nodes().iter().copied())
-            } else {
+            } else if strategy == Strategy::Walk {
                 let ef = filtered_ef(ef, set.len(), n);
                 walk(g, pool, q, k, ef, |id| set.contains(id), true)
+            } else {
+                walk_two_hop(g, pool, q, k, ef, |id| set.contains(id))
             }
         }
         Filter::Predicate(p) => {
@@ -415,9 +527,11 @@ pub(crate) fn knn<G: GraphStore>(
             let estimate = hits * n / samples;
             if hits == 0 || exact_if(estimate) {
                 exact(g, q, k, (0..n as u32).filter(|&i| p(i)))
-            } else {
+            } else if strategy == Strategy::Walk {
                 let ef = filtered_ef(ef, estimate, n);
                 walk(g, pool, q, k, ef, p, true)
+            } else {
+                walk_two_hop(g, pool, q, k, ef, p)
             }
         }
     }
@@ -445,6 +559,32 @@ fn walk<G: GraphStore, A: Fn(u32) -> bool>(
     }
     let mut s = pool.get();
     search_layer(g, q, &[cur], ef, 0, allow, filtered, &mut s);
+    s.sorted.iter().take(k).copied().collect()
+}
+
+/// Greedy descent through the upper levels (unfiltered: they only route),
+/// then a two-hop filtered search of layer 0.
+fn walk_two_hop<G: GraphStore, A: Fn(u32) -> bool>(
+    g: &G,
+    pool: &ScratchPool,
+    q: &[f32],
+    k: usize,
+    ef: usize,
+    allow: A,
+) -> Vec<Cand> {
+    let Some((ep, top)) = g.entry() else {
+        return Vec::new();
+    };
+    let dist = g.dist();
+    let mut cur = Cand {
+        d: dist(q, g.vector(ep)),
+        id: ep,
+    };
+    for level in (1..=top).rev() {
+        cur = greedy(g, q, cur, level);
+    }
+    let mut s = pool.get();
+    search_layer_two_hop(g, q, &[cur], ef, allow, &mut s);
     s.sorted.iter().take(k).copied().collect()
 }
 

@@ -87,7 +87,14 @@ fn check_metric(metric: Metric) {
     for share in [0.01, 0.10, 0.50] {
         let set = allowed_set(N, share, 99);
         let allow = |i: u32| set.contains(i);
-        for strategy in [Strategy::Auto, Strategy::Graph] {
+        // The two-hop walk is used (and must hold recall) only from
+        // TWO_HOP_MIN_SHARE up; Auto answers smaller sets exactly.
+        let forced: &[Strategy] = if share >= super::search::TWO_HOP_MIN_SHARE {
+            &[Strategy::Auto, Strategy::Graph, Strategy::Walk]
+        } else {
+            &[Strategy::Auto, Strategy::Walk]
+        };
+        for &strategy in forced {
             let r = mean_recall(
                 &f,
                 metric,
@@ -109,7 +116,7 @@ fn check_metric(metric: Metric) {
         // sampled estimate).
         let pred = |i: u32| set.contains(i);
         for q in f.queries.iter().take(10) {
-            for strategy in [Strategy::Exact, Strategy::Graph] {
+            for strategy in [Strategy::Exact, Strategy::Graph, Strategy::Walk] {
                 assert_eq!(
                     g.search_with(q, p, Filter::Predicate(&pred), strategy)
                         .unwrap(),
@@ -127,7 +134,7 @@ fn check_metric(metric: Metric) {
     let set = allowed_set(N, 0.10, 5);
     for q in &f.queries {
         for filter in [Filter::All, Filter::Nodes(&set)] {
-            for strategy in [Strategy::Auto, Strategy::Graph] {
+            for strategy in [Strategy::Auto, Strategy::Graph, Strategy::Walk] {
                 assert_eq!(
                     file.search_with(q, p, filter, strategy).unwrap(),
                     g.search_with(q, p, filter, strategy).unwrap()
