@@ -822,3 +822,57 @@ fn pdf_files_are_chunked_per_page() {
         .unwrap();
     assert_eq!(q.keyword.as_ref().unwrap()[0].matches[0].chunk, 3);
 }
+
+/// An inbox folder that cannot be read (an unmounted share, a folder moved
+/// away) says nothing about its files: they stay live. An inbox that is
+/// there and empty does dismiss them.
+#[test]
+fn an_unreadable_inbox_dismisses_nothing() {
+    let store = tempfile::tempdir().unwrap();
+    let roots = tempfile::tempdir().unwrap();
+    let (kept, share) = (roots.path().join("kept"), roots.path().join("share"));
+    write(
+        &kept,
+        "local.txt",
+        b"Local notes about the lighthouse keeper.\n",
+    );
+    write(
+        &share,
+        "remote.txt",
+        b"Remote notes about the harbour pilot.\n",
+    );
+    let (db, _) = open(store.path());
+    db.kb_add("docs", &[kept.clone(), share.clone()]).unwrap();
+    let r = sync(&db, "docs");
+    assert_eq!((r.parsed, r.unreadable), (2, 0), "{r:?}");
+    let found = |q: &str| {
+        sources(
+            &db.kb_search("docs", q, Some(RagTarget::Keyword), 10)
+                .unwrap()
+                .keyword,
+        )
+    };
+    assert_eq!(found("harbour pilot"), ["remote.txt"]);
+
+    // The share goes away (unmounted): nothing of it is dismissed, and the
+    // other folder is still synced.
+    let away = roots.path().join("away");
+    std::fs::rename(&share, &away).unwrap();
+    write(&kept, "new.txt", b"Fresh notes about the tide tables.\n");
+    let r = sync(&db, "docs");
+    assert_eq!((r.parsed, r.dismissed, r.unreadable), (1, 0, 1), "{r:?}");
+    assert_eq!(found("harbour pilot"), ["remote.txt"]);
+    assert_eq!(found("tide tables"), ["new.txt"]);
+    assert_eq!(db.kb_status("docs").unwrap().dismissed, 0);
+
+    // Back again: unchanged, nothing re-parsed.
+    std::fs::rename(&away, &share).unwrap();
+    let r = sync(&db, "docs");
+    assert_eq!((r.parsed, r.dismissed, r.unreadable), (0, 0, 0), "{r:?}");
+
+    // Present and empty: its file really is gone, and is dismissed.
+    std::fs::remove_file(share.join("remote.txt")).unwrap();
+    let r = sync(&db, "docs");
+    assert_eq!((r.dismissed, r.unreadable), (1, 0), "{r:?}");
+    assert!(found("harbour pilot").is_empty());
+}

@@ -106,6 +106,11 @@ pub struct SyncReport {
     pub skipped: u64,
     /// Files that failed to read or parse (logged; the store untouched).
     pub failed: u64,
+    /// Folders that could not be read (an inbox that is missing, e.g. an
+    /// unmounted share, or a subfolder without permission; logged). Files
+    /// stored from under them are left as they are, not dismissed.
+    #[serde(default)]
+    pub unreadable: u64,
     /// Chunks written.
     pub chunks: u64,
 }
@@ -203,13 +208,34 @@ struct Seen {
     mtime_ns: i64,
 }
 
-fn walk(dir: &Path, depth: usize, out: &mut Vec<Seen>, skipped: &mut u64) {
+/// What a walk of the inbox folders found.
+#[derive(Default)]
+struct Walked {
+    files: Vec<Seen>,
+    /// Folders that could not be read: nothing under them is dismissed.
+    unreadable: Vec<PathBuf>,
+    skipped: u64,
+}
+
+impl Walked {
+    /// Whether `source` lies under a folder this walk could not read, so
+    /// its absence from the walk says nothing.
+    fn unseen(&self, source: &Path) -> bool {
+        self.unreadable.iter().any(|d| source.starts_with(d))
+    }
+}
+
+fn walk(dir: &Path, depth: usize, out: &mut Walked) {
     if depth > MAX_WALK_DEPTH {
         return;
     }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        tracing::warn!(dir = %dir.display(), "kuradb: cannot read folder");
-        return;
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "kuradb: cannot read folder; its files are kept as they are");
+            out.unreadable.push(dir.to_path_buf());
+            return;
+        }
     };
     let mut entries: Vec<_> = entries.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
@@ -218,11 +244,11 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<Seen>, skipped: &mut u64) {
             continue;
         };
         if meta.is_dir() {
-            walk(&e.path(), depth + 1, out, skipped);
+            walk(&e.path(), depth + 1, out);
         } else if meta.is_file() {
             let name = e.file_name().to_string_lossy().to_string();
             if chunk::kind_of(&name) == FileKind::Skipped {
-                *skipped += 1;
+                out.skipped += 1;
                 continue;
             }
             let mtime_ns = meta
@@ -230,7 +256,7 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<Seen>, skipped: &mut u64) {
                 .ok()
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_nanos() as i64);
-            out.push(Seen {
+            out.files.push(Seen {
                 path: e.path(),
                 size: meta.len(),
                 mtime_ns,
@@ -462,17 +488,20 @@ impl Memdb {
         let kb = self.kb(name)?;
         let h = self.namespace(&kb.namespace)?;
         let mut report = SyncReport::default();
-        let mut seen = Vec::new();
+        let mut walked = Walked::default();
         for dir in &kb.inbox {
-            walk(dir, 0, &mut seen, &mut report.skipped);
+            walk(dir, 0, &mut walked);
         }
+        report.skipped = walked.skipped;
+        report.unreadable = walked.unreadable.len() as u64;
+        let seen = &walked.files;
         let docs: HashMap<String, Record> = h
             .records_of_kind(DOCUMENT)?
             .into_iter()
             .map(|d| (d.body["source"].as_str().unwrap_or_default().to_string(), d))
             .collect();
         let mut present = std::collections::HashSet::new();
-        for f in &seen {
+        for f in seen {
             report.scanned += 1;
             let source = f.path.to_string_lossy().to_string();
             present.insert(source.clone());
@@ -543,7 +572,10 @@ impl Memdb {
             )?;
         }
         for (source, d) in &docs {
-            if present.contains(source) || d.body["dismissed"] == true {
+            if present.contains(source)
+                || d.body["dismissed"] == true
+                || walked.unseen(Path::new(source))
+            {
                 continue;
             }
             let texts: Vec<String> = h
