@@ -215,7 +215,33 @@ pub(crate) fn search_layer<G: GraphStore, A: Fn(u32) -> bool>(
     filtered: bool,
     s: &mut Scratch,
 ) {
-    let dist = g.dist();
+    let mut lower = begin(g, entries, ef, &allow, s);
+    while let Some(Reverse(c)) = s.cands.pop() {
+        if c.d > lower && (s.results.len() >= ef || !filtered) {
+            break;
+        }
+        let (visited, buf) = (&mut s.visited, &mut s.buf);
+        buf.clear();
+        g.for_each_neighbor(c.id, level, |nb| {
+            if visited.insert(nb) {
+                buf.push(nb);
+            }
+        });
+        score_buffered(g, q, ef, level, &allow, &mut lower, s);
+    }
+    finish(s);
+}
+
+/// Starts a best-first search from `entries`: each is a candidate, and a
+/// result when allowed. Returns the worst result's distance.
+#[inline]
+fn begin<G: GraphStore, A: Fn(u32) -> bool>(
+    g: &G,
+    entries: &[Cand],
+    ef: usize,
+    allow: &A,
+    s: &mut Scratch,
+) -> f32 {
     s.visited.reset(g.node_count());
     s.cands.clear();
     s.results.clear();
@@ -230,41 +256,49 @@ pub(crate) fn search_layer<G: GraphStore, A: Fn(u32) -> bool>(
             }
         }
     }
-    let mut lower = s.results.peek().map_or(f32::INFINITY, |c| c.d);
-    while let Some(Reverse(c)) = s.cands.pop() {
-        if c.d > lower && (s.results.len() >= ef || !filtered) {
-            break;
+    s.results.peek().map_or(f32::INFINITY, |c| c.d)
+}
+
+/// Scores the nodes of `s.buf` (their vectors loaded a few ahead): one
+/// closer than the worst of `ef` results becomes a candidate, and a result
+/// when allowed; `lower` follows the worst result.
+#[inline]
+fn score_buffered<G: GraphStore, A: Fn(u32) -> bool>(
+    g: &G,
+    q: &[f32],
+    ef: usize,
+    level: usize,
+    allow: &A,
+    lower: &mut f32,
+    s: &mut Scratch,
+) {
+    let dist = g.dist();
+    for &nb in s.buf.iter().take(PREFETCH_AHEAD) {
+        prefetch_lines(g.vector(nb), PREFETCH_LINES);
+    }
+    for (i, &nb) in s.buf.iter().enumerate() {
+        if let Some(&next) = s.buf.get(i + PREFETCH_AHEAD) {
+            prefetch_lines(g.vector(next), PREFETCH_LINES);
         }
-        let (visited, buf) = (&mut s.visited, &mut s.buf);
-        buf.clear();
-        g.for_each_neighbor(c.id, level, |nb| {
-            if visited.insert(nb) {
-                buf.push(nb);
+        let d = dist(q, g.vector(nb));
+        if s.results.len() < ef || d < *lower {
+            if s.cands.peek().is_none_or(|top| d < top.0.d) {
+                g.prefetch_list(nb, level);
             }
-        });
-        for &nb in s.buf.iter().take(PREFETCH_AHEAD) {
-            prefetch_lines(g.vector(nb), PREFETCH_LINES);
-        }
-        for (i, &nb) in s.buf.iter().enumerate() {
-            if let Some(&next) = s.buf.get(i + PREFETCH_AHEAD) {
-                prefetch_lines(g.vector(next), PREFETCH_LINES);
-            }
-            let d = dist(q, g.vector(nb));
-            if s.results.len() < ef || d < lower {
-                if s.cands.peek().is_none_or(|top| d < top.0.d) {
-                    g.prefetch_list(nb, level);
+            s.cands.push(Reverse(Cand { d, id: nb }));
+            if allow(nb) {
+                s.results.push(Cand { d, id: nb });
+                if s.results.len() > ef {
+                    s.results.pop();
                 }
-                s.cands.push(Reverse(Cand { d, id: nb }));
-                if allow(nb) {
-                    s.results.push(Cand { d, id: nb });
-                    if s.results.len() > ef {
-                        s.results.pop();
-                    }
-                    lower = s.results.peek().map_or(f32::INFINITY, |c| c.d);
-                }
+                *lower = s.results.peek().map_or(f32::INFINITY, |c| c.d);
             }
         }
     }
+}
+
+/// Leaves the results in `s.sorted`, closest first.
+fn finish(s: &mut Scratch) {
     s.sorted.clear();
     s.sorted.extend(s.results.drain());
     s.sorted.sort_unstable();
@@ -277,7 +311,11 @@ pub(crate) fn search_layer<G: GraphStore, A: Fn(u32) -> bool>(
 /// until the candidate has as many allowed neighbours as its list has
 /// entries. The walk thus moves over the subgraph of allowed nodes with
 /// about the degree of the full graph, and its cost per expansion is that
-/// of an unfiltered search plus the reads of a few adjacency lists. Used
+/// of an unfiltered search plus the reads of a few adjacency lists. Where
+/// two hops find no new allowed node while fewer than `ef` results are
+/// known (a filter correlated with the data leaves regions with none), the
+/// disallowed neighbours are also scored and routed through, as in
+/// hnswlib's walk. Used
 /// when the allowed set is too large for an exact pass; hnswlib's walk
 /// through every node ([`search_layer`] with `filtered`) must instead
 /// visit about `ef / selectivity` nodes and compute all their distances.
@@ -290,22 +328,7 @@ pub(crate) fn search_layer_two_hop<G: GraphStore, A: Fn(u32) -> bool>(
     allow: A,
     s: &mut Scratch,
 ) {
-    let dist = g.dist();
-    s.visited.reset(g.node_count());
-    s.cands.clear();
-    s.results.clear();
-    for &e in entries {
-        if s.visited.insert(e.id) {
-            s.cands.push(Reverse(e));
-            if allow(e.id) {
-                s.results.push(e);
-                if s.results.len() > ef {
-                    s.results.pop();
-                }
-            }
-        }
-    }
-    let mut lower = s.results.peek().map_or(f32::INFINITY, |c| c.d);
+    let mut lower = begin(g, entries, ef, &allow, s);
     while let Some(Reverse(c)) = s.cands.pop() {
         if c.d > lower && s.results.len() >= ef {
             break;
@@ -335,30 +358,21 @@ pub(crate) fn search_layer_two_hop<G: GraphStore, A: Fn(u32) -> bool>(
                 }
             });
         }
-        for &nb in s.buf.iter().take(PREFETCH_AHEAD) {
-            prefetch_lines(g.vector(nb), PREFETCH_LINES);
-        }
-        for (i, &nb) in s.buf.iter().enumerate() {
-            if let Some(&next) = s.buf.get(i + PREFETCH_AHEAD) {
-                prefetch_lines(g.vector(next), PREFETCH_LINES);
-            }
-            let d = dist(q, g.vector(nb));
-            if s.results.len() < ef || d < lower {
-                if s.cands.peek().is_none_or(|top| d < top.0.d) {
-                    g.prefetch_list(nb, 0);
-                }
-                s.cands.push(Reverse(Cand { d, id: nb }));
-                s.results.push(Cand { d, id: nb });
-                if s.results.len() > ef {
-                    s.results.pop();
-                }
-                lower = s.results.peek().map_or(f32::INFINITY, |c| c.d);
-            }
+        let stuck = s.buf.is_empty() && s.results.len() < ef;
+        // Everything buffered is allowed.
+        score_buffered(g, q, ef, 0, &|_| true, &mut lower, s);
+        if stuck {
+            // No new allowed node within two hops while results are still
+            // missing: the filter follows the data here (it allows whole
+            // clusters and the search is in a disallowed one). Route
+            // through the disallowed neighbours as hnswlib's walk does:
+            // scored, candidates, never results.
+            std::mem::swap(&mut s.buf, &mut s.hop);
+            score_buffered(g, q, ef, 0, &|_| false, &mut lower, s);
+            std::mem::swap(&mut s.buf, &mut s.hop);
         }
     }
-    s.sorted.clear();
-    s.sorted.extend(s.results.drain());
-    s.sorted.sort_unstable();
+    finish(s);
 }
 
 /// A set of allowed node ids: a bitmap for membership plus the list, for
@@ -546,24 +560,29 @@ fn walk<G: GraphStore, A: Fn(u32) -> bool>(
     allow: A,
     filtered: bool,
 ) -> Vec<Cand> {
-    let Some((ep, top)) = g.entry() else {
+    let Some(entry) = descend(g, q) else {
         return Vec::new();
     };
-    let dist = g.dist();
+    let mut s = pool.get();
+    search_layer(g, q, &[entry], ef, 0, allow, filtered, &mut s);
+    s.sorted.iter().take(k).copied().collect()
+}
+
+/// The layer-0 entry for `q`: greedy descent from the entry point through
+/// the upper levels (unfiltered: they only route). `None` when empty.
+fn descend<G: GraphStore>(g: &G, q: &[f32]) -> Option<Cand> {
+    let (ep, top) = g.entry()?;
     let mut cur = Cand {
-        d: dist(q, g.vector(ep)),
+        d: (g.dist())(q, g.vector(ep)),
         id: ep,
     };
     for level in (1..=top).rev() {
         cur = greedy(g, q, cur, level);
     }
-    let mut s = pool.get();
-    search_layer(g, q, &[cur], ef, 0, allow, filtered, &mut s);
-    s.sorted.iter().take(k).copied().collect()
+    Some(cur)
 }
 
-/// Greedy descent through the upper levels (unfiltered: they only route),
-/// then a two-hop filtered search of layer 0.
+/// Descent, then a two-hop filtered search of layer 0.
 fn walk_two_hop<G: GraphStore, A: Fn(u32) -> bool>(
     g: &G,
     pool: &ScratchPool,
@@ -572,19 +591,11 @@ fn walk_two_hop<G: GraphStore, A: Fn(u32) -> bool>(
     ef: usize,
     allow: A,
 ) -> Vec<Cand> {
-    let Some((ep, top)) = g.entry() else {
+    let Some(entry) = descend(g, q) else {
         return Vec::new();
     };
-    let dist = g.dist();
-    let mut cur = Cand {
-        d: dist(q, g.vector(ep)),
-        id: ep,
-    };
-    for level in (1..=top).rev() {
-        cur = greedy(g, q, cur, level);
-    }
     let mut s = pool.get();
-    search_layer_two_hop(g, q, &[cur], ef, allow, &mut s);
+    search_layer_two_hop(g, q, &[entry], ef, allow, &mut s);
     s.sorted.iter().take(k).copied().collect()
 }
 
