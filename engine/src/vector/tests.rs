@@ -149,6 +149,53 @@ fn check_metric(metric: Metric) {
     }
 }
 
+/// A filter that follows the data: each node belongs to the nearest of 50
+/// pivots (the first 50 points), and the allowed nodes are those of the
+/// even pivots, whole regions of the data, with queries inside disallowed
+/// regions. On this fixture two hops still reach allowed nodes (it passes
+/// with the stuck-candidate routing turned off); the case where they reach
+/// none, which the routing is for, is the integration test
+/// `vectors::filtered_vector_search_keeps_recall_at_every_selectivity`
+/// (16 tight clusters, 8 of them allowed: recall 0.92 without routing).
+#[test]
+fn two_hop_search_keeps_recall_when_the_filter_follows_the_data() {
+    let f = fixture(41);
+    let g = build_one_thread(Metric::Cosine, DIM, &f.ids, &f.data);
+    let p = SearchParams::default();
+    let point = |i: usize| &f.data[i * DIM..(i + 1) * DIM];
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    let region = |v: &[f32]| {
+        (0..50)
+            .max_by(|&a, &b| dot(v, point(a)).total_cmp(&dot(v, point(b))))
+            .unwrap_or(0)
+    };
+    let set = NodeSet::new(
+        N,
+        (0..N as u32).filter(|&i| region(point(i as usize)) % 2 == 0),
+    );
+    let share = set.len() as f64 / N as f64;
+    assert!((0.2..=0.8).contains(&share), "share {share}");
+    let across = f.queries.iter().filter(|q| region(q) % 2 == 1).count();
+    assert!(
+        across >= QUERIES / 5,
+        "{across} queries in disallowed regions"
+    );
+    for strategy in [Strategy::Auto, Strategy::Graph] {
+        let r = mean_recall(
+            &f,
+            Metric::Cosine,
+            |q| {
+                let hits = g.search_with(q, p, Filter::Nodes(&set), strategy).unwrap();
+                assert!(hits.iter().all(|h| set.contains(h.node)));
+                hits
+            },
+            |i| set.contains(i),
+        );
+        eprintln!("correlated filter ({share:.2}) {strategy:?}: recall@10 {r:.4}");
+        assert!(r >= 0.95, "{strategy:?}: recall {r}");
+    }
+}
+
 #[test]
 fn cosine_recall_filters_and_round_trip() {
     check_metric(Metric::Cosine);
