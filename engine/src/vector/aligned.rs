@@ -33,6 +33,13 @@ impl AlignedF32 {
         all.get(..self.len).unwrap_or_default()
     }
 
+    /// The stored floats, to change in place.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [f32] {
+        let len = self.len;
+        let all = <[f32]>::mut_from_bytes(self.blocks.as_mut_bytes()).unwrap_or_default();
+        all.get_mut(..len).unwrap_or_default()
+    }
+
     /// Number of floats stored.
     pub(crate) fn len(&self) -> usize {
         self.len
@@ -46,13 +53,12 @@ impl AlignedF32 {
 
     /// Appends `v`.
     pub(crate) fn extend_from_slice(&mut self, v: &[f32]) {
-        let new_len = self.len + v.len();
+        let (old_len, new_len) = (self.len, self.len + v.len());
         self.blocks
             .resize(new_len.div_ceil(LANES), Block::default());
-        let all = <[f32]>::mut_from_bytes(self.blocks.as_mut_bytes()).unwrap_or_default();
-        if let Some(dst) = all.get_mut(self.len..new_len) {
+        self.len = new_len;
+        if let Some(dst) = self.as_mut_slice().get_mut(old_len..) {
             dst.copy_from_slice(v);
-            self.len = new_len;
         }
     }
 

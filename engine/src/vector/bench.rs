@@ -372,13 +372,13 @@ pub fn run() -> Result<(), BenchError> {
     let prepared = queries
         .chunks_exact(dim)
         .map(|q| prepare_vector(metric, dim, q))
-        .collect::<Result<Vec<Vec<f32>>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let truth_for = |allow: &(dyn Fn(u32) -> bool + Sync)| -> Vec<Vec<u32>> {
         pool.install(|| {
             prepared
                 .par_iter()
                 .map(|q| {
-                    exact(&g, q, 10, (0..n as u32).filter(|&i| allow(i)))
+                    exact(&g, q.as_slice(), 10, (0..n as u32).filter(|&i| allow(i)))
                         .into_iter()
                         .map(|c| c.id)
                         .collect()

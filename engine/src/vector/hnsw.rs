@@ -163,7 +163,7 @@ impl Hnsw {
         g.reserve(ids.len());
         for (&id, v) in ids.iter().zip(vectors.chunks_exact(dim)) {
             let v = prepare_vector(metric, dim, v)?;
-            g.push_node(id, &v)?;
+            g.push_node(id, v.as_slice())?;
         }
         let n = ids.len();
         if n == 0 {
@@ -201,7 +201,7 @@ impl Hnsw {
     /// older).
     pub(crate) fn insert(&mut self, id: u128, vector: &[f32]) -> Result<u32, VectorError> {
         let v = prepare_vector(self.metric, self.dim, vector)?;
-        let node = self.push_node(id, &v)?;
+        let node = self.push_node(id, v.as_slice())?;
         let mut s = self.pool.get();
         self.insert_node(node, &mut s);
         Ok(node)
@@ -441,7 +441,15 @@ impl Hnsw {
         strategy: Strategy,
     ) -> Result<Vec<Hit>, VectorError> {
         let q = prepare_vector(self.metric, self.dim, query)?;
-        let found = knn(self, &self.pool, &q, params.k, params.ef, filter, strategy);
+        let found = knn(
+            self,
+            &self.pool,
+            q.as_slice(),
+            params.k,
+            params.ef,
+            filter,
+            strategy,
+        );
         Ok(super::hits(self.metric, found))
     }
 

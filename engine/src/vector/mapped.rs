@@ -145,7 +145,13 @@ impl<B: AsRef<[u8]> + Sync> MappedGeneration<B> {
         let q = prepare_vector(self.metric, self.dim, query)?;
         let store = ViewStore::new(self.view()?)?;
         let found = knn(
-            &store, &self.pool, &q, params.k, params.ef, filter, strategy,
+            &store,
+            &self.pool,
+            q.as_slice(),
+            params.k,
+            params.ef,
+            filter,
+            strategy,
         );
         Ok(super::hits(self.metric, found))
     }

@@ -38,6 +38,7 @@
 #![allow(dead_code)]
 
 mod aligned;
+use aligned::AlignedF32;
 mod distance;
 mod hnsw;
 pub(crate) mod index;
@@ -128,14 +129,15 @@ pub(crate) enum VectorError {
     Io(#[source] std::io::Error),
 }
 
-/// Checks `v` for `metric` and `dim` and returns what the graph stores:
-/// the vector as given, or unit-length for cosine. Rejects a wrong length,
-/// NaN or infinite components, a norm that overflows, and (cosine) zero.
+/// Checks `v` for `metric` and `dim` and returns what the graph stores and
+/// searches with: the vector as given, or unit-length for cosine, aligned
+/// to a cache line (`aligned.rs`). Rejects a wrong length, NaN or infinite
+/// components, a norm that overflows, and (cosine) zero.
 pub(crate) fn prepare_vector(
     metric: Metric,
     dim: usize,
     v: &[f32],
-) -> Result<Vec<f32>, VectorError> {
+) -> Result<AlignedF32, VectorError> {
     if v.len() != dim {
         return Err(VectorError::Dimension {
             expected: dim,
@@ -154,9 +156,13 @@ pub(crate) fn prepare_vector(
             return Err(VectorError::ZeroVector);
         }
         let inv = 1.0 / norm2.sqrt();
-        return Ok(v.iter().map(|&x| (f64::from(x) * inv) as f32).collect());
+        let mut out = AlignedF32::from(v);
+        for x in out.as_mut_slice() {
+            *x = (f64::from(*x) * inv) as f32;
+        }
+        return Ok(out);
     }
-    Ok(v.to_vec())
+    Ok(AlignedF32::from(v))
 }
 
 fn hits(metric: Metric, found: Vec<Cand>) -> Vec<Hit> {

@@ -21,7 +21,6 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
-use super::aligned::AlignedF32;
 use super::distance::{DistFn, prefetch_lines};
 
 /// Vectors whose loads are started ahead of the distance computation that
@@ -488,8 +487,10 @@ pub(crate) fn filtered_ef(ef: usize, allowed: usize, n: usize) -> usize {
     ((ef as f64 * factor).ceil() as usize).max(ef)
 }
 
-/// The k nearest allowed nodes to `q` (already prepared: right dimension,
-/// normalized for cosine), closest first.
+/// The k nearest allowed nodes to `q` (already prepared by
+/// `prepare_vector`: right dimension, normalized for cosine, and aligned
+/// like the stored vectors, so no SIMD load straddles two cache lines),
+/// closest first.
 pub(crate) fn knn<G: GraphStore>(
     g: &G,
     pool: &ScratchPool,
@@ -503,22 +504,29 @@ pub(crate) fn knn<G: GraphStore>(
     if n == 0 || k == 0 {
         return Vec::new();
     }
-    // The stored vectors start cache lines (`aligned.rs`); so does the
-    // query, so no SIMD load of either straddles two lines.
-    let q = AlignedF32::from(q);
-    let q = q.as_slice();
     let ef = ef.max(k);
     let exact_if = |allowed: usize| match strategy {
         Strategy::Auto => allowed <= exact_threshold(n, ef),
         Strategy::Graph | Strategy::Walk => false,
         Strategy::Exact => true,
     };
+    // A filtered graph search of `allowed` (estimated) nodes: two hops, or
+    // hnswlib's walk with `ef` grown as selectivity falls.
+    let walk_mode = if strategy == Strategy::Walk {
+        Layer0::Walk
+    } else {
+        Layer0::TwoHop
+    };
+    let walk_ef = |allowed: usize| match walk_mode {
+        Layer0::Walk => filtered_ef(ef, allowed, n),
+        _ => ef,
+    };
     match filter {
         Filter::All => {
             if strategy == Strategy::Exact {
                 exact(g, q, k, 0..n as u32)
             } else {
-                walk(g, pool, q, k, ef, |_| true, false)
+                walk(g, pool, q, k, ef, |_| true, Layer0::All)
             }
         }
         Filter::Nodes(set) => {
@@ -526,11 +534,9 @@ pub(crate) fn knn<G: GraphStore>(
                 Vec::new()
             } else if exact_if(set.len()) {
                 exact(g, q, k, set.nodes().iter().copied())
-            } else if strategy == Strategy::Walk {
-                let ef = filtered_ef(ef, set.len(), n);
-                walk(g, pool, q, k, ef, |id| set.contains(id), true)
             } else {
-                walk_two_hop(g, pool, q, k, ef, |id| set.contains(id))
+                let ef = walk_ef(set.len());
+                walk(g, pool, q, k, ef, |id| set.contains(id), walk_mode)
             }
         }
         Filter::Predicate(p) => {
@@ -541,16 +547,25 @@ pub(crate) fn knn<G: GraphStore>(
             let estimate = hits * n / samples;
             if hits == 0 || exact_if(estimate) {
                 exact(g, q, k, (0..n as u32).filter(|&i| p(i)))
-            } else if strategy == Strategy::Walk {
-                let ef = filtered_ef(ef, estimate, n);
-                walk(g, pool, q, k, ef, p, true)
             } else {
-                walk_two_hop(g, pool, q, k, ef, p)
+                walk(g, pool, q, k, walk_ef(estimate), p, walk_mode)
             }
         }
     }
 }
 
+/// How a walk searches layer 0.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layer0 {
+    /// Every node is a result.
+    All,
+    /// Through every node, collecting allowed ones ([`search_layer`]).
+    Walk,
+    /// Over the allowed subgraph ([`search_layer_two_hop`]).
+    TwoHop,
+}
+
+/// Descent through the upper levels, then the `k` best of a layer-0 search.
 fn walk<G: GraphStore, A: Fn(u32) -> bool>(
     g: &G,
     pool: &ScratchPool,
@@ -558,13 +573,17 @@ fn walk<G: GraphStore, A: Fn(u32) -> bool>(
     k: usize,
     ef: usize,
     allow: A,
-    filtered: bool,
+    layer0: Layer0,
 ) -> Vec<Cand> {
     let Some(entry) = descend(g, q) else {
         return Vec::new();
     };
     let mut s = pool.get();
-    search_layer(g, q, &[entry], ef, 0, allow, filtered, &mut s);
+    if layer0 == Layer0::TwoHop {
+        search_layer_two_hop(g, q, &[entry], ef, allow, &mut s);
+    } else {
+        search_layer(g, q, &[entry], ef, 0, allow, layer0 == Layer0::Walk, &mut s);
+    }
     s.sorted.iter().take(k).copied().collect()
 }
 
@@ -580,23 +599,6 @@ fn descend<G: GraphStore>(g: &G, q: &[f32]) -> Option<Cand> {
         cur = greedy(g, q, cur, level);
     }
     Some(cur)
-}
-
-/// Descent, then a two-hop filtered search of layer 0.
-fn walk_two_hop<G: GraphStore, A: Fn(u32) -> bool>(
-    g: &G,
-    pool: &ScratchPool,
-    q: &[f32],
-    k: usize,
-    ef: usize,
-    allow: A,
-) -> Vec<Cand> {
-    let Some(entry) = descend(g, q) else {
-        return Vec::new();
-    };
-    let mut s = pool.get();
-    search_layer_two_hop(g, q, &[entry], ef, allow, &mut s);
-    s.sorted.iter().take(k).copied().collect()
 }
 
 /// Exact k nearest among `nodes`, loading vectors a few nodes ahead (an
