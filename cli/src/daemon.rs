@@ -583,32 +583,32 @@ fn status(dir: &Path) -> Report {
                 "memdb-server (pid {}) is running but does not answer at {}",
                 e.pid, e.url
             );
-            let mut data = endpoint_json(&e, dir);
-            data["status"] = "not answering".into();
-            Report {
-                text: why.clone(),
-                data,
-                exit: Exit::Failed(why),
-            }
+            failed_status(why, &e, dir, "not answering")
         }
         State::Stale(e, why) => {
             let why = format!(
                 "memdb-server is not running: stale endpoint file {} ({why})",
                 dir.join(ENDPOINT_FILE).display()
             );
-            let mut data = endpoint_json(&e, dir);
-            data["status"] = "stale".into();
-            Report {
-                text: why.clone(),
-                data,
-                exit: Exit::Failed(why),
-            }
+            failed_status(why, &e, dir, "stale")
         }
         State::Absent => Report {
             text: format!("memdb-server is not running (data {})", dir.display()),
             data: json!({"status": "not running", "data": dir}),
             exit: Exit::NotRunning,
         },
+    }
+}
+
+/// A `status` that found a server it cannot vouch for: `why` is both the
+/// text and the error line.
+fn failed_status(why: String, e: &Endpoint, dir: &Path, status: &str) -> Report {
+    let mut data = endpoint_json(e, dir);
+    data["status"] = status.into();
+    Report {
+        text: why.clone(),
+        data,
+        exit: Exit::Failed(why),
     }
 }
 
