@@ -69,6 +69,10 @@ pub use conversations::prune::{
     PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
     Recommendation,
 };
+pub use conversations::proxy::{
+    CAPTURE_LABEL_CHARS, DEFAULT_CAPTURE_FOLDER, DEFAULT_PROXY_BUDGET, UNTITLED_CAPTURE,
+    capture_label, context_system_message, proxy_query,
+};
 pub use conversations::suggest::{
     ImportanceScore, LabelSuggestion, LabelSuggestions, heuristic_importance,
 };

@@ -76,6 +76,9 @@ pub struct ImportanceScore {
     pub reasoning: String,
     /// `heuristic` or the chat model's name.
     pub model: String,
+    /// Fallbacks: why a configured chat model's score was not used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Word groups that raise importance by 1 each when present.
@@ -427,6 +430,7 @@ impl Memdb {
                 scores.len()
             ),
             model: "heuristic".into(),
+            notes: Vec::new(),
         })
     }
 }
@@ -442,6 +446,7 @@ fn score_text(text: &str, model: Option<&dyn ChatModel>) -> ImportanceScore {
         factors,
         reasoning,
         model: "heuristic".into(),
+        notes: Vec::new(),
     };
     let Some(m) = model else { return out };
     let system = "Rate how important this text is to remember long-term for an AI assistant, \
@@ -463,19 +468,15 @@ fn score_text(text: &str, model: Option<&dyn ChatModel>) -> ImportanceScore {
                 out.model = m.name();
             }
             None => {
-                out.reasoning = format!(
-                    "{}; {} gave no score in 1..=10, heuristic used",
-                    out.reasoning,
-                    m.name()
-                );
+                let note = format!("{} gave no score in 1..=10; heuristic used", m.name());
+                out.reasoning = format!("{}; {note}", out.reasoning);
+                out.notes.push(note);
             }
         },
         Err(e) => {
-            out.reasoning = format!(
-                "{}; {} failed ({e}), heuristic used",
-                out.reasoning,
-                m.name()
-            )
+            let note = format!("{} failed ({e}); heuristic used", m.name());
+            out.reasoning = format!("{}; {note}", out.reasoning);
+            out.notes.push(note);
         }
     }
     out

@@ -20,7 +20,7 @@ use crate::error::{Error, RemoteFailure, Result};
 use crate::util::http::{self, HttpPolicy, JsonClient};
 
 /// Settings of [`OpenAiChat`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct OpenAiChatConfig {
     /// The API root, `/v1` included (see [`crate::OpenAiConfig::base_url`]).
@@ -42,6 +42,26 @@ pub struct OpenAiChatConfig {
     pub backoff: Duration,
     /// Longest wait between attempts, `Retry-After` included (default 30 s).
     pub max_backoff: Duration,
+    /// The API key itself, sent instead of `api_key_env`'s when set (a
+    /// server given the key in its configuration). `Debug` never shows it.
+    api_key: Option<String>,
+}
+
+impl std::fmt::Debug for OpenAiChatConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiChatConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key_env", &self.api_key_env)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("temperature", &self.temperature)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("backoff", &self.backoff)
+            .field("max_backoff", &self.max_backoff)
+            .finish()
+    }
 }
 
 impl OpenAiChatConfig {
@@ -57,7 +77,13 @@ impl OpenAiChatConfig {
             max_retries: 4,
             backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
+            api_key: None,
         }
+    }
+    /// Sets the API key itself (`None` or blank: read `api_key_env`).
+    pub fn api_key(mut self, key: Option<&str>) -> Self {
+        self.api_key = key.map(str::to_string);
+        self
     }
     /// Sets the key's environment variable (`None`: never send a key).
     pub fn api_key_env(mut self, name: Option<&str>) -> Self {
@@ -131,7 +157,11 @@ impl OpenAiChat {
             config.max_backoff,
         )?;
         Ok(OpenAiChat {
-            client: JsonClient::new(policy, config.api_key_env.as_deref()),
+            client: JsonClient::with_key(
+                policy,
+                config.api_key.as_deref(),
+                config.api_key_env.as_deref(),
+            ),
             url: format!("{base}/chat/completions"),
             config,
         })

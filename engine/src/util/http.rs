@@ -108,10 +108,26 @@ impl JsonClient {
     /// A client reading its key from `key_env` (unset or empty: no key is
     /// sent, as local servers such as Ollama expect).
     pub(crate) fn new(policy: HttpPolicy, key_env: Option<&str>) -> Self {
-        let api_key = key_env
-            .and_then(|name| std::env::var(name).ok())
-            .filter(|k| !k.trim().is_empty())
-            .map(|k| k.trim().to_string());
+        Self::with_key(policy, None, key_env)
+    }
+
+    /// A client sending `key` when it is given (and not blank), else the
+    /// key read from `key_env` as [`JsonClient::new`] does.
+    pub(crate) fn with_key(policy: HttpPolicy, key: Option<&str>, key_env: Option<&str>) -> Self {
+        let given = key
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(str::to_string);
+        let (api_key, key_env) = match given {
+            Some(k) => (Some(k), None),
+            None => (
+                key_env
+                    .and_then(|name| std::env::var(name).ok())
+                    .filter(|k| !k.trim().is_empty())
+                    .map(|k| k.trim().to_string()),
+                key_env,
+            ),
+        };
         JsonClient {
             agent: agent(&policy),
             policy,
