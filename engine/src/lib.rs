@@ -46,6 +46,7 @@ mod conversations;
 mod db;
 mod embed;
 mod error;
+pub mod import;
 pub mod kuradb;
 mod llm;
 pub mod memorg;
@@ -65,13 +66,13 @@ pub use conversations::export::{
     EXPORT_BATCH, EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ExportStream, ImportOptions,
     ImportReport, Selection,
 };
-pub use conversations::prune::{
-    PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
-    Recommendation,
-};
 pub use conversations::proxy::{
     CAPTURE_LABEL_CHARS, DEFAULT_CAPTURE_FOLDER, DEFAULT_PROXY_BUDGET, UNTITLED_CAPTURE,
     capture_label, context_system_message, proxy_query,
+};
+pub use conversations::prune::{
+    PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
+    Recommendation,
 };
 pub use conversations::suggest::{
     ImportanceScore, LabelSuggestion, LabelSuggestions, heuristic_importance,

@@ -6,6 +6,7 @@
 
 mod api;
 mod bad_input;
+mod chat_import;
 mod compat;
 mod contract;
 mod crash;

@@ -236,6 +236,7 @@ const LAYERS: &[&[&str]] = &[
     &["conversations"],
     &["memorg"],
     &["kuradb"],
+    &["import"],
 ];
 
 fn layer_of(subsystem: &str) -> Option<usize> {

@@ -1,6 +1,7 @@
 //! Leaf utilities every layer may use: time parsing, dates in free text, the directory lock,
 //! the blocking HTTP client for remote providers (cargo feature `openai`),
-//! function-word lists and token counting. Nothing here knows about
+//! function-word lists, token counting and the folder watcher shared by
+//! KuraDB and the import folder (`watch.rs`). Nothing here knows about
 //! records, tables or indexes.
 
 pub(crate) mod dates;
@@ -10,3 +11,4 @@ pub(crate) mod keywords;
 pub(crate) mod lock;
 pub(crate) mod time;
 pub(crate) mod tokens;
+pub(crate) mod watch;
