@@ -180,6 +180,59 @@ impl Fts5Store {
         Ok(n)
     }
 
+    /// Makes every commit durable the way a careful SQLite application
+    /// does: `synchronous = FULL` (the WAL is fsynced at each commit) and a
+    /// busy timeout, so concurrent writers on their own connections queue
+    /// for the write lock instead of failing.
+    pub fn durable_writes(&self) -> anyhow::Result<()> {
+        self.conn
+            .execute_batch("PRAGMA synchronous = FULL; PRAGMA busy_timeout = 60000;")
+            .context("setting synchronous = FULL")
+    }
+
+    /// Inserts one conversation and its messages in one durable
+    /// transaction (`BEGIN IMMEDIATE`, so writers queue on the lock rather
+    /// than deadlock upgrading a read): the per-call path Sekha's
+    /// controller takes for `POST /api/v1/conversations`.
+    pub fn insert_conversation(
+        &mut self,
+        label: &str,
+        folder: &str,
+        messages: &[(&str, &str)],
+    ) -> anyhow::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let now = chrono::Utc::now().to_rfc3339();
+        let cid = uuid::Uuid::new_v4().to_string();
+        let words: usize = messages
+            .iter()
+            .map(|(_, t)| t.split_whitespace().count())
+            .sum();
+        tx.prepare_cached(
+            "INSERT INTO conversations (id, label, folder, word_count, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        )?
+        .execute(params![cid, label, folder, words as i64, now])?;
+        {
+            let mut msg = tx.prepare_cached(
+                "INSERT INTO messages (id, conversation_id, role, content, timestamp, metadata)
+                 VALUES (?1, ?2, ?3, ?4, ?5, '{}')",
+            )?;
+            for (role, text) in messages {
+                msg.execute(params![
+                    uuid::Uuid::new_v4().to_string(),
+                    cid,
+                    role,
+                    text,
+                    now
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Top `limit` messages for an FTS5 `MATCH` expression, best first.
     pub fn search(&self, query: &str, limit: usize) -> anyhow::Result<Vec<Hit>> {
         let mut top = self.conn.prepare_cached(

@@ -62,7 +62,7 @@ use crate::error::ApiError;
 use crate::kuradb_tools;
 use crate::mcp::text;
 use crate::memorg_tools;
-use crate::routes::{conversations, kuradb, mcp, orchestration, search, system};
+use crate::routes::{conversations, kuradb, mcp, orchestration, search, system, ui};
 use crate::state::AppState;
 use crate::tools::{self, ToolDef};
 
@@ -438,6 +438,35 @@ pub static ROUTES: &[Route] = &[
         Read,
         |m| on(m, system::openapi),
         doc::<system::__path_openapi>,
+    ),
+    // The web UI (SPEC §21.5): static files, and what a key may do.
+    route(
+        Get,
+        "/api/v1/whoami",
+        Read,
+        |m| on(m, ui::whoami),
+        doc::<ui::__path_whoami>,
+    ),
+    route(
+        Get,
+        "/ui",
+        Public,
+        |m| on(m, ui::index),
+        doc::<ui::__path_index>,
+    ),
+    route(
+        Get,
+        "/ui/app.js",
+        Public,
+        |m| on(m, ui::script),
+        doc::<ui::__path_script>,
+    ),
+    route(
+        Get,
+        "/ui/app.css",
+        Public,
+        |m| on(m, ui::style),
+        doc::<ui::__path_style>,
     ),
 ];
 
@@ -1124,6 +1153,7 @@ mod tests {
             ("POST", "/api/v1/search/fts", Read),
             ("GET", "/api/v1/stats", Read),
             ("POST", "/api/v1/summarize", Write),
+            ("GET", "/api/v1/whoami", Read),
             ("GET", "/health", Public),
             ("POST", "/mcp/memory/search", Read),
             ("POST", "/mcp/memory/stats", Read),
@@ -1154,6 +1184,9 @@ mod tests {
             ("POST", "/mcp/tools/update_memory_item", Write),
             ("GET", "/metrics", StoreRead),
             ("GET", "/openapi.json", Read),
+            ("GET", "/ui", Public),
+            ("GET", "/ui/app.css", Public),
+            ("GET", "/ui/app.js", Public),
         ]
         .map(|(m, p, a)| (m.to_string(), p.to_string(), a));
         assert_eq!(surface, expected);

@@ -32,6 +32,8 @@ pub struct Spec {
     /// Semantic candidates under this cosine are dropped (semantic and
     /// hybrid; see `memdb::SearchRequest::min_similarity`).
     pub min_similarity: Option<f32>,
+    /// Attach each hit's score explanation.
+    pub explain: bool,
 }
 
 /// Hits, the mode used and the engine's notes.
@@ -110,6 +112,7 @@ pub fn run(db: &Memdb, spec: Spec) -> Result<Outcome, ApiError> {
     req.role = spec.role;
     req.offset = spec.offset;
     req.min_similarity = spec.min_similarity;
+    req.explain = spec.explain;
     let out = db.search(&req)?;
     Ok(Outcome {
         hits: out.hits,

@@ -271,6 +271,7 @@ pub fn memory_search(db: &Memdb, args: MemorySearchArgs) -> Result<SearchData, A
             limit: args.limit,
             offset: 0,
             min_similarity: None,
+            explain: false,
         },
     )?;
     let results: Vec<ToolSearchResult> = out

@@ -246,6 +246,10 @@ pub struct QueryBody {
     /// match stays in hybrid mode; ignored with a note in keyword mode).
     #[serde(default)]
     pub min_similarity: Option<f32>,
+    /// memdb extension: attach to each result how its score was made
+    /// (`explain`, SPEC §18.4). Default false.
+    #[serde(default)]
+    pub explain: Option<bool>,
 }
 
 /// `POST /api/v1/search/fts` body.
@@ -463,6 +467,12 @@ pub struct SearchResultOut {
     /// Message metadata.
     #[schema(value_type = Object)]
     pub metadata: Value,
+    /// How the score was made (only when the request asked to explain):
+    /// `keyword_rank`, `keyword_score`, `semantic_rank`, `similarity`,
+    /// `fused`, `period_boost`, `neighbour_of` (SPEC §18.4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub explain: Option<memdb::ScoreExplain>,
 }
 
 /// `POST /api/v1/query` answer.

@@ -35,6 +35,7 @@ mod server_orchestration;
 mod server_security;
 mod server_util;
 mod tidy;
+mod ui;
 mod vector_crash;
 mod vectors;
 

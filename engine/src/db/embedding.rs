@@ -176,6 +176,18 @@ pub(crate) fn passage_of(space: &VectorSpace) -> Passage {
         .unwrap_or_default()
 }
 
+/// Whether an embedding pass waits for its vectors to be durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durable {
+    /// Each batch's write is acknowledged after its fsync (the worker,
+    /// `embed_pending`, rebuilds).
+    Yes,
+    /// The inline pass after a store: the vectors are searchable at once
+    /// and durable at the next group commit (§7.1.1); a crash before that
+    /// leaves their messages queued, and they are embedded again.
+    AtNextSettle,
+}
+
 /// What a target space of an embedding pass is filled from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fill {
@@ -393,7 +405,7 @@ impl Memdb {
             ));
         };
         let _pass = self.pipeline.pass.lock().unwrap_or_else(|e| e.into_inner());
-        let result = self.drain(e.as_ref(), limit, progress);
+        let result = self.drain(e.as_ref(), limit, Durable::Yes, progress);
         let mut last = self
             .pipeline
             .last_error
@@ -445,6 +457,7 @@ impl Memdb {
         &self,
         e: &dyn Embedder,
         limit: Option<u64>,
+        durable: Durable,
         progress: &mut dyn FnMut(EmbedProgress),
     ) -> Result<EmbedReport> {
         let (targets, _) = self.targets(e)?;
@@ -464,7 +477,7 @@ impl Memdb {
             if room == 0 {
                 break;
             }
-            let n = self.embed_batch(e, &targets, room as usize, &mut report)?;
+            let n = self.embed_batch(e, &targets, room as usize, durable, &mut report)?;
             if n == 0 {
                 break;
             }
@@ -510,6 +523,7 @@ impl Memdb {
         e: &dyn Embedder,
         targets: &[VectorSpace],
         max: usize,
+        durable: Durable,
         report: &mut EmbedReport,
     ) -> Result<u64> {
         // Read the entries and their texts from one snapshot. A text is
@@ -594,7 +608,7 @@ impl Memdb {
         // is written optimistically: only while it still exists with the
         // text that was embedded; one whose text changed meanwhile stays
         // queued and is embedded again from its new text.
-        let (embedded, skipped) = self.write(|txn, ops| {
+        let write = |txn: &WriteTransaction, ops: &mut crate::store::OpBatch| {
             let mut embedded = 0u64;
             let mut skipped = 0u64;
             let mut by_space: BTreeMap<u32, Vec<(u128, &Vec<f32>)>> = BTreeMap::new();
@@ -633,7 +647,11 @@ impl Memdb {
                 store::vectors::put_vectors(txn, sid, items, ops)?;
             }
             Ok((embedded, skipped))
-        })?;
+        };
+        let (embedded, skipped) = match durable {
+            Durable::Yes => self.write(write)?,
+            Durable::AtNextSettle => self.write_relaxed(write)?,
+        };
         report.embedded += embedded;
         report.skipped_empty += skipped;
         Ok(entries.len() as u64)
@@ -739,7 +757,7 @@ impl Memdb {
             // everybody's messages (a store took 20 s under overload).
             let limit = queued.unwrap_or(0).max(1);
             let result = match self.embedder().cloned() {
-                Some(e) => self.drain(e.as_ref(), Some(limit), &mut |_| {}),
+                Some(e) => self.drain(e.as_ref(), Some(limit), Durable::AtNextSettle, &mut |_| {}),
                 None => Ok(EmbedReport::default()),
             };
             let left = result.as_ref().map_or(0, |r| r.remaining);

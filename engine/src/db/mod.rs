@@ -1,12 +1,15 @@
 //! [`Memdb`]: the engine facade every surface calls.
 //!
-//! Write path (SPEC.md §"Write path"): validate → one redb transaction (rows,
-//! secondary indexes, one oplog entry) → commit (durable) → apply the entry to
-//! the text index. Searches first bring the text index up to the store's LSN
-//! and (soft-)commit it, so a write that returned is visible to the next
-//! search; a maintenance thread merges and checkpoints the index (§7).
+//! Write path (SPEC.md §7.1): validate → one redb transaction (rows,
+//! secondary indexes, one oplog entry) committed without fsync → group commit
+//! (`group.rs`: one fsync for every writer that arrived meanwhile, then the
+//! batch applied to the text index) → acknowledged. Searches first bring the
+//! text index up to the last acknowledged LSN and (soft-)commit it, so a write
+//! that returned is visible to the next search; a maintenance thread merges
+//! and checkpoints the index (§7).
 
 pub(crate) mod embedding;
+mod group;
 pub(crate) mod namespace;
 pub(crate) mod records;
 mod spaces;
@@ -63,7 +66,17 @@ pub struct Engine {
     text: Arc<RwLock<Arc<TextIndex>>>,
     checkpointer: Mutex<Checkpointer>,
     write_lock: Mutex<()>,
+    /// The store's last LSN, deferred commits included (written under the
+    /// write lock).
     last_lsn: AtomicU64,
+    /// The last LSN that is durable and applied to the derived indexes:
+    /// what every acknowledged write is at or below.
+    visible_lsn: AtomicU64,
+    /// Oplog entries committed (deferred) but not yet applied to the
+    /// derived indexes; the next settle applies them as one batch. Touched
+    /// only under the write lock.
+    pending: Mutex<Vec<(u64, Vec<Op>)>>,
+    group: group::GroupCommit,
     /// Derived-index maintenance steps that failed after a durable write
     /// (each is logged; the next search or open replays from the oplog).
     maintenance_failures: AtomicU64,
@@ -149,6 +162,9 @@ impl Memdb {
             checkpointer: Mutex::new(checkpointer),
             write_lock: Mutex::new(()),
             last_lsn: AtomicU64::new(last),
+            visible_lsn: AtomicU64::new(last),
+            pending: Mutex::new(Vec::new()),
+            group: Default::default(),
             maintenance_failures: AtomicU64::new(0),
             vectors,
             recovery,
@@ -184,11 +200,24 @@ impl Memdb {
         &self.config
     }
 
-    /// Brings the text index to the store's LSN: replays the oplog from the
-    /// index's watermark, or rebuilds when the oplog no longer reaches back
-    /// that far (or the watermark is ahead of the store). Caller holds the
-    /// write lock.
+    /// Brings the text index to the store's LSN: settles deferred commits
+    /// first (the index never holds a write the store could still lose),
+    /// then replays the oplog from the index's watermark, or rebuilds when
+    /// the oplog no longer reaches back that far (or the watermark is ahead
+    /// of the store). Caller holds the write lock.
     fn catch_up_text(&self) -> Result<()> {
+        if self.group.unsettled() {
+            self.settle_locked()?;
+        }
+        self.replay_text()?;
+        self.visible_lsn
+            .fetch_max(self.last_lsn.load(Ordering::Acquire), Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// The replay half of [`Self::catch_up_text`], for a store with nothing
+    /// deferred. Caller holds the write lock.
+    fn replay_text(&self) -> Result<()> {
         let text = self.text();
         let last = self.store.last_lsn()?;
         self.last_lsn.store(last, Ordering::Release);
@@ -233,14 +262,25 @@ impl Memdb {
         Ok(())
     }
 
-    /// Runs one write transaction and applies its oplog entry to the text
-    /// index; messages it created are queued for embedding (and embedded
-    /// inline when the backlog is small, after the write lock is released).
+    /// Runs one write transaction under group commit (§7.1.1): the
+    /// transaction commits without fsync under the write lock, then the
+    /// writer waits for the settle (one fsync for every writer that arrived
+    /// meanwhile, then the derived indexes applied for the batch) that
+    /// covers it. Returns once the write is durable and searchable.
+    /// Messages it created are queued for embedding (and embedded inline
+    /// when the backlog is small).
     pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
     ) -> Result<T> {
-        let (value, inserted) = self.write_locked(f)?;
+        let (value, seq, inserted) = {
+            let _arriving = self.group.arriving();
+            self.write_locked(f)?
+        };
+        self.group.wait(seq, || {
+            let _g = self.lock_writes();
+            self.settle_locked()
+        })?;
         self.ns_committed()?;
         if inserted {
             self.after_insert();
@@ -248,10 +288,27 @@ impl Memdb {
         Ok(value)
     }
 
+    /// A write of derived state that need not be durable when it returns
+    /// (the inline embedding of a just-stored message, §7.1.1): committed
+    /// without fsync and applied to the vector index at once, so it is
+    /// searchable when this returns; the next settle (any writer's) makes
+    /// it durable and applies it to the text index. A crash before that
+    /// loses only this write, whose inputs are still queued and redone.
+    pub(crate) fn write_relaxed<T>(
+        &self,
+        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+    ) -> Result<T> {
+        let (value, _seq, _inserted) = self.write_locked(f)?;
+        Ok(value)
+    }
+
+    /// The locked half of [`Self::write`]: one deferred redb transaction;
+    /// returns its value, its commit number and whether it inserted
+    /// messages.
     fn write_locked<T>(
         &self,
         f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
-    ) -> Result<(T, bool)> {
+    ) -> Result<(T, u64, bool)> {
         let _g = self.lock_writes();
         let text = self.text();
         // The oplog keeps what any derived index may still need to replay.
@@ -263,7 +320,7 @@ impl Memdb {
             lsn,
             ops: recorded,
             changed,
-        } = self.store.write(trim, |txn, ops| {
+        } = self.store.write_deferred(trim, |txn, ops| {
             let value = f(txn, ops)?;
             crate::db::embedding::enqueue_new(txn, ops.ops())?;
             // Query embeddings computed while writers held the lock ride
@@ -273,16 +330,20 @@ impl Memdb {
             }
             Ok(value)
         })?;
+        let seq = self.group.committed_one();
         self.rows
             .invalidate(&changed.conversations, &changed.removed);
-        let previous = self.last_lsn.swap(lsn, Ordering::AcqRel);
-        if recorded.is_empty() {
-            return Ok((value, false));
-        }
+        self.last_lsn.store(lsn, Ordering::Release);
         let inserted = recorded.iter().any(|op| matches!(op, Op::InsertMessage(_)));
-        // The write is durable now. Index maintenance failures must not turn
-        // it into an error: the next search or open replays from the oplog.
-        if let Err(e) = self.vectors.apply(&self.store, lsn, &recorded) {
+        // The in-memory vector index takes the write at once (it is never
+        // persisted ahead of the store: a generation is recorded by a
+        // durable commit); the text index waits for the settle, since its
+        // commits persist what it holds.
+        if recorded
+            .iter()
+            .any(|op| matches!(op, Op::PutVector(..) | Op::DeleteVector(..)))
+            && let Err(e) = self.vectors.apply(&self.store, lsn, &recorded)
+        {
             self.maintenance_failed("applying the write to the vector index", &e);
             for op in &recorded {
                 if let Op::PutVector(s, _) | Op::DeleteVector(s, _) = op {
@@ -290,21 +351,57 @@ impl Memdb {
                 }
             }
         }
-        let applied = if text.applied_lsn() == previous {
-            text.apply(&self.store, &[(lsn, recorded)]).is_ok()
-        } else {
-            false
-        };
-        if !applied {
-            if let Err(e) = self.catch_up_text() {
-                self.maintenance_failed("catching the text index up", &e);
+        if !recorded.is_empty() {
+            self.pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((lsn, recorded));
+        }
+        Ok((value, seq, inserted))
+    }
+
+    /// Makes every deferred commit durable (one fsync), applies their
+    /// oplog entries to the text index as one batch, and wakes
+    /// the writers it covered; returns the last commit number covered.
+    /// Caller holds the write lock. Index maintenance failures do not fail
+    /// the writes: they are durable, and the next search or open replays
+    /// from the oplog.
+    fn settle_locked(&self) -> Result<u64> {
+        let upto = self.group.last_committed();
+        if self.group.unsettled() {
+            self.store.sync()?;
+        }
+        let entries = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        let text = self.text();
+        let applied = text.applied_lsn();
+        let fresh: Vec<(u64, Vec<Op>)> =
+            entries.into_iter().filter(|(l, _)| *l > applied).collect();
+        let in_order = fresh
+            .iter()
+            .enumerate()
+            .all(|(i, (l, _))| *l == applied + 1 + i as u64);
+        let behind = self.last_lsn.load(Ordering::Acquire) > applied + fresh.len() as u64;
+        if in_order && !behind {
+            if !fresh.is_empty()
+                && let Err(e) = text.apply(&self.store, &fresh)
+            {
+                self.maintenance_failed("applying the batch to the text index", &e);
+                if let Err(e) = self.replay_text() {
+                    self.maintenance_failed("catching the text index up", &e);
+                }
             }
-        } else if text.uncommitted_entries() >= self.config.text_commit_every
+        } else if let Err(e) = self.replay_text() {
+            self.maintenance_failed("catching the text index up", &e);
+        }
+        if text.uncommitted_entries() >= self.config.text_commit_every
             && let Err(e) = text.commit()
         {
             self.maintenance_failed("committing the text index", &e);
         }
-        Ok((value, inserted))
+        self.visible_lsn
+            .fetch_max(self.last_lsn.load(Ordering::Acquire), Ordering::AcqRel);
+        self.group.settled_through(upto);
+        Ok(upto)
     }
 
     /// Records a failed maintenance step of a derived index: logged as a
@@ -324,7 +421,9 @@ impl Memdb {
     /// Makes every returned write visible to text search.
     pub(crate) fn fresh_text(&self) -> Result<Arc<TextIndex>> {
         let mut text = self.text();
-        if text.applied_lsn() < self.last_lsn.load(Ordering::Acquire) {
+        // Acknowledged writes only: a read does not wait for the fsync of
+        // writes still in flight (§7.1.1).
+        if text.applied_lsn() < self.visible_lsn.load(Ordering::Acquire) {
             let _g = self.lock_writes();
             self.catch_up_text()?;
             text = self.text();
@@ -906,6 +1005,13 @@ impl Engine {
     fn shut_down(&self) -> Result<()> {
         if self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return Ok(());
+        }
+        if self.group.unsettled() {
+            // A writer still waiting for its settle (another handle closing
+            // the engine under it): make its commit durable; the indexes
+            // replay it at the next open.
+            let _g = self.lock_writes();
+            self.store.sync()?;
         }
         if self.has_pending_cache() {
             let _g = self.lock_writes();

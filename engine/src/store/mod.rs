@@ -254,7 +254,41 @@ impl Store {
         trim_upto: u64,
         f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
     ) -> Result<Committed<T>> {
-        let txn = self.db.begin_write()?;
+        self.write_with(redb::Durability::Immediate, trim_upto, f)
+    }
+
+    /// [`Store::write`] committed without fsync (`Durability::None`): the
+    /// transaction is complete and visible to later transactions, and the
+    /// next [`Store::sync`] (or durable commit) makes it durable together
+    /// with every deferred commit before it. A crash before that loses it
+    /// and leaves the store at the last durable commit, consistent. The
+    /// group commit of [`crate::db`] acknowledges a writer only after the
+    /// sync that covers its deferred commit.
+    pub(crate) fn write_deferred<T>(
+        &self,
+        trim_upto: u64,
+        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+    ) -> Result<Committed<T>> {
+        self.write_with(redb::Durability::None, trim_upto, f)
+    }
+
+    /// Makes every deferred commit durable: one empty durable commit (one
+    /// fsync of the data, one of the header), which redb persists with all
+    /// the non-durable commits before it.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.db.begin_write()?.commit()?;
+        Ok(())
+    }
+
+    fn write_with<T>(
+        &self,
+        durability: redb::Durability,
+        trim_upto: u64,
+        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+    ) -> Result<Committed<T>> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(durability)
+            .map_err(|e| Error::Store(format!("setting the transaction's durability: {e}")))?;
         let last = txn
             .open_table(META)?
             .get(KEY_LAST_LSN)?

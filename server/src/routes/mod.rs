@@ -4,9 +4,9 @@
 //! Layers, outermost first: CORS (only when origins are configured),
 //! metrics (labels from a closed set), Host/Origin validation
 //! ([`crate::guard`]), rate limit, body read timeout, body limit, then
-//! authentication on every route but `/health` (the fallbacks authenticate
-//! too), the whole-request timeout (not on `/mcp`) and, on `/mcp`, session
-//! ownership. Unknown routes and methods answer `{error, code}` 404/405 to
+//! authentication on every route but the public ones (`/health`,
+//! `/api/health`, the web UI's files; the fallbacks authenticate too), the
+//! whole-request timeout (not on `/mcp`) and, on `/mcp`, session ownership. Unknown routes and methods answer `{error, code}` 404/405 to
 //! an authenticated client, 401 to anyone else.
 
 pub mod conversations;
@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod orchestration;
 pub mod search;
 pub mod system;
+pub mod ui;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};

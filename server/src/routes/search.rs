@@ -63,6 +63,7 @@ async fn run_query(
         limit,
         offset,
         min_similarity: body.min_similarity,
+        explain: body.explain.unwrap_or(false),
     };
     let out = s.run(move |db| search::run(db, spec)).await?;
     let results: Vec<SearchResultOut> = out
@@ -78,6 +79,7 @@ async fn run_query(
             folder: h.folder,
             timestamp: h.message.timestamp,
             metadata: h.message.metadata.clone(),
+            explain: h.explain,
         })
         .collect();
     Ok(Json(QueryOut {
@@ -111,6 +113,7 @@ pub async fn memory_search(
         filters: None,
         mode: body.mode,
         min_similarity: None,
+        explain: None,
     };
     run_query(s, query, filter, None, None).await
 }
@@ -137,6 +140,7 @@ pub async fn fts(
         limit,
         offset: 0,
         min_similarity: None,
+        explain: false,
     };
     let out = s.run(move |db| search::run(db, spec)).await?;
     let results: Vec<FtsHitOut> = out
