@@ -22,7 +22,9 @@ from playwright.sync_api import expect, sync_playwright
 BASE, KEY, RO_KEY, CHROMIUM, SHOTS = sys.argv[1:6]
 DESKTOP = {"width": 1280, "height": 800}
 NARROW = {"width": 390, "height": 844}
-TIMEOUT = 15_000
+# Generous: the suite runs many tests at once on two cores.
+TIMEOUT = 30_000
+expect.set_options(timeout=TIMEOUT)
 
 
 def rest(method, path, body=None, key=KEY):
