@@ -191,16 +191,38 @@ pub enum Command {
         output: Option<PathBuf>,
     },
 
-    /// Import a JSON export, keeping its ids and timestamps.
+    /// Import a JSON export (keeping its ids and timestamps), or a chat
+    /// export of ChatGPT, Claude, a Markdown or a text transcript (--from).
     ///
     /// Everything is validated before anything is written; an id that already
-    /// exists fails the import unless --skip-existing is given.
+    /// exists fails a memdb import unless --skip-existing is given. A chat
+    /// export is stored in folder /imports/<format>, one transaction per
+    /// file. With --watch DIR, the chat exports in DIR (.json .xml .md
+    /// .markdown .txt) are imported now and whenever one is added, each
+    /// moved to DIR/imported/<YYYYMMDD_HHMMSS>_<name> (a malformed file is
+    /// left in place with its error), until stopped (Ctrl-C).
+    #[command(group(ArgGroup::new("what").required(true).args(["file", "watch"])))]
     Import {
-        /// JSON export file; `-` reads stdin.
-        file: PathBuf,
-        /// Skip conversations whose id already exists.
+        /// The file; `-` reads stdin.
+        file: Option<PathBuf>,
+        /// Its format: `memdb` (memdb's JSON export, the default), `chatgpt`,
+        /// `claude`, `markdown`, `text`, or `auto` (detected as Sekha does;
+        /// the default of --watch).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        from: Option<ImportFrom>,
+        /// Skip conversations whose id already exists (memdb exports).
         #[arg(long)]
         skip_existing: bool,
+        /// Watch this folder for chat exports instead of importing one file.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "skip_existing"])]
+        watch: Option<PathBuf>,
+        /// Where --watch moves imported files [default: DIR/imported].
+        #[arg(long, value_name = "DIR", requires = "watch")]
+        imported_dir: Option<PathBuf>,
+        /// Seconds between polling passes of --watch (the fallback: change
+        /// events import a new file within about a second).
+        #[arg(long, default_value_t = 10)]
+        interval: u64,
     },
 
     /// Rebuild the text index from the store.
@@ -734,4 +756,36 @@ pub struct FilterArgs {
 
 fn parse_passage(s: &str) -> Result<memdb::Passage, String> {
     memdb::Passage::parse(s).map_err(|e| e.to_string())
+}
+
+/// `memdb import --from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFrom {
+    /// memdb's own JSON export.
+    Memdb,
+    /// ChatGPT's conversations.json.
+    Chatgpt,
+    /// Claude's JSON or XML export.
+    Claude,
+    /// A Markdown transcript.
+    Markdown,
+    /// A plain-text transcript.
+    Text,
+    /// Detected from the content and the extension.
+    Auto,
+}
+
+impl ImportFrom {
+    /// The chat-export format to read as; `None` detects it (and for
+    /// `memdb`, which is not a chat export).
+    pub fn chat_format(self) -> Option<memdb::import::ChatFormat> {
+        use memdb::import::ChatFormat;
+        match self {
+            ImportFrom::Chatgpt => Some(ChatFormat::ChatGpt),
+            ImportFrom::Claude => Some(ChatFormat::Claude),
+            ImportFrom::Markdown => Some(ChatFormat::Markdown),
+            ImportFrom::Text => Some(ChatFormat::Text),
+            ImportFrom::Memdb | ImportFrom::Auto => None,
+        }
+    }
 }

@@ -6,14 +6,15 @@
 //! opened, so a bad argument fails fast and touches nothing.
 
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use memdb::{
     ConversationUpdate, ExportFormat, FusionMethod, FusionWeights, ImportOptions, Memdb, Page,
     QueryLanguage, SearchMode, SearchNote, SearchRequest, Selection,
 };
 
-use crate::args::{Cli, Command, Fusion, KbAction, MemorgAction, Mode, QueryArgs};
+use crate::args::{Cli, Command, Fusion, ImportFrom, KbAction, MemorgAction, Mode, QueryArgs};
 use crate::embedder;
 use crate::input::{self, Source};
 use crate::options;
@@ -21,6 +22,7 @@ use crate::output::{Destination, Output};
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<Output> {
+    let json = cli.json;
     let dir = options::data_dir(cli.data)?;
     // Only commands that add data create a data directory; the others refuse
     // a directory that holds no store (a mistyped --data must not pass silently).
@@ -242,8 +244,55 @@ pub fn run(cli: Cli) -> Result<Output> {
         }
         Command::Import {
             file,
+            from,
             skip_existing,
+            watch,
+            imported_dir,
+            interval,
         } => {
+            let chat = from.filter(|f| *f != ImportFrom::Memdb);
+            if let Some(dir) = watch {
+                if from == Some(ImportFrom::Memdb) {
+                    bail!(
+                        "--watch imports chat exports: --from chatgpt, claude, markdown, text or auto"
+                    );
+                }
+                return watch_imports(
+                    create_embedding()?,
+                    memdb::import::watch::ImportFolder {
+                        dir,
+                        imported_dir,
+                        format: chat.and_then(ImportFrom::chat_format),
+                    },
+                    interval,
+                    json,
+                );
+            }
+            let file = file.unwrap_or_else(|| PathBuf::from("-"));
+            if let Some(chat) = chat {
+                if skip_existing {
+                    bail!(
+                        "--skip-existing applies to memdb exports only (chat exports get new ids)"
+                    );
+                }
+                let format = chat.chat_format();
+                let source = Source::from_arg(Some(&file));
+                // Parsed before the store is opened: a bad file writes nothing.
+                let (parsed, name) = match &source {
+                    Source::File(p) => (memdb::import::parse_file(p, format)?, p.clone()),
+                    Source::Stdin => {
+                        let text = input::read_text(&source)?;
+                        let parsed = memdb::import::parse_str(&text, Path::new("-"), format)
+                            .map_err(|e| anyhow::anyhow!("invalid <stdin>: {e}"))?;
+                        (parsed, PathBuf::from("<stdin>"))
+                    }
+                };
+                return with_db(create_embedding()?, |db| {
+                    let report = db.import_chat(parsed, &name)?;
+                    embedder::drain(db)?;
+                    Ok(Output::ChatImported(report))
+                });
+            }
             let export = input::export(&Source::from_arg(Some(&file)))?;
             with_db(create_embedding()?, |db| {
                 let bar = progress_bar();
@@ -536,6 +585,73 @@ fn export(
 }
 
 /// A progress bar on stderr, only when stderr is a terminal.
+/// `memdb import --watch`: the import folder watched until stopped; each
+/// file's outcome printed (stderr, or one JSON line on stdout with --json).
+fn watch_imports(
+    db: Memdb,
+    folder: memdb::import::watch::ImportFolder,
+    interval: u64,
+    json: bool,
+) -> Result<Output> {
+    use memdb::import::watch::{FileOutcome, ImportWatcher};
+    let db = std::sync::Arc::new(db);
+    let imported = folder.imported();
+    let dir = folder.dir.clone();
+    let on_file = move |o: &FileOutcome| {
+        if json {
+            if let Ok(line) = serde_json::to_string(o) {
+                println!("{line}");
+            }
+            return;
+        }
+        match o {
+            FileOutcome::Imported {
+                report,
+                moved_to,
+                move_error,
+            } => {
+                eprintln!(
+                    "imported {}: {} ({}) as {}{}",
+                    report.file,
+                    crate::output::plural(report.conversations, "conversation"),
+                    crate::output::plural(report.messages, "message"),
+                    report.format,
+                    match (moved_to, move_error) {
+                        (Some(to), _) => format!(", moved to {}", to.display()),
+                        (None, Some(e)) => format!(", NOT moved: {e}"),
+                        (None, None) => String::new(),
+                    }
+                );
+            }
+            FileOutcome::Failed { error, .. } => {
+                eprintln!("error: {error} (left in place)");
+            }
+        }
+    };
+    let _watcher = ImportWatcher::spawn(
+        (*db).clone(),
+        folder,
+        std::time::Duration::from_secs(interval.max(1)),
+        Some(Box::new(on_file)),
+    )?;
+    // Imported messages are embedded in the background.
+    let _worker = match db.config().embedder {
+        Some(_) => Some(memdb::EmbedWorker::spawn(db.clone())?),
+        None => None,
+    };
+    eprintln!(
+        "watching {} for chat exports (imported files go to {}): on change, and every {}s (Ctrl-C stops)",
+        dir.display(),
+        imported.display(),
+        interval.max(1)
+    );
+    // Each file is one transaction: stopping at any point loses nothing
+    // an import committed.
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
 fn progress_bar() -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;

@@ -59,6 +59,8 @@ pub enum Output {
         destination: Destination,
     },
     Imported(ImportReport),
+    /// `import --from chatgpt|claude|markdown|text|auto`.
+    ChatImported(memdb::import::ChatImportReport),
     Reindexed(u64),
     Optimized(memdb::TextIndexStatus),
     Check(CheckReport),
@@ -185,6 +187,7 @@ impl Output {
                 }),
             },
             Output::Imported(r) => to_value(r),
+            Output::ChatImported(r) => to_value(r),
             Output::Reindexed(n) => json!({ "indexed": n }),
             Output::Optimized(s) => to_value(s),
             Output::Check(r) => {
@@ -394,6 +397,18 @@ impl Output {
                     r.skipped
                 ),
             ),
+            Output::ChatImported(r) => line(
+                o,
+                format_args!(
+                    "imported {} ({}) from {} as {}; skipped {} without messages and {}",
+                    plural(r.conversations, "conversation"),
+                    plural(r.messages, "message"),
+                    r.file,
+                    r.format,
+                    plural(r.skipped, "conversation"),
+                    plural(r.skipped_messages, "blank message"),
+                ),
+            ),
             Output::Reindexed(n) => line(o, format_args!("reindexed {n} documents")),
             Output::Optimized(s) => line(
                 o,
@@ -534,7 +549,7 @@ fn line(o: &mut String, args: std::fmt::Arguments<'_>) {
 }
 
 /// `1 message`, `2 messages`.
-fn plural(n: u64, noun: &str) -> String {
+pub(crate) fn plural(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("{n} {noun}")
     } else {

@@ -1669,3 +1669,165 @@ fn memorg_subcommands_spell_the_tools() {
     db.run(&["memorg", "item", "x", "--metadata", "[1]"])
         .fails_with(&["JSON object"]);
 }
+
+// ----- chat-export import (SPEC §11.1, §20) -------------------------------
+
+const CHATGPT_EXPORT: &str = r#"[{"title": "Kiln firing", "create_time": 1714557600.0, "update_time": 1714557700.0,
+  "mapping": {
+    "r": {"id": "r", "message": null, "parent": null, "children": ["u"]},
+    "u": {"id": "u", "parent": "r", "children": ["a1", "a2"], "message": {"author": {"role": "user"},
+          "create_time": 1714557601.0, "content": {"content_type": "text", "parts": ["What cone for stoneware?"]}}},
+    "a1": {"id": "a1", "parent": "u", "children": [], "message": {"author": {"role": "assistant"},
+          "create_time": 1714557602.0, "content": {"content_type": "text", "parts": ["Cone 6 for mid-fire stoneware."]}}},
+    "a2": {"id": "a2", "parent": "u", "children": [], "message": {"author": {"role": "assistant"},
+          "create_time": 1714557603.0, "content": {"content_type": "text", "parts": ["Cone 10 for high-fire reduction."]}}}
+  }}]"#;
+
+#[test]
+fn import_from_a_chat_export_reports_and_stores_every_branch() {
+    let db = Db::new();
+    let file = db.path().join("conversations.json");
+    std::fs::write(&file, CHATGPT_EXPORT).expect("write");
+    let f = file.to_str().expect("path");
+    let out = db.run(&["import", "--from", "chatgpt", f]).ok();
+    assert!(
+        out.stdout.contains("imported 1 conversation (3 messages)")
+            && out.stdout.contains("as chatgpt"),
+        "{}",
+        out.stdout
+    );
+    let report = db
+        .run(&["--json", "import", "--from", "auto", f])
+        .ok()
+        .json();
+    assert_eq!(report["format"], "chatgpt");
+    assert_eq!(report["conversations"], 1);
+    assert_eq!(report["messages"], 3);
+    assert_eq!(report["skipped"], 0);
+    assert_eq!(report["ids"].as_array().map(Vec::len), Some(1));
+    assert_eq!(db.count(), 2);
+    // Both answers of the branch are searchable.
+    let hits = db
+        .run(&["--json", "query", "--mode", "keyword", "cone"])
+        .ok()
+        .json();
+    assert_eq!(hits["results"].as_array().map(Vec::len), Some(6), "{hits}");
+    // The conversation: Sekha's folder, label and importance.
+    let id = report["ids"][0].as_str().expect("id");
+    let conv = db.run(&["--json", "get", id]).ok().json();
+    assert_eq!(conv["label"], "Kiln firing");
+    assert_eq!(conv["folder"], "/imports/chatgpt");
+    assert_eq!(conv["importance_score"], 5);
+    assert_eq!(conv["messages"][2]["metadata"]["source"], "chatgpt");
+    // A transcript on stdin.
+    let out = db
+        .run_stdin(
+            &["--json", "import", "--from", "text", "-"],
+            Some(b"User: glaze recipes?\nAssistant: Try a celadon.\n"),
+        )
+        .ok()
+        .json();
+    assert_eq!(
+        (out["format"].as_str(), out["messages"].as_u64()),
+        (Some("text"), Some(2))
+    );
+    // The file is left where it was (only --watch moves files).
+    assert!(file.exists());
+}
+
+#[test]
+fn a_malformed_chat_export_fails_and_writes_nothing() {
+    let db = Db::new();
+    let bad = db.path().join("claude.xml");
+    std::fs::write(&bad, "<conversation><message><role>user</role>").expect("write");
+    db.run(&["import", "--from", "claude", bad.to_str().expect("p")])
+        .fails_with(&["claude.xml", "not closed"]);
+    let md = db.path().join("notes.md");
+    std::fs::write(&md, "# Notes\nno dialogue here\n").expect("write");
+    db.run(&["import", "--from", "auto", md.to_str().expect("p")])
+        .fails_with(&["notes.md", "no messages found"]);
+    db.run(&[
+        "import",
+        "--from",
+        "chatgpt",
+        "--skip-existing",
+        md.to_str().expect("p"),
+    ])
+    .fails_with(&["--skip-existing"]);
+    db.run(&["import", "--watch", ".", "--from", "memdb"])
+        .fails_with(&["--watch imports chat exports"]);
+    db.run(&["import"]).usage_error();
+    db.run(&["import", "--from", "word", "x"]).usage_error();
+    assert_eq!(db.count(), 0);
+    assert!(bad.exists() && md.exists());
+}
+
+/// `memdb import --watch DIR` run as a process: a good file is imported
+/// and moved to DIR/imported, a bad one is left with its error on stderr.
+#[test]
+fn import_watch_moves_good_files_and_leaves_bad_ones() {
+    let db = Db::new();
+    let inbox = db.path().join("inbox");
+    std::fs::create_dir(&inbox).expect("mkdir");
+    // The bad file first: a pass takes files oldest first, so its error is
+    // printed before the good file is moved (when the test stops it).
+    std::fs::write(inbox.join("broken.txt"), "no speakers at all\n").expect("write");
+    std::fs::write(inbox.join("kiln.json"), CHATGPT_EXPORT).expect("write");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
+    cmd.env_remove("MEMDB_DATA")
+        .env_remove("MEMDB_EMBEDDER")
+        .env_remove("MEMDB_NAMESPACE")
+        .arg("--data")
+        .arg(db.data())
+        .args(["import", "--watch"])
+        .arg(&inbox)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn memdb import --watch");
+    let imported = inbox.join("imported");
+    let start = std::time::Instant::now();
+    let moved = loop {
+        let names: Vec<String> = std::fs::read_dir(&imported)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !names.is_empty() {
+            break names;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the file was not moved"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    child.kill().expect("stop the watcher");
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(moved.len(), 1);
+    assert!(
+        moved[0].ends_with("_kiln.json") && moved[0].len() == "YYYYMMDD_HHMMSS_kiln.json".len()
+    );
+    assert!(!inbox.join("kiln.json").exists());
+    assert!(
+        inbox.join("broken.txt").exists(),
+        "a bad file is left in place"
+    );
+    assert!(
+        stderr.contains("kiln.json") && stderr.contains("moved to"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("broken.txt") && stderr.contains("no messages found"),
+        "{stderr}"
+    );
+    assert_eq!(db.count(), 1);
+    let hits = db
+        .run(&["--json", "query", "--mode", "keyword", "stoneware"])
+        .ok()
+        .json();
+    assert_eq!(hits["results"].as_array().map(Vec::len), Some(2), "{hits}");
+}

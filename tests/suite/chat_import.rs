@@ -439,6 +439,19 @@ fn an_import_folder_pass_moves_good_files_and_leaves_bad_ones() {
     write(inbox.path(), "fresh.txt", TEXT);
     let (none, unsettled) = import_folder(&db, &folder, &mut memory).unwrap();
     assert!(none.is_empty() && unsettled);
+    // One stamped in the future is read, not waited for forever.
+    std::fs::remove_file(inbox.path().join("fresh.txt")).unwrap();
+    let future = write(inbox.path(), "future.txt", TEXT);
+    let f = std::fs::File::options().write(true).open(&future).unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(3600))
+        .unwrap();
+    let (read, unsettled) = import_folder(&db, &folder, &mut memory).unwrap();
+    assert!(!unsettled);
+    assert!(
+        matches!(&read[..], [FileOutcome::Imported { .. }]),
+        "{read:?}"
+    );
+    assert_eq!(count(&db), 5);
 }
 
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {

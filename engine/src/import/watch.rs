@@ -135,7 +135,10 @@ pub fn import_folder(
         if memory.seen.get(&path) == Some(&(len, mtime)) {
             continue;
         }
-        if mtime.is_some_and(|t| now.duration_since(t).is_ok_and(|age| age < SETTLE) || t > now) {
+        // A modification time in the future (a skewed clock, an archive's
+        // stamps) cannot say whether the file is still being written: it
+        // is read, rather than waited for forever.
+        if mtime.is_some_and(|t| now.duration_since(t).is_ok_and(|age| age < SETTLE)) {
             unsettled = true;
             continue;
         }
