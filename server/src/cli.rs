@@ -103,6 +103,12 @@ pub struct ServeArgs {
     /// rule until `memdb rebuild-embeddings`).
     #[arg(long, env = "MEMDB_PASSAGE", value_name = "RULE", value_parser = parse_passage)]
     pub passage: Option<memdb::Passage>,
+    /// The chat model of summaries, labels and importance.
+    #[command(flatten)]
+    pub chat: crate::chat::ChatSettings,
+    /// The OpenAI-compatible proxy.
+    #[command(flatten)]
+    pub proxy: crate::proxy::ProxySettings,
 }
 
 fn parse_passage(s: &str) -> Result<memdb::Passage, String> {
@@ -218,6 +224,8 @@ impl ServeArgs {
             c.models_dir = Some(m);
         }
         c.openai = openai.or(&c.openai);
+        c.chat = self.chat.or(&c.chat);
+        c.proxy = self.proxy.or(&c.proxy);
         c.validate()?;
         Ok(c)
     }

@@ -170,6 +170,11 @@ pub struct ServerConfig {
     /// `with-previous`, `with-neighbours`; engine SPEC §10.1). An existing
     /// space keeps its rule until `memdb rebuild-embeddings`.
     pub message_passage: memdb::Passage,
+    /// The chat model of summaries, label suggestions and importance
+    /// scores (`[chat]`; none by default: extractive and heuristic).
+    pub chat: crate::chat::ChatSettings,
+    /// The OpenAI-compatible proxy (`[proxy]`; off without an upstream URL).
+    pub proxy: crate::proxy::ProxySettings,
 }
 
 impl Default for ServerConfig {
@@ -201,6 +206,8 @@ impl Default for ServerConfig {
             mcp_tools: "all".into(),
             kb_watch_secs: 10,
             message_passage: memdb::Config::default().message_passage,
+            chat: crate::chat::ChatSettings::default(),
+            proxy: crate::proxy::ProxySettings::default(),
         }
     }
 }
@@ -317,6 +324,8 @@ impl ServerConfig {
                 "body_limit must be at least 1024 bytes".into(),
             ));
         }
+        self.chat.build()?;
+        self.proxy.build()?;
         Ok(())
     }
 }

@@ -62,6 +62,7 @@ use crate::error::ApiError;
 use crate::kuradb_tools;
 use crate::mcp::text;
 use crate::memorg_tools;
+use crate::routes::proxy;
 use crate::routes::{conversations, kuradb, mcp, orchestration, search, system, ui};
 use crate::state::AppState;
 use crate::tools::{self, ToolDef};
@@ -423,6 +424,21 @@ pub static ROUTES: &[Route] = &[
         Read,
         |m| on(m, kuradb::search),
         doc::<kuradb::__path_search>,
+    ),
+    // The OpenAI-compatible proxy (SPEC §21.6): it stores each exchange.
+    route(
+        Post,
+        "/v1/chat/completions",
+        Write,
+        |m| on(m, proxy::chat_completions),
+        doc::<proxy::__path_chat_completions>,
+    ),
+    route(
+        Get,
+        "/v1/models",
+        Read,
+        |m| on(m, proxy::models),
+        doc::<proxy::__path_models>,
     ),
     // Operations.
     route(
@@ -1187,6 +1203,8 @@ mod tests {
             ("GET", "/ui", Public),
             ("GET", "/ui/app.css", Public),
             ("GET", "/ui/app.js", Public),
+            ("POST", "/v1/chat/completions", Write),
+            ("GET", "/v1/models", Read),
         ]
         .map(|(m, p, a)| (m.to_string(), p.to_string(), a));
         assert_eq!(surface, expected);

@@ -39,6 +39,7 @@
 )]
 
 pub mod auth;
+pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod contract;
@@ -51,6 +52,7 @@ pub mod mcp;
 pub mod memorg_tools;
 pub mod metrics;
 pub mod openapi;
+pub mod proxy;
 pub mod ratelimit;
 pub mod routes;
 pub mod search;

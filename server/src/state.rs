@@ -28,6 +28,10 @@ pub struct AppState {
     pub mcp_shutdown: tokio_util::sync::CancellationToken,
     /// The MCP sessions of `/mcp` and the keys that own them.
     pub mcp_sessions: Arc<crate::mcp::sessions::Sessions>,
+    /// The chat model of summaries, labels and importance (`--chat`).
+    pub chat: Option<Arc<dyn memdb::ChatModel>>,
+    /// The OpenAI-compatible proxy's upstream (`--upstream-url`).
+    pub proxy: Option<Arc<crate::proxy::Upstream>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -41,7 +45,19 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// State over an open store; the configuration should be validated.
     pub fn new(db: Arc<Memdb>, config: ServerConfig) -> Self {
+        // `validate` built both once already; an error here is logged and
+        // leaves the feature off.
+        let chat = config.chat.build().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "chat model not configured");
+            None
+        });
+        let proxy = config.proxy.build().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "proxy not configured");
+            None
+        });
         AppState {
+            chat,
+            proxy: proxy.map(Arc::new),
             keys: Arc::new(Keys::with_limits(
                 &config.api_keys,
                 &config.readonly_api_keys,

@@ -26,6 +26,11 @@ pub enum Reply {
     Raw(u16, &'static str, String),
     /// Waits, then answers 200 `{}` (the client should have given up).
     Stall(Duration),
+    /// 200 `text/event-stream`: each string as one `data:` event, flushed
+    /// one by one, then the connection is closed.
+    Sse(Vec<String>),
+    /// As `Sse`, waiting this long before each event after the first.
+    SseSlow(Vec<String>, Duration),
 }
 
 pub type Handler = dyn Fn(usize, &Seen) -> Reply + Send + Sync;
@@ -55,6 +60,24 @@ impl Server {
                     log.len() - 1
                 };
                 let (status, extra, body) = match handler(n, &req) {
+                    reply @ (Reply::Sse(_) | Reply::SseSlow(..)) => {
+                        let (events, pause) = match reply {
+                            Reply::SseSlow(e, d) => (e, d),
+                            Reply::Sse(e) => (e, Duration::ZERO),
+                            _ => unreachable!(),
+                        };
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+                        );
+                        for (i, e) in events.into_iter().enumerate() {
+                            if i > 0 {
+                                std::thread::sleep(pause);
+                            }
+                            let _ = stream.write_all(format!("data: {e}\n\n").as_bytes());
+                            let _ = stream.flush();
+                        }
+                        continue;
+                    }
                     Reply::Json(status, v) => (status, "", v.to_string()),
                     Reply::Raw(status, extra, body) => (status, extra, body),
                     Reply::Stall(d) => {

@@ -13,6 +13,7 @@ pub mod conversations;
 pub mod kuradb;
 pub mod mcp;
 pub mod orchestration;
+pub mod proxy;
 pub mod search;
 pub mod system;
 pub mod ui;

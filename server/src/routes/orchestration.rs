@@ -1,8 +1,10 @@
 //! Orchestration routes: context assembly, summaries, pruning, label
 //! suggestion, importance scoring. The engine does the work (SPEC.md §19)
 //! and its result types already carry the SDK's field names; these routes
-//! parse, call and serialize them. Summaries use the extractive summarizer
-//! and labels/importance the heuristics (no LLM is configured here).
+//! parse, call and serialize them. Summaries, labels and importance ask the
+//! server's chat model when one is configured (`--chat openai`, SPEC
+//! §23.8); without one, or when it fails, the engine's extractive summary
+//! and heuristics answer, and a failure is a note in the answer.
 
 use axum::extract::State;
 use serde_json::Value;
@@ -15,7 +17,8 @@ use crate::wire::{
     SummarizeBody, SummaryLevel, TokenCounting,
 };
 use memdb::{
-    ContextRequest, Extractive, PruneAction, PruneRequest, SummarizeRequest, TokenCounter,
+    ContextRequest, Extractive, LlmSummarizer, PruneAction, PruneRequest, SummarizeRequest,
+    Summarizer, TokenCounter,
 };
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ApiError> {
@@ -67,8 +70,12 @@ pub async fn summarize(
         level: level.into(),
         now: None,
     };
+    let summarizer: Box<dyn Summarizer> = match &s.chat {
+        Some(model) => Box::new(LlmSummarizer::new(model.clone())),
+        None => Box::new(Extractive),
+    };
     let out = s
-        .run(move |db| to_json(&db.summarize(&req, &Extractive)?))
+        .run(move |db| to_json(&db.summarize(&req, summarizer.as_ref())?))
         .await?;
     Ok(Json(out))
 }
@@ -121,10 +128,10 @@ pub async fn prune_execute(
     Ok(Json(out))
 }
 
-/// Label suggestions for a conversation (heuristic).
+/// Label suggestions for a conversation (the chat model, else heuristic).
 #[utoipa::path(post, path = "/api/v1/labels/suggest", tag = "orchestration",
     request_body = LabelSuggestBody,
-    responses((status = 200, description = "`{conversation_id, suggestions: [{label, folder, confidence, is_existing, reason}], top_suggestion, model}`", body = Object),
+    responses((status = 200, description = "`{conversation_id, suggestions: [{label, folder, confidence, is_existing, reason}], top_suggestion, model, notes?}`", body = Object),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -133,16 +140,17 @@ pub async fn suggest_labels(
     Json(body): Json<LabelSuggestBody>,
 ) -> Result<Json<Value>, ApiError> {
     let id = body.conversation_id;
+    let chat = s.chat.clone();
     let out = s
-        .run(move |db| to_json(&db.suggest_labels(id, None)?))
+        .run(move |db| to_json(&db.suggest_labels(id, chat.as_deref())?))
         .await?;
     Ok(Json(out))
 }
 
-/// Importance score of a message (heuristic).
+/// Importance score of a message (the chat model blended with the heuristic, else heuristic).
 #[utoipa::path(post, path = "/api/v1/messages/score", tag = "orchestration",
     request_body = ScoreBody,
-    responses((status = 200, description = "`{message_id, conversation_id, importance_score, factors, reasoning, model}`", body = Object),
+    responses((status = 200, description = "`{message_id, conversation_id, importance_score, factors, reasoning, model, notes?}`", body = Object),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -151,8 +159,9 @@ pub async fn score_message(
     Json(body): Json<ScoreBody>,
 ) -> Result<Json<Value>, ApiError> {
     let id = body.message_id;
+    let chat = s.chat.clone();
     let out = s
-        .run(move |db| to_json(&db.score_message(id, None)?))
+        .run(move |db| to_json(&db.score_message(id, chat.as_deref())?))
         .await?;
     Ok(Json(out))
 }
