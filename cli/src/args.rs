@@ -169,9 +169,15 @@ pub enum Command {
     },
 
     /// Totals, per folder and per label, over conversations matching the filters.
+    ///
+    /// With `--storage`: where the data directory's bytes go instead (the
+    /// redb file, every table, the text index, the vector files).
     Stats {
         #[command(flatten)]
         filter: FilterArgs,
+        /// Bytes per table and per index instead of the totals.
+        #[arg(long, conflicts_with = "FilterArgs")]
+        storage: bool,
     },
 
     /// Export one conversation or all matching the filters, as JSON or Markdown.

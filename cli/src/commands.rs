@@ -209,9 +209,13 @@ pub fn run(cli: Cli) -> Result<Output> {
                 })
             })?
         }
-        Command::Stats { filter } => {
-            let filter = filter.to_filter()?;
-            with_db(open()?, |db| Ok(Output::Stats(db.stats(&filter)?)))?
+        Command::Stats { filter, storage } => {
+            if storage {
+                with_db(open()?, |db| Ok(Output::Storage(db.storage()?)))?
+            } else {
+                let filter = filter.to_filter()?;
+                with_db(open()?, |db| Ok(Output::Stats(db.stats(&filter)?)))?
+            }
         }
         Command::Export {
             id,

@@ -52,6 +52,7 @@ pub enum Output {
         messages_removed: u64,
     },
     Stats(Stats),
+    Storage(memdb::StorageReport),
     Exported {
         format: ExportFormat,
         /// Known for JSON exports (the engine renders Markdown opaquely).
@@ -169,6 +170,7 @@ impl Output {
                 "messages_removed": messages_removed,
             }),
             Output::Stats(s) => to_value(s),
+            Output::Storage(r) => to_value(r),
             Output::Exported {
                 format,
                 conversations,
@@ -364,6 +366,7 @@ impl Output {
                 ),
             ),
             Output::Stats(s) => stats(o, s),
+            Output::Storage(r) => storage(o, r),
             Output::Exported {
                 format,
                 conversations,
@@ -638,6 +641,54 @@ fn stats(o: &mut String, s: &Stats) {
         for (k, n) in map {
             line(o, format_args!("{k:<width$}  {n}"));
         }
+    }
+}
+
+fn storage(o: &mut String, r: &memdb::StorageReport) {
+    let mb = |b: u64| b as f64 / 1e6;
+    line(
+        o,
+        format_args!(
+            "store file      {:.2} MB ({:.2} MB allocated)",
+            mb(r.store_file_bytes),
+            mb(r.store_allocated_bytes)
+        ),
+    );
+    line(
+        o,
+        format_args!("text index      {:.2} MB", mb(r.text_index_bytes)),
+    );
+    line(
+        o,
+        format_args!("vector files    {:.2} MB", mb(r.vector_files_bytes)),
+    );
+    let width = r
+        .tables
+        .iter()
+        .map(|t| t.name.len())
+        .max()
+        .unwrap_or(0)
+        .max("TABLE".len());
+    line(o, format_args!(""));
+    line(
+        o,
+        format_args!(
+            "{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}",
+            "TABLE", "ROWS", "DATA MB", "BTREE MB", "UNFILLED MB"
+        ),
+    );
+    for t in &r.tables {
+        line(
+            o,
+            format_args!(
+                "{:<width$}  {:>10}  {:>10.2}  {:>10.2}  {:>10.2}",
+                t.name,
+                t.entries,
+                mb(t.stored_bytes),
+                mb(t.metadata_bytes),
+                mb(t.fragmented_bytes)
+            ),
+        );
     }
 }
 

@@ -503,6 +503,41 @@ fn stats_totals_per_folder_and_label() {
 }
 
 #[test]
+fn stats_storage_shows_bytes_per_table_and_index() {
+    let db = Db::new();
+    db.store(&rust_conversation());
+    db.store(&cooking_conversation());
+    let s = db.run(&["--json", "stats", "--storage"]).ok().json();
+    let tables = s["tables"].as_array().expect("tables");
+    let messages = tables
+        .iter()
+        .find(|t| t["name"] == "messages")
+        .expect("the messages table is listed");
+    assert_eq!(messages["entries"], 4);
+    assert!(messages["stored_bytes"].as_u64().unwrap() > 0);
+    assert!(
+        tables
+            .iter()
+            .any(|t| t["name"] == "conversations" && t["entries"] == 2)
+    );
+    let file = s["store_file_bytes"].as_u64().unwrap();
+    assert!(file > 0 && s["store_allocated_bytes"].as_u64().unwrap() <= file);
+    assert!(s["text_index_bytes"].as_u64().unwrap() > 0);
+    let human = db.run(&["stats", "--storage"]).ok();
+    assert!(human.stdout.contains("TABLE"), "{}", human.stdout);
+    assert!(human.stdout.contains("messages"), "{}", human.stdout);
+    // Filters make no sense for the byte counts: refused, not ignored.
+    let refused = db
+        .run(&["stats", "--storage", "--folder", "/home"])
+        .usage_error();
+    assert!(
+        refused.stderr.contains("cannot be used with"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
 fn export_json_then_import_round_trips() {
     let db = Db::new();
     let a = db.store(&rust_conversation());

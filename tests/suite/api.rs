@@ -493,3 +493,63 @@ fn batched_export_matches_the_listing() {
         assert_eq!(exported, listed);
     }
 }
+
+#[test]
+fn storage_counts_every_table_and_optimize_compacts_the_store() {
+    let d = tmp();
+    let db = Memdb::open(d.path()).unwrap();
+    let body = |i: usize| {
+        (0..400)
+            .map(|w| format!("word{} ", (w * 7 + i) % 997))
+            .collect::<String>()
+    };
+    let mut ids = Vec::new();
+    for i in 0..300 {
+        let c = db
+            .create_conversation(NewConversation::new(
+                format!("conversation {i}"),
+                vec![
+                    NewMessage::new("user", body(i)),
+                    NewMessage::new("assistant", format!("kept{i} {}", body(i + 1))),
+                ],
+            ))
+            .unwrap();
+        ids.push(c.conversation.id);
+    }
+    let before = db.storage().unwrap();
+    let rows = |r: &memdb::StorageReport, name: &str| {
+        r.tables
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("table {name} missing from {r:?}"))
+            .entries
+    };
+    assert_eq!(rows(&before, "messages"), 600);
+    assert_eq!(rows(&before, "conversations"), 300);
+    assert!(before.store_allocated_bytes <= before.store_file_bytes);
+    assert!(before.text_index_bytes > 0);
+    for id in &ids[10..] {
+        db.delete_conversation(*id).unwrap();
+    }
+    db.optimize().unwrap();
+    let after = db.storage().unwrap();
+    assert_eq!(rows(&after, "messages"), 20);
+    // The checkpointed oplog is trimmed and the freed pages given back.
+    assert_eq!(rows(&after, "oplog"), 0);
+    assert!(
+        after.store_file_bytes * 2 < before.store_file_bytes,
+        "{} bytes before deleting 97% of the store, {} after optimize",
+        before.store_file_bytes,
+        after.store_file_bytes
+    );
+    drop(db);
+    let db = Memdb::open(d.path()).unwrap();
+    assert!(db.check().unwrap().is_consistent());
+    let hits = db.search_text(&TextQuery::new("kept3")).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(
+        db.search_text(&TextQuery::new("kept200"))
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -83,6 +83,10 @@ struct Args {
     /// so every hit is read from redb and decoded).
     #[arg(long, default_value_t = memdb::Config::default().row_cache_bytes)]
     row_cache_bytes: usize,
+    /// Print where the bulk store's bytes go (`Memdb::storage`: every redb
+    /// table, the text index) to stderr.
+    #[arg(long)]
+    storage: bool,
     /// After the timed rounds, run memdb's queries alone for this many
     /// seconds (untimed): a window for `perf record` that holds no SQLite.
     #[arg(long, default_value_t = 0.0)]
@@ -396,6 +400,9 @@ fn main() -> anyhow::Result<()> {
     let memdb_list_page_us = us(quantile(&list, 0.5));
 
     // ----- disk -----------------------------------------------------------
+    if args.storage {
+        print_storage(&db.storage()?);
+    }
     db.close()?;
     sqlite.checkpoint()?;
     drop(sqlite);
@@ -866,4 +873,30 @@ fn print_table(s: &Summary) {
         r.memdb_errors,
         r.sqlite_errors
     );
+}
+
+/// The bulk store's bytes by table, as `memdb stats --storage` shows them.
+fn print_storage(r: &memdb::StorageReport) {
+    let mb = |b: u64| b as f64 / 1e6;
+    eprintln!(
+        "[fts_compare] storage: redb file {:.1} MB ({:.1} MB allocated), text index {:.1} MB, vector files {:.1} MB",
+        mb(r.store_file_bytes),
+        mb(r.store_allocated_bytes),
+        mb(r.text_index_bytes),
+        mb(r.vector_files_bytes)
+    );
+    eprintln!(
+        "[fts_compare] {:<20} {:>10} {:>10} {:>10} {:>10}",
+        "table", "rows", "stored MB", "btree MB", "unfilled MB"
+    );
+    for t in &r.tables {
+        eprintln!(
+            "[fts_compare] {:<20} {:>10} {:>10.2} {:>10.2} {:>10.2}",
+            t.name,
+            t.entries,
+            mb(t.stored_bytes),
+            mb(t.metadata_bytes),
+            mb(t.fragmented_bytes)
+        );
+    }
 }

@@ -538,3 +538,44 @@ pub struct ScoreExplain {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub neighbour_of: Option<usize>,
 }
+
+/// Where the bytes of a data directory go ([`crate::Memdb::storage`],
+/// `memdb stats --storage`; SPEC.md §3.4).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StorageReport {
+    /// Size of `memdb.redb` on disk.
+    pub store_file_bytes: u64,
+    /// Pages redb has allocated (live and not yet freed), in bytes; the
+    /// rest of the file is free space redb reuses before growing it.
+    pub store_allocated_bytes: u64,
+    /// Every redb table, largest first.
+    pub tables: Vec<TableBytes>,
+    /// Files under `text/` (the tantivy index).
+    pub text_index_bytes: u64,
+    /// Files under `vectors/` (HNSW generation files).
+    pub vector_files_bytes: u64,
+}
+
+/// One redb table's share of the store.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TableBytes {
+    /// Table name (SPEC.md §3.1).
+    pub name: String,
+    /// Rows.
+    pub entries: u64,
+    /// Bytes of keys and values.
+    pub stored_bytes: u64,
+    /// Bytes of b-tree structure (page headers, offsets, branch pages).
+    pub metadata_bytes: u64,
+    /// Bytes of the table's pages holding neither: unfilled page space.
+    pub fragmented_bytes: u64,
+}
+
+impl TableBytes {
+    /// Every byte of the table's pages.
+    pub fn total_bytes(&self) -> u64 {
+        self.stored_bytes + self.metadata_bytes + self.fragmented_bytes
+    }
+}

@@ -176,7 +176,10 @@ fn migrate_2_to_3(txn: &WriteTransaction) -> Result<()> {
 
 /// The redb database and its schema.
 pub(crate) struct Store {
-    db: Database,
+    /// Behind a lock only so that [`Store::compact`] can have it alone;
+    /// everything else holds the read side just long enough to begin a
+    /// transaction (transactions do not borrow the database).
+    db: std::sync::RwLock<Database>,
 }
 
 impl Store {
@@ -239,11 +242,94 @@ impl Store {
         }
         namespaces::ensure_default(&txn)?;
         txn.commit()?;
-        Ok(Store { db })
+        Ok(Store {
+            db: std::sync::RwLock::new(db),
+        })
+    }
+
+    /// Rows and bytes of every table, largest first, and the bytes redb
+    /// has allocated (live pages plus pages pending free). Walks every
+    /// table's b-tree: O(pages).
+    pub(crate) fn table_bytes(&self) -> Result<(Vec<crate::model::types::TableBytes>, u64)> {
+        use redb::{ReadableTableMetadata, TableHandle};
+        let allocated = {
+            let txn = self.db().begin_write()?;
+            let stats = txn.stats()?;
+            let bytes = stats.allocated_pages() * stats.page_size() as u64;
+            txn.abort()?;
+            bytes
+        };
+        let txn = self.db().begin_read()?;
+        let mut out = Vec::new();
+        for handle in txn.list_tables()? {
+            let name = handle.name().to_string();
+            let table = txn.open_untyped_table(handle)?;
+            let stats = table.stats()?;
+            out.push(crate::model::types::TableBytes {
+                name,
+                entries: table.len()?,
+                stored_bytes: stats.stored_bytes(),
+                metadata_bytes: stats.metadata_bytes(),
+                fragmented_bytes: stats.fragmented_bytes(),
+            });
+        }
+        out.sort_by(|a, b| {
+            b.total_bytes()
+                .cmp(&a.total_bytes())
+                .then(a.name.cmp(&b.name))
+        });
+        Ok((out, allocated))
+    }
+
+    /// Deletes oplog entries at or below `upto` (every derived index has
+    /// made them durable) in one durable transaction that records nothing:
+    /// what a write does on its way, for a store about to be compacted with
+    /// no write coming. The caller holds the engine's write lock.
+    pub(crate) fn trim_oplog(&self, upto: u64) -> Result<()> {
+        if upto == 0 {
+            return Ok(());
+        }
+        let txn = self.db().begin_write()?;
+        {
+            let last = txn
+                .open_table(META)?
+                .get(KEY_LAST_LSN)?
+                .map_or(0, |v| v.value());
+            let mut oplog = txn.open_table(OPLOG)?;
+            oplog.retain_in(..=upto.min(last), |_, _| false)?;
+            txn.open_table(META)?.insert(KEY_TEXT_LSN, upto.min(last))?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn db(&self) -> std::sync::RwLockReadGuard<'_, Database> {
+        self.db.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves live pages to the front of the file and truncates the free
+    /// tail (redb's `compact`, repeated until it finds nothing to move).
+    /// Needs the database alone: with any transaction open (a search in
+    /// flight) it does nothing and returns `false`. The caller holds the
+    /// engine's write lock, with every deferred commit settled.
+    pub(crate) fn compact(&self) -> Result<bool> {
+        let mut db = self.db.write().unwrap_or_else(|e| e.into_inner());
+        let mut compacted = false;
+        // Each pass moves what it can; a bound keeps a pathological file
+        // from holding the lock forever.
+        for _ in 0..64 {
+            match db.compact() {
+                Ok(true) => compacted = true,
+                Ok(false) => return Ok(compacted),
+                Err(redb::CompactionError::TransactionInProgress) => return Ok(compacted),
+                Err(e) => return Err(Error::Store(format!("compacting the store: {e}"))),
+            }
+        }
+        Ok(compacted)
     }
 
     pub(crate) fn read(&self) -> Result<ReadTransaction> {
-        Ok(self.db.begin_read()?)
+        Ok(self.db().begin_read()?)
     }
 
     /// Runs `f` in one write transaction, appends the ops it records to the
@@ -276,7 +362,7 @@ impl Store {
     /// fsync of the data, one of the header), which redb persists with all
     /// the non-durable commits before it.
     pub(crate) fn sync(&self) -> Result<()> {
-        self.db.begin_write()?.commit()?;
+        self.db().begin_write()?.commit()?;
         Ok(())
     }
 
@@ -286,7 +372,7 @@ impl Store {
         trim_upto: u64,
         f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
     ) -> Result<Committed<T>> {
-        let mut txn = self.db.begin_write()?;
+        let mut txn = self.db().begin_write()?;
         txn.set_durability(durability)
             .map_err(|e| Error::Store(format!("setting the transaction's durability: {e}")))?;
         let last = txn
@@ -334,7 +420,7 @@ impl Store {
         &self,
         f: impl FnOnce(&WriteTransaction) -> Result<T>,
     ) -> Result<T> {
-        let mut txn = self.db.begin_write()?;
+        let mut txn = self.db().begin_write()?;
         txn.set_durability(redb::Durability::None)
             .map_err(|e| Error::Store(format!("non-durable transaction: {e}")))?;
         let value = f(&txn)?;
@@ -461,7 +547,7 @@ mod tests {
     fn put_records_a_scope_change_and_keeps_counts() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("memdb.redb")).unwrap();
-        let txn = store.db.begin_write().unwrap();
+        let txn = store.db().begin_write().unwrap();
         let mut ops = OpBatch {
             ops: Vec::new(),
             lsn: 1,
