@@ -31,28 +31,55 @@ pub enum ChatChoice {
 pub struct ChatSettings {
     /// Chat model for summaries, label suggestions and importance scores:
     /// `none` or `openai` [default: none].
-    #[arg(long = "chat", env = "MEMDB_CHAT", value_enum, value_name = "PROVIDER")]
+    #[arg(
+        long = "chat",
+        id = "chat",
+        env = "MEMDB_CHAT",
+        value_enum,
+        value_name = "PROVIDER"
+    )]
     pub provider: Option<ChatChoice>,
     /// `--chat openai`: the API root, `/v1` included (e.g.
     /// http://localhost:11434/v1 for Ollama).
     #[arg(
         long = "chat-base-url",
+        id = "chat_base_url",
         env = "MEMDB_CHAT_BASE_URL",
         value_name = "URL"
     )]
     pub base_url: Option<String>,
     /// `--chat openai`: the chat model's name on that server.
-    #[arg(long = "chat-model", env = "MEMDB_CHAT_MODEL", value_name = "NAME")]
+    #[arg(
+        long = "chat-model",
+        id = "chat_model",
+        env = "MEMDB_CHAT_MODEL",
+        value_name = "NAME"
+    )]
     pub model: Option<String>,
     /// `--chat openai`: the API key sent as a bearer token [default: none;
     /// local servers need none].
-    #[arg(long = "chat-key", env = "MEMDB_CHAT_KEY", hide_env_values = true)]
+    #[arg(
+        long = "chat-key",
+        id = "chat_key",
+        env = "MEMDB_CHAT_KEY",
+        hide_env_values = true
+    )]
     pub key: Option<String>,
     /// Seconds one attempt may take [default: 30].
-    #[arg(long = "chat-timeout", env = "MEMDB_CHAT_TIMEOUT", value_name = "SECS")]
+    #[arg(
+        long = "chat-timeout",
+        id = "chat_timeout",
+        env = "MEMDB_CHAT_TIMEOUT",
+        value_name = "SECS"
+    )]
     pub timeout_secs: Option<u64>,
     /// Retries after a failed attempt (429, 5xx, timeouts) [default: 1].
-    #[arg(long = "chat-retries", env = "MEMDB_CHAT_RETRIES", value_name = "N")]
+    #[arg(
+        long = "chat-retries",
+        id = "chat_retries",
+        env = "MEMDB_CHAT_RETRIES",
+        value_name = "N"
+    )]
     pub max_retries: Option<u32>,
 }
 
@@ -167,5 +194,37 @@ mod tests {
         assert_eq!(merged.provider, Some(ChatChoice::Openai));
         assert_eq!(merged.model.as_deref(), Some("b"));
         assert!(toml::from_str::<ChatSettings>("nope = 1").is_err());
+    }
+
+    #[test]
+    fn the_flags_reach_the_server_config() {
+        use clap::{CommandFactory, Parser};
+        crate::cli::ServerCli::command().debug_assert();
+        let cli = crate::cli::ServerCli::try_parse_from([
+            "memdb-server",
+            "--api-key",
+            &"k".repeat(32),
+            "--chat",
+            "openai",
+            "--chat-base-url",
+            "http://127.0.0.1:9/v1",
+            "--chat-model",
+            "m",
+            "--openai-model",
+            "embed",
+            "--upstream-url",
+            "http://127.0.0.1:9/v1",
+            "--proxy-folder",
+            "/captured",
+        ])
+        .unwrap();
+        let c = cli
+            .serve
+            .config(cli.data, cli.embedder, cli.models_dir, &cli.openai)
+            .unwrap();
+        assert_eq!(c.chat.provider, Some(ChatChoice::Openai));
+        assert_eq!(c.chat.model.as_deref(), Some("m"));
+        assert_eq!(c.openai.model.as_deref(), Some("embed"));
+        assert_eq!(c.proxy.folder.as_deref(), Some("/captured"));
     }
 }

@@ -50,12 +50,18 @@ pub struct ProxySettings {
     /// The OpenAI-compatible server `/v1/chat/completions` forwards to, its
     /// API root with `/v1` (e.g. http://localhost:11434/v1) [default: none,
     /// the proxy is off].
-    #[arg(long = "upstream-url", env = "MEMDB_UPSTREAM_URL", value_name = "URL")]
+    #[arg(
+        long = "upstream-url",
+        id = "upstream_url",
+        env = "MEMDB_UPSTREAM_URL",
+        value_name = "URL"
+    )]
     pub upstream_url: Option<String>,
     /// The upstream's API key, sent as a bearer token (the client's memdb
     /// key is never forwarded) [default: none].
     #[arg(
         long = "upstream-key",
+        id = "upstream_key",
         env = "MEMDB_UPSTREAM_KEY",
         hide_env_values = true
     )]
@@ -63,6 +69,7 @@ pub struct ProxySettings {
     /// A model name replacing the request's [default: the request's].
     #[arg(
         long = "upstream-model",
+        id = "upstream_model",
         env = "MEMDB_UPSTREAM_MODEL",
         value_name = "NAME"
     )]
@@ -71,6 +78,7 @@ pub struct ProxySettings {
     /// headers) [default: 100].
     #[arg(
         long = "upstream-timeout",
+        id = "upstream_timeout",
         env = "MEMDB_UPSTREAM_TIMEOUT",
         value_name = "SECS"
     )]
@@ -78,6 +86,7 @@ pub struct ProxySettings {
     /// Seconds a streamed answer may last after its headers [default: 600].
     #[arg(
         long = "upstream-stream-timeout",
+        id = "upstream_stream_timeout",
         env = "MEMDB_UPSTREAM_STREAM_TIMEOUT",
         value_name = "SECS"
     )]
@@ -85,6 +94,7 @@ pub struct ProxySettings {
     /// Token budget of the injected context [default: 2000].
     #[arg(
         long = "proxy-context-budget",
+        id = "proxy_context_budget",
         env = "MEMDB_PROXY_CONTEXT_BUDGET",
         value_name = "TOKENS"
     )]
@@ -92,6 +102,7 @@ pub struct ProxySettings {
     /// Folder of the stored exchanges [default: /auto-captured].
     #[arg(
         long = "proxy-folder",
+        id = "proxy_folder",
         env = "MEMDB_PROXY_FOLDER",
         value_name = "FOLDER"
     )]
@@ -99,6 +110,7 @@ pub struct ProxySettings {
     /// Preferred labels of the context assembly, comma-separated.
     #[arg(
         long = "proxy-preferred-labels",
+        id = "proxy_preferred_labels",
         env = "MEMDB_PROXY_PREFERRED_LABELS",
         value_delimiter = ','
     )]
@@ -106,6 +118,7 @@ pub struct ProxySettings {
     /// Folders the injected context never comes from, comma-separated.
     #[arg(
         long = "proxy-excluded-folders",
+        id = "proxy_excluded_folders",
         env = "MEMDB_PROXY_EXCLUDED_FOLDERS",
         value_delimiter = ','
     )]
