@@ -772,9 +772,10 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
     &Tool {
         name: "memory_export",
         summary: "Export a conversation to JSON or Markdown",
-        description: "Export one conversation as JSON (memdb's importable export document) \
-            or Markdown (for people). Use it to back up, share or show a conversation \
-            verbatim.",
+        description: "Export one conversation as JSON (one object: the conversation's \
+            fields, exported_at, its messages and, with include_metadata, its word and \
+            session counts) or Markdown (for people). Use it to back up, share or show a \
+            conversation verbatim.",
         access: Access::Read,
         set: ToolSet::Sekha,
         not_found: true,

@@ -536,7 +536,7 @@ pub fn memory_prune(db: &Memdb, args: MemoryPruneArgs) -> Result<Value, ApiError
 )]
 #[serde(rename_all = "lowercase")]
 pub enum ToolExportFormat {
-    /// memdb's JSON export document (importable).
+    /// sekha-mcp's flat JSON object.
     #[default]
     Json,
     /// Markdown for people.
@@ -558,7 +558,8 @@ pub struct MemoryExportArgs {
     #[serde(default)]
     #[schema(default = "json")]
     pub format: ToolExportFormat,
-    /// Echoed (the JSON export always carries every field).
+    /// Include the word and session counts (sekha-mcp's `metadata` object
+    /// in JSON, the `Word Count` and `Sessions` lines in Markdown).
     #[serde(default = "yes")]
     #[schema(default = true)]
     pub include_metadata: bool,
@@ -569,7 +570,8 @@ pub struct MemoryExportArgs {
 pub struct ExportData {
     /// The conversation (with messages).
     pub conversation: ContextData,
-    /// The rendered export document.
+    /// The export as sekha-mcp renders it: its flat JSON object (2-space
+    /// indent) or its Markdown.
     pub content: String,
     /// Echo of the format.
     pub format: ToolExportFormat,
@@ -577,22 +579,72 @@ pub struct ExportData {
     pub include_metadata: bool,
 }
 
-/// Exports one conversation.
+/// sekha-mcp's JSON export: the conversation's fields, `exported_at`, the
+/// messages, and `metadata` with the counts when asked for and the
+/// conversation has words (sekha-mcp's rule).
+#[derive(Serialize)]
+struct SekhaExport<'a> {
+    conversation_id: Uuid,
+    label: &'a str,
+    folder: &'a str,
+    status: &'a str,
+    importance_score: u8,
+    created_at: DateTime<Utc>,
+    exported_at: String,
+    messages: &'a [ToolMessageOut],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<SekhaExportMetadata>,
+}
+
+#[derive(Serialize)]
+struct SekhaExportMetadata {
+    word_count: u64,
+    session_count: u32,
+}
+
+/// Exports one conversation in sekha-mcp's shape (memdb's own export
+/// document is `GET /api/v1/export` and `memdb export`).
 pub fn memory_export(db: &Memdb, args: MemoryExportArgs) -> Result<ExportData, ApiError> {
-    let format = match args.format {
-        ToolExportFormat::Json => memdb::ExportFormat::Json,
-        ToolExportFormat::Markdown => memdb::ExportFormat::Markdown,
-    };
     let export = db.export(&Selection::One(args.conversation_id))?;
-    let content = db.export_to_string(&Selection::One(args.conversation_id), format)?;
+    let markdown = match args.format {
+        ToolExportFormat::Markdown => Some(export.to_markdown_with(args.include_metadata)),
+        ToolExportFormat::Json => None,
+    };
+    let exported_at = export
+        .exported_at
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let Some(conv) = export.conversations.into_iter().next() else {
         return Err(ApiError::not_found(format!(
             "conversation {} not found",
             args.conversation_id
         )));
     };
+    let conversation = context_data(conv);
+    let content = match markdown {
+        Some(md) => md,
+        None => {
+            let c = &conversation;
+            let doc = SekhaExport {
+                conversation_id: c.conversation_id,
+                label: &c.label,
+                folder: &c.folder,
+                status: &c.status,
+                importance_score: c.importance_score,
+                created_at: c.created_at,
+                exported_at,
+                messages: &c.messages,
+                metadata: (args.include_metadata && c.word_count > 0).then_some(
+                    SekhaExportMetadata {
+                        word_count: c.word_count,
+                        session_count: c.session_count,
+                    },
+                ),
+            };
+            serde_json::to_string_pretty(&doc).map_err(ApiError::internal)?
+        }
+    };
     Ok(ExportData {
-        conversation: context_data(conv),
+        conversation,
         content,
         format: args.format,
         include_metadata: args.include_metadata,

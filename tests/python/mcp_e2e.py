@@ -163,8 +163,8 @@ async def exercise(session, label_suffix):
     # Export as JSON and Markdown.
     ej = await call_ok(session, "memory_export", {"conversation_id": stale_id, "format": "json"})
     doc = json.loads(ej.structuredContent["content"])
-    convs = doc["conversations"]
-    check(len(convs) == 1 and len(convs[0]["messages"]) == 3, f"json export {doc}")
+    check(doc["conversation_id"] == stale_id and len(doc["messages"]) == 3, f"json export {doc}")
+    check(json.loads(text_of(ej)) == doc, "the text is the export itself, as sekha-mcp answers")
     check(ej.structuredContent["format"] == "json", ej.structuredContent)
     em = await call_ok(session, "memory_export", {"conversation_id": stale_id, "format": "markdown"})
     md = em.structuredContent["content"]

@@ -271,7 +271,7 @@ async def mcp(rid: str):
         check(r.status_code == 200, r.text)
         env = r.json()
         check(env["success"] is True and env["error"] is None, f"export envelope: {env}")
-        check(json.loads(env["data"]["content"])["conversations"][0]["id"] == kid, "export content")
+        check(json.loads(env["data"]["content"])["conversation_id"] == kid, "export content")
         r = await h.post("/mcp/tools/memory_stats", json={"folder": "/work"})
         env = r.json()
         check(env["success"] and env["data"]["total_conversations"] == 1, f"stats envelope: {env}")

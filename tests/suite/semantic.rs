@@ -972,3 +972,41 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
     req.weights.neighbours = 1.5;
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
+
+/// `embedding_id` (issue 19): null while a message waits in the queue, the
+/// message's id once it has a vector in the active space (Sekha's Chroma id),
+/// and null in a store without an embedder.
+#[test]
+fn embedding_id_is_the_message_id_once_embedded() {
+    let d = tmp();
+    {
+        let db = Memdb::open(d.path()).unwrap();
+        let c = conv(&db, "plain", "/", &["no embedder here"]);
+        let got = db
+            .get_conversation_with_messages(c.conversation.id)
+            .unwrap();
+        assert_eq!(got.messages[0].embedding_id, None);
+    }
+    let mut config = Config::with_embedder(hashing(64));
+    config.embed_on_write = false;
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    let c = conv(&db, "queued", "/", &["first turn", "second turn"]);
+    let got = db
+        .get_conversation_with_messages(c.conversation.id)
+        .unwrap();
+    assert!(
+        got.messages.iter().all(|m| m.embedding_id.is_none()),
+        "{:?}",
+        got.messages
+    );
+    let report = db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(report.remaining, 0);
+    let got = db
+        .get_conversation_with_messages(c.conversation.id)
+        .unwrap();
+    for m in &got.messages {
+        assert_eq!(m.embedding_id.as_deref(), Some(m.id.to_string().as_str()));
+        let one = db.get_message(m.id).unwrap();
+        assert_eq!(one.embedding_id, m.embedding_id);
+    }
+}

@@ -162,6 +162,12 @@ fn search_export_and_stats() {
     let v = s.get("/api/v1/export").json();
     assert_eq!(v["format"], "markdown");
     assert!(v["content"].as_str().unwrap().contains("# Rust"));
+    assert!(
+        v["content"]
+            .as_str()
+            .unwrap()
+            .contains("**Sessions:** 1  \n")
+    );
 
     let v = s.get("/api/v1/stats").json();
     assert_eq!(v["success"], true);
@@ -231,10 +237,57 @@ fn mcp_tools_use_sekha_envelopes() {
         "memory_export",
         json!({"conversation_id": id, "format": "markdown"}),
     );
-    assert!(d["content"].as_str().unwrap().starts_with("# Kyoto"));
+    let md = d["content"].as_str().unwrap();
+    assert!(md.starts_with("# Kyoto"), "{md}");
+    assert!(
+        md.contains("**Sessions:** 1") && md.contains("**Word Count:**"),
+        "{md}"
+    );
+    let d = tool(
+        "memory_export",
+        json!({"conversation_id": id, "format": "markdown", "include_metadata": false}),
+    );
+    let md = d["content"].as_str().unwrap();
+    assert!(
+        !md.contains("**Sessions:**") && !md.contains("**Word Count:**"),
+        "{md}"
+    );
+    // JSON: sekha-mcp's flat object, `metadata` only with include_metadata.
     let d = tool("memory_export", json!({"conversation_id": id}));
     let doc: Value = serde_json::from_str(d["content"].as_str().unwrap()).unwrap();
-    assert_eq!(doc["conversations"][0]["label"], "Kyoto");
+    let mut keys: Vec<&str> = doc
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    let mut want = [
+        "conversation_id",
+        "label",
+        "folder",
+        "status",
+        "importance_score",
+        "created_at",
+        "exported_at",
+        "messages",
+        "metadata",
+    ];
+    want.sort_unstable();
+    assert_eq!(keys, want, "{doc}");
+    assert_eq!(doc["conversation_id"], id.as_str());
+    assert_eq!(doc["label"], "Kyoto");
+    assert_eq!(doc["messages"][0]["content"], "plan the kyoto trip");
+    assert!(doc["exported_at"].as_str().unwrap().ends_with('Z'), "{doc}");
+    assert_eq!(doc["metadata"]["session_count"], 1);
+    assert!(doc["metadata"]["word_count"].as_u64().unwrap() > 0, "{doc}");
+    let d = tool(
+        "memory_export",
+        json!({"conversation_id": id, "include_metadata": false}),
+    );
+    let doc: Value = serde_json::from_str(d["content"].as_str().unwrap()).unwrap();
+    assert!(doc.get("metadata").is_none(), "{doc}");
+    assert_eq!(d["include_metadata"], false);
 
     let d = tool("memory_stats", json!({}));
     assert_eq!(d["total_conversations"], 1);

@@ -86,6 +86,11 @@ fn orchestration_routes_over_crafted_data() {
             .cloned()
     };
     let o = by_id(&old).expect("old suggested");
+    // Sekha's preview: the label, then what archiving would put away.
+    assert_eq!(
+        o["preview"], "Old — user: an ancient note about gardening tools",
+        "{o}"
+    );
     assert!(
         ["archive", "delete"].contains(&o["recommendation"].as_str().unwrap()),
         "{o}"
@@ -167,4 +172,14 @@ fn orchestration_routes_over_crafted_data() {
         .map(|x| x["conversation_id"].as_str().unwrap())
         .collect();
     assert!(ids.contains(&low.as_str()), "{d}");
+    let l = d["data"]["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["conversation_id"] == low.as_str())
+        .unwrap();
+    assert_eq!(
+        l["preview"], "Low — user: gardening trivia of little value",
+        "{l}"
+    );
 }

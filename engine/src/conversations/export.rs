@@ -359,7 +359,7 @@ impl ExportStream {
             if n > 0 {
                 text.push_str("\n---\n\n");
             }
-            markdown_conversation(&mut text, &c?, exported_at);
+            markdown_conversation(&mut text, &c?, exported_at, true);
             out.write_all(text.as_bytes()).map_err(io_error)?;
             n += 1;
         }
@@ -400,19 +400,22 @@ fn capitalize(s: &str) -> String {
 impl Export {
     /// Renders the export as Markdown (the layout sekha-mcp uses).
     pub fn to_markdown(&self) -> String {
-        to_markdown(self)
+        self.to_markdown_with(true)
     }
-}
 
-fn to_markdown(export: &Export) -> String {
-    let mut out = String::new();
-    for (ci, c) in export.conversations.iter().enumerate() {
-        if ci > 0 {
-            out.push_str("\n---\n\n");
+    /// Renders the export as Markdown; without `include_metadata` the
+    /// `Word Count` and `Sessions` lines are left out (sekha-mcp's
+    /// `memory_export` flag).
+    pub fn to_markdown_with(&self, include_metadata: bool) -> String {
+        let mut out = String::new();
+        for (ci, c) in self.conversations.iter().enumerate() {
+            if ci > 0 {
+                out.push_str("\n---\n\n");
+            }
+            markdown_conversation(&mut out, c, self.exported_at, include_metadata);
         }
-        markdown_conversation(&mut out, c, export.exported_at);
+        out
     }
-    out
 }
 
 /// One conversation in the Markdown layout sekha-mcp uses.
@@ -420,6 +423,7 @@ fn markdown_conversation(
     out: &mut String,
     c: &ConversationWithMessages,
     exported_at: DateTime<Utc>,
+    include_metadata: bool,
 ) {
     let conv = &c.conversation;
     let _ = writeln!(out, "# {}\n", conv.label);
@@ -428,12 +432,16 @@ fn markdown_conversation(
     let _ = writeln!(out, "**Status:** {}  ", conv.status);
     let _ = writeln!(out, "**Importance:** {}/10  ", conv.importance_score);
     let _ = writeln!(out, "**Created:** {}  ", conv.created_at.to_rfc3339());
-    let _ = writeln!(out, "**Word Count:** {}  ", conv.word_count);
     let _ = writeln!(
         out,
-        "**Exported:** {} UTC\n",
+        "**Exported:** {} UTC  ",
         exported_at.format("%Y-%m-%d %H:%M:%S")
     );
+    if include_metadata {
+        let _ = writeln!(out, "**Word Count:** {}  ", conv.word_count);
+        let _ = writeln!(out, "**Sessions:** {}  ", conv.session_count);
+    }
+    out.push('\n');
     let _ = writeln!(out, "## Messages\n");
     for (i, m) in c.messages.iter().enumerate() {
         let _ = writeln!(out, "### {}. {}\n", i + 1, capitalize(&m.role));

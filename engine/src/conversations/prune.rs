@@ -132,7 +132,17 @@ pub struct PruneSuggestion {
     pub reason: String,
     /// The rules that fired.
     pub rules: Vec<PruneRule>,
+    /// What archiving it would put away: the label, then the newest
+    /// [`PREVIEW_MESSAGES`] messages, oldest first, as `role: text` cut at
+    /// [`PREVIEW_CHARS`] characters each (Sekha's field; Sekha asks its LLM
+    /// to summarize the same material, memdb shows it).
+    pub preview: String,
 }
+
+/// Messages shown in a suggestion's `preview` (Sekha's prompt reads 5).
+pub const PREVIEW_MESSAGES: usize = 5;
+/// Characters of each message in a `preview` (Sekha's 100).
+pub const PREVIEW_CHARS: usize = 100;
 
 /// Suggestions and what acting on them would save.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -272,6 +282,33 @@ pub(crate) fn judge(
     Some((rec, rules, reason))
 }
 
+/// A suggestion's `preview`: `label — role: text … | role: text …` over
+/// the newest [`PREVIEW_MESSAGES`] messages, oldest first.
+fn preview(view: &ConversationsView, sug: &PruneSuggestion) -> Result<String> {
+    let mut newest = view.newest_messages(
+        sug.conversation_id.as_u128(),
+        i64::MIN,
+        i64::MAX,
+        PREVIEW_MESSAGES,
+    )?;
+    newest.reverse();
+    let mut parts = Vec::with_capacity(newest.len());
+    for (mid, _) in newest {
+        if let Some(m) = view.message(mid)? {
+            let text = crate::model::records::record_text(&m);
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let cut: String = text.chars().take(PREVIEW_CHARS).collect();
+            let more = if cut.len() < text.len() { "…" } else { "" };
+            parts.push(format!("{}: {cut}{more}", m.role));
+        }
+    }
+    Ok(if parts.is_empty() {
+        format!("{} (no messages)", sug.label)
+    } else {
+        format!("{} — {}", sug.label, parts.join(" | "))
+    })
+}
+
 impl Memdb {
     /// Pruning suggestions (SPEC.md §19.3). Reads only.
     pub fn prune_suggestions(&self, req: &PruneRequest) -> Result<PruneReport> {
@@ -370,6 +407,7 @@ impl Memdb {
                 recommendation,
                 reason,
                 rules,
+                preview: String::new(),
             });
         }
         report.suggestions.sort_by(|a, b| {
@@ -387,6 +425,9 @@ impl Memdb {
         let start = req.offset.min(end);
         report.suggestions.truncate(end);
         report.suggestions.drain(..start);
+        for sug in &mut report.suggestions {
+            sug.preview = preview(&view, sug)?;
+        }
         Ok(report)
     }
 

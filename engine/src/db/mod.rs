@@ -554,7 +554,10 @@ impl Memdb {
             .conversation(u128::from_le_bytes(m.conversation_id))?
             .map_or(u32::MAX, |c| c.namespace);
         self.ns_check("message", id, conv_ns)?;
-        message_from(id.as_u128(), &m)
+        let mut out = [message_from(id.as_u128(), &m)?];
+        crate::store::vectors::fill_embedding_ids(&txn, &mut out)?;
+        let [m] = out;
+        Ok(m)
     }
 
     /// Conversations matching `filter`, newest `updated_at` first.

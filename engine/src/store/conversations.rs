@@ -364,6 +364,7 @@ pub(crate) fn conversation_with_messages_in(
             messages.push(message_from(mid, &m)?);
         }
     }
+    crate::store::vectors::fill_embedding_ids(txn, &mut messages)?;
     Ok((
         ConversationWithMessages {
             conversation: conversation_from(id.as_u128(), &rec)?,

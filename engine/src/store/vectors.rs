@@ -11,6 +11,7 @@ use memdb_format::{ConversationRecord, Op, SpaceRecord, encode_vector};
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, WriteTransaction};
 
 use crate::error::{Error, Result};
+use crate::model::types::Message;
 use crate::store::embed_queue::{self, QueueWriter};
 use crate::store::{
     CONV_MESSAGES, CONVERSATIONS, MESSAGES, META, OpBatch, VECTOR_SPACES, VECTOR_TOMBSTONES,
@@ -206,6 +207,29 @@ pub(crate) fn delete_record_vectors(
             }
             queue.remove(space, r)?;
         }
+    }
+    Ok(())
+}
+
+/// Sets each message's `embedding_id` from the active message space
+/// (SPEC.md §11): the message id, as Sekha names a message's Chroma
+/// vector, when the message has a vector there; `None` while it is queued
+/// or when the store has no embedder. Derived on read, so it never goes
+/// stale when the worker embeds, a rebuild switches spaces or a message is
+/// edited.
+pub(crate) fn fill_embedding_ids(txn: &ReadTransaction, messages: &mut [Message]) -> Result<()> {
+    let Some(space) = embed_queue::message_space(txn, embed_queue::MessageSpace::Active)? else {
+        for m in messages.iter_mut() {
+            m.embedding_id = None;
+        }
+        return Ok(());
+    };
+    let vectors = txn.open_table(VECTORS)?;
+    for m in messages.iter_mut() {
+        m.embedding_id = match vectors.get((space, m.id.as_u128()))? {
+            Some(_) => Some(m.id.to_string()),
+            None => None,
+        };
     }
     Ok(())
 }

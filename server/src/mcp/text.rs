@@ -68,16 +68,9 @@ pub fn update(data: &Value) -> String {
     }
 }
 
-/// `memory_export`: the rendered document under a one-line header.
+/// `memory_export`: the rendered document alone, as sekha-mcp answers.
 pub fn export(data: &Value) -> String {
-    format!(
-        "Export of conversation {} as {}:\n\n{}",
-        data.get("conversation")
-            .map(|c| s(c, "conversation_id"))
-            .unwrap_or(""),
-        s(data, "format"),
-        s(data, "content")
-    )
+    s(data, "content").to_string()
 }
 
 /// Any data as pretty-printed JSON, for a tool without a text of its own.
@@ -176,6 +169,10 @@ pub fn prune(data: &Value) -> String {
             n(sug, "message_count"),
             s(sug, "reason")
         );
+        let preview = s(sug, "preview");
+        if !preview.is_empty() {
+            let _ = write!(out, "\n  {}", excerpt(preview));
+        }
     }
     out
 }

@@ -83,7 +83,7 @@ pub async fn summarize(
 /// Pruning suggestions by age, importance and inactivity.
 #[utoipa::path(post, path = "/api/v1/prune/dry-run", tag = "orchestration",
     request_body = PruneDryRunBody,
-    responses((status = 200, description = "`{suggestions: [{conversation_id, label, folder, last_accessed, days_since_access, age_days, message_count, token_estimate, importance_score, recommendation, reason, rules}], total_reviewed, total_suggestions, recommended_*, estimated_token_savings, ...}`", body = Object),
+    responses((status = 200, description = "`{suggestions: [{conversation_id, label, folder, last_accessed, days_since_access, age_days, message_count, token_estimate, importance_score, recommendation, reason, rules, preview}], total_reviewed, total_suggestions, recommended_*, estimated_token_savings, ...}`", body = Object),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn prune_dry_run(
