@@ -75,7 +75,8 @@ pub use conversations::prune::{
     Recommendation,
 };
 pub use conversations::suggest::{
-    ImportanceScore, LabelSuggestion, LabelSuggestions, heuristic_importance,
+    AutoLabel, ImportanceScore, LabelSuggestion, LabelSuggestions, auto_label_folder,
+    heuristic_importance,
 };
 pub use conversations::summary::{
     Extractive, LlmSummarizer, ServedSummary, SummarizeRequest, Summarizer, Summary, SummaryInput,

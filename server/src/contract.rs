@@ -710,7 +710,9 @@ pub static TOOLS: &[&dyn ToolEntry] = &[
         summary: "Store a new conversation in memory",
         description: "Save a conversation (label, folder, messages with roles) to long-term \
             memory. Use it when an exchange holds facts, decisions or preferences worth \
-            recalling in later sessions. Returns the new conversation_id.",
+            recalling in later sessions. Without a label, one is suggested from the \
+            content (and the folder from the label, when none is given). Returns the new \
+            conversation_id.",
         access: Access::Write,
         set: ToolSet::Sekha,
         not_found: false,

@@ -89,14 +89,19 @@ pub struct ToolMessage {
 /// `memory_store` arguments.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
 pub struct MemoryStoreArgs {
-    /// Conversation title/label.
+    /// Conversation title/label. Without one, the engine's top label
+    /// suggestion is used (the first user message when there is none).
+    #[serde(default)]
     #[schema(min_length = 1, max_length = 500)]
     #[schemars(length(min = 1, max = 500))]
-    pub label: String,
-    /// Folder path (e.g. /projects/ai).
+    pub label: Option<String>,
+    /// Folder path (e.g. /projects/ai). Without one: `/` with a label,
+    /// else Sekha's folder for the suggested label (`/work` when it has a
+    /// `:`, else `/personal`).
+    #[serde(default)]
     #[schema(pattern = r"^/[a-zA-Z0-9_\-/]*$")]
     #[schemars(regex(pattern = r"^/[a-zA-Z0-9_\-/]*$"))]
-    pub folder: String,
+    pub folder: Option<String>,
     /// The conversation's messages.
     #[schema(min_items = 1, inline)]
     #[schemars(length(min = 1))]
@@ -121,9 +126,14 @@ pub struct StoreData {
     pub folder: String,
     /// Messages stored.
     pub message_count: u32,
+    /// How the label was chosen when the client sent none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub auto_label: Option<memdb::AutoLabel>,
 }
 
-/// Stores a conversation.
+/// Stores a conversation; without a label, labels it with the engine's
+/// top suggestion (the heuristic: the tools have no chat model).
 pub fn memory_store(db: &Memdb, args: MemoryStoreArgs) -> Result<StoreData, ApiError> {
     let messages = args
         .messages
@@ -145,20 +155,54 @@ pub fn memory_store(db: &Memdb, args: MemoryStoreArgs) -> Result<StoreData, ApiE
         .importance_score
         .map(|v| wire::importance("importance_score", v))
         .transpose()?;
+    let given_label = args.label.is_some();
+    let given_folder = args.folder.is_some();
+    // Until a suggestion replaces it: the first user message, as Sekha's
+    // proxy labels what it captures.
+    let label = args.label.unwrap_or_else(|| {
+        let first = messages
+            .iter()
+            .find(|m| m.role == "user")
+            .or(messages.first())
+            .map(|m| m.content.text())
+            .unwrap_or_default();
+        memdb::capture_label(&first)
+    });
     let created = db.create_conversation(NewConversation {
-        label: args.label,
-        folder: Some(args.folder),
+        label,
+        folder: args.folder,
         importance_score,
         metadata: None,
         messages,
     })?;
     let c = created.conversation;
+    let (label, folder, auto_label) = if given_label {
+        (c.label, c.folder, None)
+    } else {
+        // The conversation is stored: a failed suggestion keeps the first
+        // message's label rather than failing the call.
+        let a = db
+            .auto_label(c.id, None, 0.0, !given_folder)
+            .unwrap_or_else(|e| memdb::AutoLabel {
+                conversation_id: c.id,
+                applied: false,
+                label: c.label.clone(),
+                folder: c.folder.clone(),
+                confidence: None,
+                model: "heuristic".into(),
+                notes: vec![format!(
+                    "label suggestion failed ({e}); the label is unchanged"
+                )],
+            });
+        (a.label.clone(), a.folder.clone(), Some(a))
+    };
     Ok(StoreData {
         conversation_id: c.id,
         id: c.id,
-        label: c.label,
-        folder: c.folder,
+        label,
+        folder,
         message_count: c.message_count,
+        auto_label,
     })
 }
 

@@ -183,3 +183,55 @@ fn context_summaries_and_pruning_end_to_end() {
     assert!((1.0..=10.0).contains(&score.importance_score));
     assert_eq!(score.message_id, Some(msg));
 }
+
+/// `auto_label` (issue 19): the top suggestion is applied at or above the
+/// threshold, with Sekha's folder rule when asked (`/work` for a label with
+/// a `:`, else `/personal`); under it nothing is written; a threshold
+/// outside 0..=1 is refused.
+#[test]
+fn auto_label_applies_the_top_suggestion_with_sekhas_folder_rule() {
+    let d = tmp();
+    let db = memdb::Memdb::open(d.path()).expect("open");
+    crate::conv(
+        &db,
+        "Rust: borrow checker",
+        "/code",
+        &["the rust borrow checker and lifetimes"],
+    );
+    let c = crate::conv(
+        &db,
+        "untitled",
+        "/inbox",
+        &["why does the rust borrow checker reject this borrow"],
+    );
+    let id = c.conversation.id;
+    let top = db
+        .suggest_labels(id, None)
+        .expect("suggest")
+        .top_suggestion
+        .expect("a suggestion");
+    assert_eq!(top.label, "Rust: borrow checker");
+
+    let kept = db.auto_label(id, None, 1.0, true).expect("auto label");
+    assert!(!kept.applied, "{kept:?}");
+    assert_eq!(db.get_conversation(id).unwrap().label, "untitled");
+    assert!(
+        kept.notes.iter().any(|n| n.contains("unchanged")),
+        "{kept:?}"
+    );
+
+    let a = db.auto_label(id, None, 0.5, true).expect("auto label");
+    assert!(a.applied, "{a:?}");
+    assert_eq!(
+        (a.label.as_str(), a.folder.as_str()),
+        ("Rust: borrow checker", "/work")
+    );
+    let stored = db.get_conversation(id).unwrap();
+    assert_eq!((stored.label, stored.folder), (a.label, a.folder));
+    assert_eq!(memdb::auto_label_folder("Kyoto trip"), "/personal");
+
+    assert!(matches!(
+        db.auto_label(id, None, 1.5, false),
+        Err(memdb::Error::InvalidInput { .. })
+    ));
+}

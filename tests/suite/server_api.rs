@@ -321,6 +321,43 @@ fn mcp_tools_use_sekha_envelopes() {
     );
 }
 
+/// `memory_store` without a label (issue 19): the engine's top suggestion
+/// labels it; without a folder too, Sekha's folder rule places it; a
+/// folder the client gives is kept.
+#[test]
+fn memory_store_without_a_label_is_auto_labelled() {
+    let s = TestServer::start(config());
+    let tool = |body: Value| {
+        let r = s.send("POST", "/mcp/tools/memory_store", &body);
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()["data"].clone()
+    };
+    tool(json!({"label": "Rust: borrow checker", "folder": "/code",
+                "messages": [{"role": "user", "content": "the rust borrow checker and lifetimes"}]}));
+    let d = tool(json!({"messages": [
+        {"role": "user", "content": "why does the rust borrow checker reject this borrow"}]}));
+    assert_eq!(d["label"], "Rust: borrow checker", "{d}");
+    assert_eq!(d["folder"], "/work", "{d}");
+    assert_eq!(d["auto_label"]["applied"], true, "{d}");
+    assert_eq!(d["auto_label"]["model"], "heuristic", "{d}");
+    let id = d["conversation_id"].as_str().unwrap();
+    let got = s.get(&format!("/api/v1/conversations/{id}")).json();
+    assert_eq!(
+        (&got["label"], &got["folder"]),
+        (&json!("Rust: borrow checker"), &json!("/work"))
+    );
+
+    let d = tool(json!({"folder": "/notes", "messages": [
+        {"role": "user", "content": "the borrow checker again"}]}));
+    assert_eq!(d["folder"], "/notes", "{d}");
+    assert_eq!(d["auto_label"]["applied"], true, "{d}");
+    // A label the client sends is stored as given, with no auto_label.
+    let d = tool(json!({"label": "Mine", "folder": "/n",
+                "messages": [{"role": "user", "content": "the borrow checker"}]}));
+    assert_eq!(d["label"], "Mine");
+    assert!(d.get("auto_label").is_none(), "{d}");
+}
+
 #[test]
 fn query_min_similarity_drops_distant_semantic_hits() {
     let hashing = std::sync::Arc::new(memdb::Hashing::new(256).unwrap());

@@ -59,6 +59,38 @@ pub struct LabelSuggestions {
     pub notes: Vec<String>,
 }
 
+/// What [`Memdb::auto_label`] did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutoLabel {
+    /// The conversation.
+    pub conversation_id: Uuid,
+    /// Whether the label was changed.
+    pub applied: bool,
+    /// The label after the call.
+    pub label: String,
+    /// The folder after the call.
+    pub folder: String,
+    /// The top suggestion's confidence (absent when nothing was suggested).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f32>,
+    /// `heuristic` or the chat model's name.
+    pub model: String,
+    /// Fallbacks, and why nothing was applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Sekha's folder for a label it assigns itself (`auto_label` in its
+/// `label_intelligence.rs`): `/work` when the label contains `:` (a
+/// `project: topic` label), else `/personal`.
+pub fn auto_label_folder(label: &str) -> &'static str {
+    if label.contains(':') {
+        "/work"
+    } else {
+        "/personal"
+    }
+}
+
 /// An importance score (the SDK's `MessageScoreResponse`, also used for
 /// whole conversations).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -287,6 +319,74 @@ impl Memdb {
             top_suggestion: suggestions.first().cloned(),
             suggestions,
             model: "heuristic".into(),
+            notes,
+        })
+    }
+
+    /// Labels conversation `id` with its top suggestion (SPEC.md §19.4)
+    /// when that suggestion's confidence is at least `threshold` (0..=1):
+    /// Sekha's `auto_label`. With `set_folder`, the folder becomes Sekha's
+    /// folder for the label ([`auto_label_folder`]); without, it is kept.
+    /// Nothing is written when nothing qualifies.
+    pub fn auto_label(
+        &self,
+        id: Uuid,
+        model: Option<&dyn ChatModel>,
+        threshold: f32,
+        set_folder: bool,
+    ) -> Result<AutoLabel> {
+        if !(0.0..=1.0).contains(&threshold) {
+            return Err(crate::error::Error::invalid(
+                "threshold",
+                format!("{threshold} is outside 0..=1"),
+            ));
+        }
+        let s = self.suggest_labels(id, model)?;
+        let mut notes = s.notes;
+        let current = self.get_conversation(id)?;
+        let Some(top) = s.top_suggestion else {
+            notes.push("no label suggested; the label is unchanged".into());
+            return Ok(AutoLabel {
+                conversation_id: id,
+                applied: false,
+                label: current.label,
+                folder: current.folder,
+                confidence: None,
+                model: s.model,
+                notes,
+            });
+        };
+        if top.confidence < threshold {
+            notes.push(format!(
+                "top suggestion {:?} has confidence {:.2} < {threshold}; the label is unchanged",
+                top.label, top.confidence
+            ));
+            return Ok(AutoLabel {
+                conversation_id: id,
+                applied: false,
+                label: current.label,
+                folder: current.folder,
+                confidence: Some(top.confidence),
+                model: s.model,
+                notes,
+            });
+        }
+        let folder = set_folder.then(|| auto_label_folder(&top.label).to_string());
+        let updated = self.update_conversation(
+            id,
+            crate::model::types::ConversationUpdate {
+                label: Some(top.label.clone()),
+                folder,
+                ..Default::default()
+            },
+        )?;
+        Ok(AutoLabel {
+            conversation_id: id,
+            applied: true,
+            label: updated.label,
+            folder: updated.folder,
+            confidence: Some(top.confidence),
+            model: s.model,
             notes,
         })
     }

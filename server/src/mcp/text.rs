@@ -36,15 +36,24 @@ fn excerpt(text: &str) -> String {
     }
 }
 
-/// `memory_store`: the new conversation.
+/// `memory_store`: the new conversation, and how its label was chosen
+/// when the client sent none.
 pub fn store(data: &Value) -> String {
-    format!(
+    let mut out = format!(
         "Stored conversation {} \"{}\" in {} ({} messages).",
         s(data, "conversation_id"),
         s(data, "label"),
         s(data, "folder"),
         n(data, "message_count")
-    )
+    );
+    if let Some(a) = data.get("auto_label") {
+        if a.get("applied").and_then(Value::as_bool) == Some(true) {
+            let _ = write!(out, " Label suggested by {}.", s(a, "model"));
+        } else {
+            out.push_str(" No label could be suggested; the first message names it.");
+        }
+    }
+    out
 }
 
 /// `memory_update`: the fields that changed.
