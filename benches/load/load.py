@@ -208,7 +208,13 @@ def parse_metrics(text):
 
 
 async def scrape(conn):
-    status, body = await conn.request("GET", "/metrics")
+    try:
+        status, body = await conn.request("GET", "/metrics")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        # The side connection sat idle through the run and the server
+        # closed it (its keep-alive idle timeout): reconnect once.
+        conn.close()
+        status, body = await conn.request("GET", "/metrics")
     return parse_metrics(body.decode()) if status == 200 else {}
 
 
