@@ -15,7 +15,8 @@ pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8080].
     #[arg(long, env = "MEMDB_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
-    /// TOML configuration file (keys: listen, data, api_keys, ...).
+    /// TOML configuration file (keys: listen, data, api_keys, ...)
+    /// [default: ./config.toml, else ~/.memdb/config.toml, when one exists].
     #[arg(long, env = "MEMDB_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// An API key (read-write), at least 32 characters.
@@ -152,10 +153,16 @@ impl ServeArgs {
         models_dir: Option<PathBuf>,
         openai: &OpenAiSettings,
     ) -> Result<ServerConfig, ServerError> {
-        let mut c = match &self.config {
+        let file = self.config.clone().or_else(|| {
+            let cwd = std::env::current_dir().ok()?;
+            crate::config::discover_config(&cwd, dirs::home_dir().as_deref())
+        });
+        let mut c = match &file {
             Some(path) => ServerConfig::from_file(path)?,
             None => ServerConfig::default(),
         };
+        c.config_file = file;
+        c.sekha_env = crate::config::apply_sekha_env(&mut c, &|name| std::env::var(name).ok())?;
         if let Some(d) = data {
             c.data = Some(d);
         }
@@ -268,6 +275,12 @@ pub fn engine_config(c: &ServerConfig) -> Result<memdb::Config, ServerError> {
 /// Opens the store and serves until SIGINT/SIGTERM; blocks the thread.
 pub fn run(config: ServerConfig) -> Result<(), ServerError> {
     init_tracing();
+    if let Some(f) = &config.config_file {
+        tracing::info!("configuration file {}", f.display());
+    }
+    if !config.sekha_env.is_empty() {
+        tracing::info!("Sekha variables read: {}", config.sekha_env.join(", "));
+    }
     config.validate()?;
     let data = match &config.data {
         Some(d) => d.clone(),

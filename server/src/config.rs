@@ -1,7 +1,10 @@
-//! Server configuration: defaults, then a TOML file, then `MEMDB_*`
-//! environment variables and flags (clap merges those two), each overriding
-//! the previous. [`ServerConfig::validate`] refuses unusable settings before
-//! anything listens.
+//! Server configuration: defaults, then a TOML file (`--config`, else the
+//! first of `./config.toml` and `~/.memdb/config.toml`:
+//! [`discover_config`]), then Sekha's `SEKHA__*` environment variables
+//! where they name a memdb setting ([`apply_sekha_env`]), then `MEMDB_*`
+//! environment variables and flags (clap merges those two), each
+//! overriding the previous. [`ServerConfig::validate`] refuses unusable
+//! settings before anything listens.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -175,6 +178,12 @@ pub struct ServerConfig {
     pub chat: crate::chat::ChatSettings,
     /// The OpenAI-compatible proxy (`[proxy]`; off without an upstream URL).
     pub proxy: crate::proxy::ProxySettings,
+    /// The file these settings were read from (not a file key).
+    #[serde(skip)]
+    pub config_file: Option<PathBuf>,
+    /// The `SEKHA__*` variables applied (not a file key).
+    #[serde(skip)]
+    pub sekha_env: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -208,8 +217,103 @@ impl Default for ServerConfig {
             message_passage: memdb::Config::default().message_passage,
             chat: crate::chat::ChatSettings::default(),
             proxy: crate::proxy::ProxySettings::default(),
+            config_file: None,
+            sekha_env: Vec::new(),
         }
     }
+}
+
+/// The configuration file read when neither `--config` nor `MEMDB_CONFIG`
+/// names one: `config.toml` in `cwd`, else `.memdb/config.toml` in `home`
+/// (Sekha's `./config.toml` and `~/.sekha/config.toml`); the first that
+/// exists, or none.
+pub fn discover_config(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    std::iter::once(cwd.join("config.toml"))
+        .chain(home.map(|h| h.join(".memdb").join("config.toml")))
+        .find(|p| p.is_file())
+}
+
+/// Sekha's environment variables memdb reads (`SEKHA__` + a key of
+/// Sekha's flat config; a `__` inside the key, as in
+/// `SEKHA__SERVER__PORT`, is read as `_`), each with the memdb setting it
+/// sets. Sekha's other keys (database, Chroma, Ollama, bridge, summary and
+/// pruning switches) name nothing memdb has and are ignored.
+pub const SEKHA_ENV: &[(&str, &str)] = &[
+    ("server_host", "listen (its address)"),
+    ("server_port", "listen (its port)"),
+    ("mcp_api_key", "api_keys"),
+    ("rest_api_key", "api_keys"),
+    ("additional_api_keys", "api_keys (comma-separated)"),
+    (
+        "rate_limit_per_minute",
+        "rate_limit_per_second (divided by 60)",
+    ),
+    ("cors_enabled", "cors_origins (true: `*`, false: none)"),
+];
+
+/// Applies the `SEKHA__*` variables of [`SEKHA_ENV`] that `get` finds to
+/// `c`; returns the variable names used. A value that does not parse is
+/// an error naming the variable. The keys given replace `api_keys`.
+pub fn apply_sekha_env(
+    c: &mut ServerConfig,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<String>, ServerError> {
+    let mut used = Vec::new();
+    let mut read = |key: &str| -> Option<(String, String)> {
+        let flat = format!("SEKHA__{}", key.to_uppercase());
+        let nested = key
+            .split_once('_')
+            .map(|(a, b)| format!("SEKHA__{}__{}", a.to_uppercase(), b.to_uppercase()));
+        for name in std::iter::once(flat).chain(nested) {
+            if let Some(v) = get(&name).map(|v| v.trim().to_string())
+                && !v.is_empty()
+            {
+                used.push(name.clone());
+                return Some((name, v));
+            }
+        }
+        None
+    };
+    let bad = |name: &str, v: &str, what: &str| {
+        ServerError::Config(format!("{name}={v:?} is not {what}"))
+    };
+    if let Some((name, v)) = read("server_host") {
+        let ip: IpAddr = if v.eq_ignore_ascii_case("localhost") {
+            IpAddr::from([127, 0, 0, 1])
+        } else {
+            v.parse().map_err(|_| bad(&name, &v, "an IP address"))?
+        };
+        c.listen.set_ip(ip);
+    }
+    if let Some((name, v)) = read("server_port") {
+        c.listen
+            .set_port(v.parse().map_err(|_| bad(&name, &v, "a port number"))?);
+    }
+    let mut keys = Vec::new();
+    for key in ["mcp_api_key", "rest_api_key", "additional_api_keys"] {
+        if let Some((_, v)) = read(key) {
+            for k in v.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+                if !keys.iter().any(|x| x == k) {
+                    keys.push(k.to_string());
+                }
+            }
+        }
+    }
+    if !keys.is_empty() {
+        c.api_keys = keys;
+    }
+    if let Some((name, v)) = read("rate_limit_per_minute") {
+        let n: u32 = v.parse().map_err(|_| bad(&name, &v, "a whole number"))?;
+        c.rate_limit_per_second = f64::from(n) / 60.0;
+    }
+    if let Some((name, v)) = read("cors_enabled") {
+        c.cors_origins = match v.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => vec!["*".into()],
+            "false" | "0" | "no" => Vec::new(),
+            _ => return Err(bad(&name, &v, "true or false")),
+        };
+    }
+    Ok(used)
 }
 
 impl ServerConfig {
@@ -336,6 +440,82 @@ mod tests {
 
     fn key(c: char) -> String {
         std::iter::repeat_n(c, MIN_KEY_LEN).collect()
+    }
+
+    #[test]
+    fn the_config_file_is_found_in_the_directory_then_home() {
+        let root = std::env::temp_dir().join(format!("memdb-discover-{}", std::process::id()));
+        let (cwd, home) = (root.join("cwd"), root.join("home"));
+        std::fs::create_dir_all(home.join(".memdb")).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        assert_eq!(discover_config(&cwd, Some(&home)), None);
+        assert_eq!(discover_config(&cwd, None), None);
+        let in_home = home.join(".memdb").join("config.toml");
+        std::fs::write(&in_home, "").unwrap();
+        assert_eq!(discover_config(&cwd, Some(&home)), Some(in_home));
+        std::fs::write(cwd.join("config.toml"), "").unwrap();
+        assert_eq!(
+            discover_config(&cwd, Some(&home)),
+            Some(cwd.join("config.toml"))
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn sekha_variables_map_onto_memdb_settings() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let mut c = ServerConfig::default();
+        let used = apply_sekha_env(
+            &mut c,
+            &env(&[
+                ("SEKHA__SERVER__PORT", "9090"),
+                ("SEKHA__SERVER_HOST", "0.0.0.0"),
+                ("SEKHA__MCP_API_KEY", "k1k1k1k1k1k1k1k1k1k1k1k1k1k1k1k1"),
+                (
+                    "SEKHA__ADDITIONAL_API_KEYS",
+                    "k2k2k2k2k2k2k2k2k2k2k2k2k2k2k2k2, k1k1k1k1k1k1k1k1k1k1k1k1k1k1k1k1",
+                ),
+                ("SEKHA__RATE_LIMIT_PER_MINUTE", "120"),
+                ("SEKHA__CORS_ENABLED", "true"),
+                ("SEKHA__DATABASE_URL", "sqlite://sekha.db"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.listen, "0.0.0.0:9090".parse::<SocketAddr>().unwrap());
+        assert_eq!(
+            c.api_keys,
+            [
+                "k1k1k1k1k1k1k1k1k1k1k1k1k1k1k1k1",
+                "k2k2k2k2k2k2k2k2k2k2k2k2k2k2k2k2"
+            ]
+        );
+        assert_eq!(c.rate_limit_per_second, 2.0);
+        assert_eq!(c.cors_origins, ["*"]);
+        assert_eq!(used.len(), 6, "{used:?}");
+        // The flat spelling is read first.
+        let mut c = ServerConfig::default();
+        apply_sekha_env(
+            &mut c,
+            &env(&[
+                ("SEKHA__SERVER_PORT", "7000"),
+                ("SEKHA__SERVER__PORT", "7001"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.listen.port(), 7000);
+        // Nothing set: nothing changes.
+        let mut c = ServerConfig::default();
+        assert!(apply_sekha_env(&mut c, &env(&[])).unwrap().is_empty());
+        assert_eq!(c.listen, ServerConfig::default().listen);
+        let e = apply_sekha_env(&mut c, &env(&[("SEKHA__SERVER__PORT", "http")])).unwrap_err();
+        assert!(e.to_string().contains("SEKHA__SERVER__PORT"), "{e}");
     }
 
     #[test]

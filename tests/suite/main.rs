@@ -31,6 +31,7 @@ mod semantic;
 mod server_api;
 mod server_bad_input;
 mod server_chat;
+mod server_config;
 mod server_e2e;
 mod server_namespaces;
 mod server_orchestration;

@@ -138,7 +138,9 @@ mod tests {
         let s = input_schema::<MemoryStoreArgs>();
         let mut req: Vec<String> = serde_json::from_value(s["required"].clone()).unwrap();
         req.sort();
-        assert_eq!(req, ["folder", "label", "messages"]);
+        // memdb suggests a label (and folder) when none is sent (SPEC §19.4).
+        assert_eq!(req, ["messages"]);
+        assert_eq!(prop(&s, "label")["type"], "string");
         assert_eq!(prop(&s, "label")["maxLength"], 500);
         assert_eq!(prop(&s, "folder")["pattern"], r"^/[a-zA-Z0-9_\-/]*$");
         let imp = prop(&s, "importance_score");
