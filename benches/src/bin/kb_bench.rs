@@ -1,0 +1,534 @@
+//! KuraDB at scale (issue #16; SPEC.md §15): a generated mixed folder
+//! ingested through `Memdb::kb_sync`, measured, and exported for the
+//! ChromaDB side-by-side (`benches/kb/compare_chroma.py`).
+//!
+//! - `gen --dir D --files N`: writes N files (text, Markdown, Rust, Python,
+//!   CSV, HTML in turn; 5 to 15 chunks each, about 10 on average) under
+//!   `D/dNNN/`, paragraphs built from chitchat turns
+//!   (`benches/fetch-data.sh`; generated text without it). File `i`'s first
+//!   paragraph holds the marker word [`marker`]`(i)`, found by no other
+//!   file. Deterministic (seed 16).
+//! - `ingest --dir D`: a fresh store with the hashing embedder (384-d),
+//!   `kb_add`, then `kb_sync` timed (parse, store, text index: embedding
+//!   excluded, it runs after as the background queue would), while a
+//!   second thread asks `kb_search` for the first file's marker until it
+//!   answers (time to first searchable) and a third samples VmRSS every
+//!   20 ms per phase. Then `embed_pending` timed (hashing + the vector
+//!   index), and the hashing embedder alone on the same texts, so the
+//!   vector-index cost is `embed_s - hashing_s`. With `--queries Q` it
+//!   times Q keyword and Q semantic `kb_search` calls (query vectors
+//!   cached by a first untimed pass: embedding excluded). With `--export
+//!   OUT` it writes the chunks (`chunks.jsonl`), their vectors
+//!   (`vectors.f32`, little-endian, row-major) and the queries with their
+//!   vectors (`queries.json`) for the peer. Prints one JSON object.
+//!
+//! Run: `benches/kb/run.sh` (both parts).
+
+use std::io::{BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use memdb::kuradb::{CHUNK, RagTarget};
+use memdb::{Config, Embedder, Hashing, Memdb};
+use memdb_benches::{Rng, corpus, quantile};
+use serde_json::json;
+
+#[derive(Parser)]
+struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Generate the mixed folder.
+    Gen {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 10_000)]
+        files: usize,
+    },
+    /// Ingest the folder into a fresh store and measure.
+    Ingest {
+        #[arg(long)]
+        dir: PathBuf,
+        /// Timed keyword and semantic queries each (0: none).
+        #[arg(long, default_value_t = 0)]
+        queries: usize,
+        /// Write chunks, vectors and queries here for the peer.
+        #[arg(long)]
+        export: Option<PathBuf>,
+        /// The store folder [default: a temporary one].
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// `Config::vector_compact_backlog` [default: the engine's].
+        #[arg(long)]
+        compact_backlog: Option<u64>,
+    },
+}
+
+const KINDS: [&str; 6] = ["txt", "md", "rs", "py", "csv", "html"];
+
+/// The word only file `i`'s first paragraph holds: `zq` and `i` in base
+/// 26 letters (the text tokenizer keeps it one token; no corpus word has
+/// it).
+fn marker(i: usize) -> String {
+    let mut s = String::new();
+    let mut n = i;
+    for _ in 0..4 {
+        s.insert(0, (b'a' + (n % 26) as u8) as char);
+        n /= 26;
+    }
+    format!("zq{s}")
+}
+
+fn file_path(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("d{:03}", i / 100))
+        .join(format!("f{i:05}.{}", KINDS[i % KINDS.len()]))
+}
+
+fn paragraph(rng: &mut Rng, turns: &[String]) -> String {
+    let n = 2 + rng.below(4);
+    (0..n)
+        .map(|_| {
+            turns[rng.below(turns.len())]
+                .trim()
+                .replace(['\n', '\r'], " ")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One file of kind `KINDS[i % 6]` with `chunks` chunks once parsed.
+fn file_text(i: usize, chunks: usize, rng: &mut Rng, turns: &[String]) -> String {
+    let mark = marker(i);
+    let mut paras: Vec<String> = (0..chunks).map(|_| paragraph(rng, turns)).collect();
+    paras[0] = format!("{mark} {}", paras[0]);
+    match KINDS[i % KINDS.len()] {
+        "md" => {
+            let mut out = format!("# Note {i}\n\n");
+            for (k, p) in paras.iter().enumerate().skip(1) {
+                if k % 3 == 0 {
+                    out.push_str(&format!("## Part {k}\n\n"));
+                }
+                out.push_str(p);
+                out.push_str("\n\n");
+            }
+            // The heading paragraph stands for chunk 1: put the marker in it.
+            out.replace(&format!("# Note {i}\n"), &format!("# Note {i} {mark}\n"))
+        }
+        "rs" => paras
+            .iter()
+            .enumerate()
+            .map(|(k, p)| format!("/// {p}\nfn item_{k}() -> usize {{\n    {k}\n}}"))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        "py" => paras
+            .iter()
+            .enumerate()
+            .map(|(k, p)| format!("def item_{k}():\n    \"\"\"{p}\"\"\"\n    return {k}"))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        "csv" => {
+            // Five data rows per chunk; the text column is quoted.
+            let mut out = String::from("id,topic,text\n");
+            for r in 0..chunks * 5 {
+                let text = if r == 0 {
+                    format!("{mark} {}", turns[rng.below(turns.len())].trim())
+                } else {
+                    turns[rng.below(turns.len())].trim().to_string()
+                };
+                let text = text.replace(['\n', '\r'], " ").replace('"', "\"\"");
+                out.push_str(&format!("{r},t{},\"{text}\"\n", r % 7));
+            }
+            out
+        }
+        "html" => {
+            let mut out = format!(
+                "<!doctype html><html><head><title>Page {i}</title><style>p{{margin:0}}</style></head><body>\n"
+            );
+            for p in &paras {
+                out.push_str(&format!("<p>{}</p>\n", html_escape(p)));
+            }
+            out.push_str("<script>var x = 1;</script></body></html>\n");
+            out
+        }
+        _ => paras.join("\n\n"),
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn turns() -> Result<Vec<String>> {
+    let c = corpus::load_or_generate(&corpus::default_data_path(), 200_000)?;
+    Ok(c.messages()
+        .map(|m| m.text.clone())
+        .filter(|t| !t.trim().is_empty())
+        .collect())
+}
+
+fn generate(dir: &Path, files: usize) -> Result<u64> {
+    let turns = turns()?;
+    let mut rng = Rng::new(16);
+    let mut bytes = 0u64;
+    for i in 0..files {
+        let path = file_path(dir, i);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let text = file_text(i, 5 + rng.below(11), &mut rng, &turns);
+        bytes += text.len() as u64;
+        std::fs::write(&path, text).with_context(|| path.display().to_string())?;
+    }
+    Ok(bytes)
+}
+
+/// `field` of /proc/self/status in bytes (Linux; 0 elsewhere).
+fn proc_status(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+const MB: f64 = 1024.0 * 1024.0;
+const PHASES: [&str; 4] = ["open", "sync", "embed", "query"];
+
+/// `field` of /proc/self/smaps_rollup in bytes (Linux; 0 elsewhere).
+fn smaps(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/smaps_rollup")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Samples VmRSS every 20 ms and keeps the highest per phase, with the
+/// anonymous (heap: caches, vectors in memory) and file-backed (mapped
+/// text index segments and vector generations) parts at that peak.
+struct Sampler {
+    phase: Arc<AtomicUsize>,
+    peaks: Arc<[AtomicU64; 4]>,
+    anon: Arc<[AtomicU64; 4]>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    fn start() -> Sampler {
+        let phase = Arc::new(AtomicUsize::new(0));
+        let peaks: Arc<[AtomicU64; 4]> = Arc::new(Default::default());
+        let anon: Arc<[AtomicU64; 4]> = Arc::new(Default::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, k, a, s) = (phase.clone(), peaks.clone(), anon.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                let rss = proc_status("VmRSS:");
+                let i = p.load(Ordering::Relaxed);
+                if rss > k[i].fetch_max(rss, Ordering::Relaxed) {
+                    a[i].store(smaps("Anonymous:"), Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Sampler {
+            phase,
+            peaks,
+            anon,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn enter(&self, phase: usize) {
+        let rss = proc_status("VmRSS:");
+        self.peaks[self.phase.load(Ordering::Relaxed)].fetch_max(rss, Ordering::Relaxed);
+        self.phase.store(phase, Ordering::Relaxed);
+    }
+
+    fn finish(mut self) -> serde_json::Value {
+        self.enter(self.phase.load(Ordering::Relaxed));
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let mut m = serde_json::Map::new();
+        for (i, name) in PHASES.iter().enumerate() {
+            let v = self.peaks[i].load(Ordering::Relaxed);
+            m.insert(format!("{name}_mb"), json!(round(v as f64 / MB)));
+            let a = self.anon[i].load(Ordering::Relaxed);
+            m.insert(format!("{name}_anon_mb"), json!(round(a as f64 / MB)));
+        }
+        m.insert(
+            "vmhwm_mb".into(),
+            json!(round(proc_status("VmHWM:") as f64 / MB)),
+        );
+        serde_json::Value::Object(m)
+    }
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn latencies(mut v: Vec<Duration>, total: Duration) -> serde_json::Value {
+    v.sort();
+    json!({
+        "n": v.len(),
+        "p50_ms": round(quantile(&v, 0.5).as_secs_f64() * 1e3),
+        "p99_ms": round(quantile(&v, 0.99).as_secs_f64() * 1e3),
+        "qps": round(v.len() as f64 / total.as_secs_f64()),
+    })
+}
+
+fn ingest(
+    dir: &Path,
+    queries: usize,
+    export: Option<&Path>,
+    store: Option<&Path>,
+    compact_backlog: Option<u64>,
+) -> Result<()> {
+    let sampler = Sampler::start();
+    let tmp = tempfile::tempdir()?;
+    let store = store.unwrap_or(tmp.path());
+    if store.join("memdb.redb").exists() || std::fs::read_dir(store)?.next().is_some() {
+        bail!("{}: the store folder must be empty", store.display());
+    }
+    let hashing = Hashing::new(384)?;
+    let mut config = Config::with_embedder(Arc::new(hashing));
+    if let Some(n) = compact_backlog {
+        config.vector_compact_backlog = n;
+    }
+    let db = Arc::new(Memdb::open_with(store, config)?);
+    db.kb_add("bench", &[dir.to_path_buf()])?;
+
+    // Time to first searchable: the first file in walk order is f00000.
+    let first = marker(0);
+    let done = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let searcher = {
+        let (db, done) = (db.clone(), done.clone());
+        std::thread::spawn(move || -> Result<Option<(f64, usize)>> {
+            let mut tries = 0;
+            while !done.load(Ordering::Relaxed) {
+                tries += 1;
+                let r = db.kb_search("bench", &first, Some(RagTarget::Keyword), 10)?;
+                if r.keyword.is_some_and(|k| !k.is_empty()) {
+                    return Ok(Some((start.elapsed().as_secs_f64(), tries)));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(None)
+        })
+    };
+    sampler.enter(1);
+    let report = db.kb_sync("bench")?;
+    let sync = start.elapsed();
+    done.store(true, Ordering::Relaxed);
+    let first_hit = match searcher.join() {
+        Ok(r) => r?,
+        Err(_) => bail!("the search thread panicked"),
+    };
+    sampler.enter(2);
+    let t = Instant::now();
+    let embedded = db.embed_pending(None, &mut |_| {})?;
+    let embed = t.elapsed();
+
+    let kb = db.kb("bench")?;
+    let h = db.namespace(&kb.namespace)?;
+    let chunks = h.records_of_kind(CHUNK)?;
+    let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+    let t = Instant::now();
+    for batch in texts.chunks(256) {
+        hashing.embed(batch)?;
+    }
+    let hashing_s = t.elapsed().as_secs_f64();
+    // Every file's marker must be found once the sync returned.
+    let last = marker(report.scanned.saturating_sub(1) as usize);
+    let found_last = db
+        .kb_search("bench", &last, Some(RagTarget::Keyword), 10)?
+        .keyword
+        .is_some_and(|k| k.len() == 1);
+
+    let mut out = json!({
+        "files": report.scanned,
+        "parsed": report.parsed,
+        "failed": report.failed,
+        "skipped": report.skipped,
+        "chunks": report.chunks,
+        "bytes": memdb_benches::disk_usage(dir),
+        "sync_s": round(sync.as_secs_f64()),
+        "files_per_s": round(report.scanned as f64 / sync.as_secs_f64()),
+        "chunks_per_s": round(report.chunks as f64 / sync.as_secs_f64()),
+        "first_searchable_s": first_hit.map(|h| round(h.0)),
+        "first_search_tries": first_hit.map(|h| h.1),
+        "last_file_found": found_last,
+        "embed_s": round(embed.as_secs_f64()),
+        "embedded": embedded.embedded,
+        "hashing_alone_s": round(hashing_s),
+        "ingest_with_vectors_s": round(sync.as_secs_f64() + embed.as_secs_f64() - hashing_s),
+    });
+
+    // Queries: keyword words drawn from the chunks, semantic texts from
+    // other turns; the same ones go to the peer.
+    let mut rng = Rng::new(1616);
+    let words: Vec<String> = (0..queries)
+        .map(|_| {
+            loop {
+                let t = texts[rng.below(texts.len())];
+                let ws: Vec<&str> = t
+                    .split(|c: char| !c.is_alphabetic())
+                    .filter(|w| w.len() >= 5 && !w.starts_with("zq"))
+                    .collect();
+                if !ws.is_empty() {
+                    break ws[rng.below(ws.len())].to_lowercase();
+                }
+            }
+        })
+        .collect();
+    let turns = if queries > 0 { turns()? } else { Vec::new() };
+    let semantic: Vec<String> = (0..queries)
+        .map(|_| turns[rng.below(turns.len())].clone())
+        .collect();
+    if queries > 0 {
+        sampler.enter(3);
+        for q in &semantic {
+            db.kb_search("bench", q, Some(RagTarget::Semantic), 10)?;
+        }
+        for (name, qs, target) in [
+            ("keyword", &words, RagTarget::Keyword),
+            ("semantic", &semantic, RagTarget::Semantic),
+        ] {
+            let mut lat = Vec::with_capacity(qs.len());
+            let mut hits = 0usize;
+            let all = Instant::now();
+            for q in qs {
+                let t = Instant::now();
+                let r = db.kb_search("bench", q, Some(target), 10)?;
+                lat.push(t.elapsed());
+                let groups = r.keyword.or(r.semantic).unwrap_or_default();
+                hits += groups.iter().map(|g| g.matches.len()).sum::<usize>();
+            }
+            let mut l = latencies(lat, all.elapsed());
+            l["mean_hits"] = json!(round(hits as f64 / qs.len() as f64));
+            out[name] = l;
+        }
+    }
+    out["rss"] = sampler.finish();
+
+    if let Some(dir) = export {
+        write_export(dir, &h, &chunks, &hashing, &words, &semantic)?;
+    }
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+fn write_export(
+    out: &Path,
+    h: &Memdb,
+    chunks: &[memdb::Record],
+    hashing: &Hashing,
+    words: &[String],
+    semantic: &[String],
+) -> Result<()> {
+    std::fs::create_dir_all(out)?;
+    let parents: Vec<uuid::Uuid> = chunks.iter().filter_map(|c| c.parent).collect();
+    let sources: std::collections::HashMap<uuid::Uuid, String> = h
+        .get_records(&parents)?
+        .into_iter()
+        .map(|d| {
+            (
+                d.id,
+                d.body["source"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let mut jl = BufWriter::new(std::fs::File::create(out.join("chunks.jsonl"))?);
+    let mut vf = BufWriter::new(std::fs::File::create(out.join("vectors.f32"))?);
+    for batch in chunks.chunks(5000) {
+        let ids: Vec<uuid::Uuid> = batch.iter().map(|c| c.id).collect();
+        let vectors = h.record_vectors(CHUNK, &ids)?;
+        for c in batch {
+            let Some(v) = vectors.get(&c.id) else {
+                bail!("chunk {} has no vector", c.id);
+            };
+            let source = c.parent.and_then(|p| sources.get(&p)).cloned();
+            serde_json::to_writer(
+                &mut jl,
+                &json!({"id": c.id, "text": c.text, "source": source, "chunk": c.body["chunk"]}),
+            )?;
+            jl.write_all(b"\n")?;
+            for x in v {
+                vf.write_all(&x.to_le_bytes())?;
+            }
+        }
+    }
+    jl.flush()?;
+    vf.flush()?;
+    let refs: Vec<&str> = semantic.iter().map(String::as_str).collect();
+    let qv = hashing.embed(&refs)?;
+    std::fs::write(
+        out.join("queries.json"),
+        serde_json::to_vec(&json!({"keyword": words, "semantic": semantic, "vectors": qv}))?,
+    )?;
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Args::parse().cmd {
+        Cmd::Gen { dir, files } => {
+            let t = Instant::now();
+            let bytes = generate(&dir, files)?;
+            println!(
+                "{}",
+                json!({"files": files, "bytes": bytes, "seconds": round(t.elapsed().as_secs_f64())})
+            );
+            Ok(())
+        }
+        Cmd::Ingest {
+            dir,
+            queries,
+            export,
+            store,
+            compact_backlog,
+        } => ingest(
+            &dir,
+            queries,
+            export.as_deref(),
+            store.as_deref(),
+            compact_backlog,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_distinct_letters() {
+        let all: std::collections::HashSet<String> = (0..20_000).map(marker).collect();
+        assert_eq!(all.len(), 20_000);
+        assert!(
+            all.iter()
+                .all(|m| m.chars().all(|c| c.is_ascii_lowercase()))
+        );
+    }
+}
