@@ -60,6 +60,10 @@ pub struct Config {
     /// context assembly resolve (default 64 MiB; 0 disables the cache).
     /// See SPEC.md §"Row cache".
     pub row_cache_bytes: usize,
+    /// redb's page cache, in bytes (default 1 GiB, redb's own default). A
+    /// bulk ingest fills it with the pages it writes, so it bounds the
+    /// process's memory beside the text writer and the vector delta.
+    pub store_cache_bytes: usize,
 }
 
 impl Config {
@@ -97,6 +101,7 @@ impl std::fmt::Debug for Config {
             .field("vector_compact_backlog", &self.vector_compact_backlog)
             .field("query_cache_entries", &self.query_cache_entries)
             .field("row_cache_bytes", &self.row_cache_bytes)
+            .field("store_cache_bytes", &self.store_cache_bytes)
             .finish()
     }
 }
@@ -119,6 +124,7 @@ impl Default for Config {
             vector_compact_backlog: 20_000,
             query_cache_entries: 10_000,
             row_cache_bytes: 64 << 20,
+            store_cache_bytes: 1 << 30,
         }
     }
 }

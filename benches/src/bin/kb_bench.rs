@@ -68,6 +68,9 @@ enum Cmd {
         /// `Config::vector_compact_backlog` [default: the engine's].
         #[arg(long)]
         compact_backlog: Option<u64>,
+        /// `Config::store_cache_bytes` in MiB [default: the engine's].
+        #[arg(long)]
+        store_cache_mb: Option<usize>,
     },
 }
 
@@ -304,6 +307,7 @@ fn ingest(
     export: Option<&Path>,
     store: Option<&Path>,
     compact_backlog: Option<u64>,
+    store_cache_mb: Option<usize>,
 ) -> Result<()> {
     let sampler = Sampler::start();
     let tmp = tempfile::tempdir()?;
@@ -315,6 +319,9 @@ fn ingest(
     let mut config = Config::with_embedder(Arc::new(hashing));
     if let Some(n) = compact_backlog {
         config.vector_compact_backlog = n;
+    }
+    if let Some(mb) = store_cache_mb {
+        config.store_cache_bytes = mb << 20;
     }
     let db = Arc::new(Memdb::open_with(store, config)?);
     db.kb_add("bench", &[dir.to_path_buf()])?;
@@ -508,12 +515,14 @@ fn main() -> Result<()> {
             export,
             store,
             compact_backlog,
+            store_cache_mb,
         } => ingest(
             &dir,
             queries,
             export.as_deref(),
             store.as_deref(),
             compact_backlog,
+            store_cache_mb,
         ),
     }
 }

@@ -128,7 +128,7 @@ impl Memdb {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
         let lock = DirLock::acquire(&dir)?;
-        let store = Store::open(&dir.join("memdb.redb"))?;
+        let store = Store::open_with_cache(&dir.join("memdb.redb"), config.store_cache_bytes)?;
         let mut recovery = Vec::new();
         let text_dir = dir.join("text");
         let text = match TextIndex::open(&text_dir, &config)? {

@@ -184,16 +184,26 @@ pub(crate) struct Store {
 
 impl Store {
     /// Opens or creates `path`, creating tables and migrating forward.
+    #[cfg(test)]
     pub(crate) fn open(path: &Path) -> Result<Store> {
-        let db = Database::create(path).map_err(|e| match e {
-            redb::DatabaseError::Storage(redb::StorageError::Corrupted(reason)) => {
-                Error::Corrupted {
-                    what: path.display().to_string(),
-                    reason,
+        Self::open_with_cache(path, 1 << 30)
+    }
+
+    /// [`Store::open`] with redb's page cache bounded to `cache_bytes`
+    /// (`Config::store_cache_bytes`).
+    pub(crate) fn open_with_cache(path: &Path, cache_bytes: usize) -> Result<Store> {
+        let db = redb::Builder::new()
+            .set_cache_size(cache_bytes)
+            .create(path)
+            .map_err(|e| match e {
+                redb::DatabaseError::Storage(redb::StorageError::Corrupted(reason)) => {
+                    Error::Corrupted {
+                        what: path.display().to_string(),
+                        reason,
+                    }
                 }
-            }
-            other => Error::from(other),
-        })?;
+                other => Error::from(other),
+            })?;
         let txn = db.begin_write()?;
         {
             txn.open_table(CONVERSATIONS)?;
@@ -541,6 +551,34 @@ mod tests {
             !names.iter().any(|n| n.starts_with("conv_by_")),
             "{names:?}"
         );
+    }
+
+    #[test]
+    fn a_cache_far_smaller_than_the_data_keeps_every_row() {
+        // Config::store_cache_bytes: 64 KiB of cache for 4 MiB of rows,
+        // written, reopened and read back whole.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memdb.redb");
+        let table = redb::TableDefinition::<u64, &[u8]>::new("cache_probe");
+        let row = |i: u64| vec![(i % 251) as u8; 4096];
+        {
+            let store = Store::open_with_cache(&path, 64 << 10).unwrap();
+            let txn = store.db().begin_write().unwrap();
+            {
+                let mut t = txn.open_table(table).unwrap();
+                for i in 0..1024u64 {
+                    t.insert(i, row(i).as_slice()).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+        }
+        let store = Store::open_with_cache(&path, 64 << 10).unwrap();
+        let txn = store.read().unwrap();
+        let t = txn.open_table(table).unwrap();
+        assert_eq!(t.len().unwrap(), 1024);
+        for i in 0..1024u64 {
+            assert_eq!(t.get(i).unwrap().unwrap().value(), row(i).as_slice());
+        }
     }
 
     #[test]
