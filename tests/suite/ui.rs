@@ -6,8 +6,7 @@
 //! the cached venv of `server_e2e`) against a seeded server, saving
 //! screenshots of the main views at desktop and narrow widths.
 //!
-//! Screenshots go to `MEMDB_UI_SCREENSHOTS` when set (the committed ones in
-//! `docs/screenshots/` are made with `MEMDB_UI_SCREENSHOTS=$PWD/docs/screenshots`),
+//! Screenshots go to `MEMDB_UI_SCREENSHOTS` when set (README "Web UI"),
 //! else to a `ui-screenshots` folder in cargo's test scratch directory, so an
 //! ordinary test run leaves the work tree clean.
 
