@@ -13,7 +13,7 @@ use memdb::import::watch::{FileOutcome, ImportFolder, ImportWatcher, PassMemory,
 use memdb::import::{ChatFormat, parse_file};
 use memdb::{Filter, Memdb, Page, TextQuery};
 
-use crate::tmp;
+use crate::{eventually, tmp};
 
 /// A ChatGPT export of two conversations: the first with a branched tree
 /// (the user edited a question: two answers under it, and a follow-up
@@ -452,17 +452,6 @@ fn an_import_folder_pass_moves_good_files_and_leaves_bad_ones() {
         "{read:?}"
     );
     assert_eq!(count(&db), 5);
-}
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(20) {
-        if f() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    panic!("timed out waiting until {what}");
 }
 
 /// The watcher, polling at one hour: a file already in the folder is

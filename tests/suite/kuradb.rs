@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use memdb::kuradb::{RagTarget, normalize_name};
 use memdb::{Config, Embedder, Embeddings, Error, Hashing, Memdb, ModelIdentity};
 
+use crate::eventually;
+
 /// The hashing embedder, counting the texts it embeds.
 struct Counting {
     inner: Hashing,
@@ -322,18 +324,6 @@ fn kuradb_rest_routes_answer_as_kuradb_does() {
         assert!(r.text().contains(needle), "{path}: {}", r.text());
     }
     s.stop();
-}
-
-/// Waits (up to 20 s) until `f` holds: the watcher runs on its own thread.
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(20) {
-        if f() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    panic!("timed out waiting until {what}");
 }
 
 #[test]

@@ -45,6 +45,19 @@ mod vectors;
 use memdb::{Memdb, NewConversation, NewMessage};
 
 /// A fresh temporary data directory (removed on drop).
+/// Waits (up to 20 s) until `f` holds: for work done on another thread
+/// (the folder watchers).
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        if f() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting until {what}");
+}
+
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("create temp dir")
 }

@@ -196,7 +196,17 @@ fn generate(dir: &Path, files: usize) -> Result<u64> {
 
 /// `field` of /proc/self/status in bytes (Linux; 0 elsewhere).
 fn proc_status(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    proc_kb("/proc/self/status", field)
+}
+
+/// `field` of /proc/self/smaps_rollup in bytes (Linux; 0 elsewhere).
+fn smaps(field: &str) -> u64 {
+    proc_kb("/proc/self/smaps_rollup", field)
+}
+
+/// A `field:  N kB` line of the /proc file `path`, in bytes (0 if absent).
+fn proc_kb(path: &str, field: &str) -> u64 {
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {
             s.lines()
@@ -209,19 +219,6 @@ fn proc_status(field: &str) -> u64 {
 
 const MB: f64 = 1024.0 * 1024.0;
 const PHASES: [&str; 4] = ["open", "sync", "embed", "query"];
-
-/// `field` of /proc/self/smaps_rollup in bytes (Linux; 0 elsewhere).
-fn smaps(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/smaps_rollup")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
 
 /// Samples VmRSS every 20 ms and keeps the highest per phase, with the
 /// anonymous (heap: caches, vectors in memory) and file-backed (mapped
