@@ -5,7 +5,6 @@
 //! Inputs (ids, filters, JSON bodies) are parsed before the data directory is
 //! opened, so a bad argument fails fast and touches nothing.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -299,7 +298,7 @@ pub fn run(cli: Cli) -> Result<Output> {
             }
             let export = input::export(&Source::from_arg(Some(&file)))?;
             with_db(create_embedding()?, |db| {
-                let bar = progress_bar();
+                let bar = embedder::bar("importing {bar:40} {pos}/{len} conversations ({eta})");
                 let report = db.import(
                     export,
                     ImportOptions { skip_existing },
@@ -415,7 +414,16 @@ pub fn run(cli: Cli) -> Result<Output> {
                     }
                 }
                 KbAction::Sync { name } => with_db(create_embedding()?, |db| {
-                    let report = db.kb_sync(&name)?;
+                    let bar = embedder::bar("parsing {bar:40} {pos}/{len} files ({eta})");
+                    let report = db.kb_sync_with_progress(&name, &mut |p| {
+                        if let Some(bar) = &bar {
+                            bar.set_length(p.total);
+                            bar.set_position(p.done);
+                        }
+                    })?;
+                    if let Some(bar) = bar {
+                        bar.finish_and_clear();
+                    }
                     let embedded = embedder::drain(db)?.map_or(0, |r| r.embedded);
                     let mut v = serde_json::to_value(report)?;
                     v["embedded"] = embedded.into();
@@ -654,19 +662,6 @@ fn watch_imports(
     loop {
         std::thread::sleep(std::time::Duration::from_secs(3600));
     }
-}
-
-fn progress_bar() -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "importing {bar:40} {pos}/{len} conversations ({eta})",
-    ) {
-        bar.set_style(style);
-    }
-    Some(bar)
 }
 
 /// `kb remove` without `--yes`: the name typed back on stdin (a terminal or

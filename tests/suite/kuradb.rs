@@ -873,3 +873,37 @@ fn an_unreadable_inbox_dismisses_nothing() {
     assert_eq!((r.dismissed, r.unreadable), (1, 0), "{r:?}");
     assert!(found("harbour pilot").is_empty());
 }
+
+#[test]
+fn a_sync_reports_its_progress_file_by_file() {
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let (db, _model) = open(store.path());
+    for i in 0..5 {
+        write(
+            inbox.path(),
+            &format!("note{i}.txt"),
+            format!("note {i} about herons\n").as_bytes(),
+        );
+    }
+    // Skipped by name: walked, so not counted by the progress either.
+    write(inbox.path(), "photo.png", b"\x89PNG\r\n\x1a\nbinary");
+    db.kb_add("prog", &[inbox.path().to_path_buf()]).unwrap();
+    let mut seen = Vec::new();
+    let r = db
+        .kb_sync_with_progress("prog", &mut |p| seen.push((p.done, p.total)))
+        .unwrap();
+    assert_eq!(r.scanned, 5, "{r:?}");
+    assert_eq!(seen.first(), Some(&(0, 5)), "{seen:?}");
+    assert_eq!(seen.last(), Some(&(5, 5)), "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+    assert!(seen.iter().all(|&(_, t)| t == 5), "{seen:?}");
+    // Every file is a step: 0 (walked), one per file before it, and the end.
+    assert_eq!(seen.len(), 7, "{seen:?}");
+    // A second sync walks the same five files, all unchanged.
+    let mut last = (0, 0);
+    let r = db
+        .kb_sync_with_progress("prog", &mut |p| last = (p.done, p.total))
+        .unwrap();
+    assert_eq!((r.unchanged, last), (5, (5, 5)), "{r:?}");
+}

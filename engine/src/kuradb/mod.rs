@@ -115,6 +115,16 @@ pub struct SyncReport {
     pub chunks: u64,
 }
 
+/// How far a [`Memdb::kb_sync_with_progress`] has come: `done` of the
+/// `total` files found under the inbox folders have been looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncProgress {
+    /// Files looked at so far (parsed, unchanged, skipped or failed).
+    pub done: u64,
+    /// Files found by the walk.
+    pub total: u64,
+}
+
 /// Where a knowledge base stands (`memdb kb status`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KbStatus {
@@ -485,6 +495,17 @@ impl Memdb {
     /// files are parsed and stored (one transaction per file), unchanged
     /// ones skipped, removed ones dismissed, returning ones revived.
     pub fn kb_sync(&self, name: &str) -> Result<SyncReport> {
+        self.kb_sync_with_progress(name, &mut |_| {})
+    }
+
+    /// [`Memdb::kb_sync`], calling `progress` once when the inbox folders
+    /// have been walked (nothing done yet) and after every file looked at,
+    /// so a caller can draw a progress bar over the parse phase.
+    pub fn kb_sync_with_progress(
+        &self,
+        name: &str,
+        progress: &mut dyn FnMut(SyncProgress),
+    ) -> Result<SyncReport> {
         let kb = self.kb(name)?;
         let h = self.namespace(&kb.namespace)?;
         let mut report = SyncReport::default();
@@ -501,7 +522,13 @@ impl Memdb {
             .map(|d| (d.body["source"].as_str().unwrap_or_default().to_string(), d))
             .collect();
         let mut present = std::collections::HashSet::new();
+        let total = seen.len() as u64;
+        progress(SyncProgress { done: 0, total });
         for f in seen {
+            progress(SyncProgress {
+                done: report.scanned,
+                total,
+            });
             report.scanned += 1;
             let source = f.path.to_string_lossy().to_string();
             present.insert(source.clone());
@@ -598,6 +625,7 @@ impl Memdb {
             )?;
             report.dismissed += 1;
         }
+        progress(SyncProgress { done: total, total });
         Ok(report)
     }
 
@@ -628,13 +656,19 @@ impl Memdb {
             exclude_tags: vec![DISMISSED.to_string()],
             ..Default::default()
         };
-        let mut out = RagResults::default();
-        if target != Some(RagTarget::Semantic) {
+        // Both branches run at once (KuraDB's handler does the same).
+        let keyword = || -> Result<Option<Vec<SourceGroup>>> {
+            if target == Some(RagTarget::Semantic) {
+                return Ok(None);
+            }
             let found = h.search_records(query, &filter, limit, false)?;
             let ids: Vec<Uuid> = found.keyword.iter().map(|h| h.0).collect();
-            out.keyword = Some(h.group_by_source(&ids)?);
-        }
-        if target != Some(RagTarget::Keyword) {
+            Ok(Some(h.group_by_source(&ids)?))
+        };
+        let semantic = || -> Result<Option<Vec<SourceGroup>>> {
+            if target == Some(RagTarget::Keyword) {
+                return Ok(None);
+            }
             let ids: Vec<Uuid> = if h.config().embedder.is_some() {
                 h.search_records(query, &filter, limit, true)?
                     .semantic
@@ -645,8 +679,26 @@ impl Memdb {
             } else {
                 Vec::new()
             };
-            out.semantic = Some(h.group_by_source(&ids)?);
-        }
+            Ok(Some(h.group_by_source(&ids)?))
+        };
+        // A scoped thread, not rayon: the pool may be busy with a bulk
+        // embedding, and a search must not queue behind it.
+        let (keyword, semantic) = if target.is_none() {
+            std::thread::scope(|s| {
+                let semantic = s.spawn(semantic);
+                let keyword = keyword();
+                let semantic = semantic
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (keyword, semantic)
+            })
+        } else {
+            (keyword(), semantic())
+        };
+        let out = RagResults {
+            keyword: keyword?,
+            semantic: semantic?,
+        };
         Ok(out)
     }
 
