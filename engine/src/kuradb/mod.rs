@@ -499,8 +499,9 @@ impl Memdb {
     }
 
     /// [`Memdb::kb_sync`], calling `progress` once when the inbox folders
-    /// have been walked (nothing done yet) and after every file looked at,
-    /// so a caller can draw a progress bar over the parse phase.
+    /// have been walked (nothing done yet), before each file with the files
+    /// looked at so far, and once at the end (`done == total`), so a caller
+    /// can draw a progress bar over the parse phase.
     pub fn kb_sync_with_progress(
         &self,
         name: &str,
@@ -656,50 +657,34 @@ impl Memdb {
             exclude_tags: vec![DISMISSED.to_string()],
             ..Default::default()
         };
-        // Both branches run at once (KuraDB's handler does the same).
-        let keyword = || -> Result<Option<Vec<SourceGroup>>> {
-            if target == Some(RagTarget::Semantic) {
-                return Ok(None);
-            }
-            let found = h.search_records(query, &filter, limit, false)?;
+        let want_keyword = target != Some(RagTarget::Semantic);
+        let want_semantic = target != Some(RagTarget::Keyword);
+        // One call serves both branches: it always ranks by keyword, and by
+        // vector too when asked, so the keyword search runs once.
+        let found = h.search_records(
+            query,
+            &filter,
+            limit,
+            want_semantic && h.config().embedder.is_some(),
+        )?;
+        let keyword = if want_keyword {
             let ids: Vec<Uuid> = found.keyword.iter().map(|h| h.0).collect();
-            Ok(Some(h.group_by_source(&ids)?))
-        };
-        let semantic = || -> Result<Option<Vec<SourceGroup>>> {
-            if target == Some(RagTarget::Keyword) {
-                return Ok(None);
-            }
-            let ids: Vec<Uuid> = if h.config().embedder.is_some() {
-                h.search_records(query, &filter, limit, true)?
-                    .semantic
-                    .into_iter()
-                    .take_while(|(_, s)| *s >= MIN_SIMILARITY)
-                    .map(|(id, _)| id)
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            Ok(Some(h.group_by_source(&ids)?))
-        };
-        // A scoped thread, not rayon: the pool may be busy with a bulk
-        // embedding, and a search must not queue behind it.
-        let (keyword, semantic) = if target.is_none() {
-            std::thread::scope(|s| {
-                let semantic = s.spawn(semantic);
-                let keyword = keyword();
-                let semantic = semantic
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (keyword, semantic)
-            })
+            Some(h.group_by_source(&ids)?)
         } else {
-            (keyword(), semantic())
+            None
         };
-        let out = RagResults {
-            keyword: keyword?,
-            semantic: semantic?,
+        let semantic = if want_semantic {
+            let ids: Vec<Uuid> = found
+                .semantic
+                .iter()
+                .take_while(|(_, s)| *s >= MIN_SIMILARITY)
+                .map(|(id, _)| *id)
+                .collect();
+            Some(h.group_by_source(&ids)?)
+        } else {
+            None
         };
-        Ok(out)
+        Ok(RagResults { keyword, semantic })
     }
 
     fn group_by_source(&self, chunk_ids: &[Uuid]) -> Result<Vec<SourceGroup>> {
