@@ -87,7 +87,7 @@ pub use db::embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus
 pub use db::namespace::{MAX_NAMESPACE_BYTES, NamespaceInfo, validate_namespace};
 pub use db::records::{
     EmbedWhen, MAX_RECORD_JSON_BYTES, MAX_RECORD_TEXT_BYTES, MAX_TAGS, NewRecord, Record,
-    RecordCandidates, RecordChange, RecordFilter, RecordKind,
+    RecordCandidates, RecordChange, RecordFilter, RecordKind, RecordSignals,
 };
 pub use embed::{
     Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, ModelIdentity, NEIGHBOUR_CHARS,

@@ -300,6 +300,9 @@ pub fn reject_unauthenticated(state: &AppState, req: &Request) -> Option<Respons
     authenticate(state, req).err().map(unauthorized)
 }
 
+/// The routes `kuradb_open` serves without a key.
+pub const KURADB_OPEN_ROUTES: [&str; 2] = ["/api/list", "/api/search"];
+
 /// Middleware on every route but `/health`: a valid key (401 otherwise)
 /// with the access the route needs (403 for a read-only key on a write),
 /// and the namespace the request addresses (400 for an invalid name, 403
@@ -309,6 +312,14 @@ pub async fn require(State(state): State<AppState>, mut req: Request, next: Next
         .extensions()
         .get::<MatchedPath>()
         .map_or("", |p| p.as_str());
+    // `kuradb_open` (loopback only, checked at startup): KuraDB's two
+    // read-only routes answer without a key, as KuraDB's do.
+    if state.config.kuradb_open
+        && req.method() == Method::GET
+        && KURADB_OPEN_ROUTES.contains(&route)
+    {
+        return next.run(req).await;
+    }
     let need = needed(req.method(), route);
     let store_wide = is_store_wide(req.method(), route);
     match authenticate(&state, &req) {

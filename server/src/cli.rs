@@ -99,6 +99,10 @@ pub struct ServeArgs {
     /// watcher off [default: 10].
     #[arg(long, env = "MEMDB_KB_WATCH", value_name = "SECS")]
     pub kb_watch: Option<u64>,
+    /// Serve KuraDB's read-only `/api/list` and `/api/search` without a key
+    /// (loopback listeners only), as KuraDB does.
+    #[arg(long, env = "MEMDB_KURADB_OPEN")]
+    pub kuradb_open: bool,
     /// What a new message vector space embeds per message: `turn`,
     /// `with-previous` or `with-neighbours` (an existing space keeps its
     /// rule until `memdb rebuild-embeddings`).
@@ -223,6 +227,9 @@ impl ServeArgs {
             c.mcp_tools = t.clone();
         }
         set(self.kb_watch, &mut c.kb_watch_secs);
+        if self.kuradb_open {
+            c.kuradb_open = true;
+        }
         set(self.passage, &mut c.message_passage);
         if let Some(e) = embedder {
             c.embedder = e;

@@ -169,6 +169,11 @@ pub struct ServerConfig {
     /// `notify` sync a base sooner; 0 turns the watcher off. Default 10,
     /// KuraDB's interval.
     pub kb_watch_secs: u64,
+    /// Serve KuraDB's read-only `GET /api/list` and `GET /api/search`
+    /// without a key, as KuraDB serves them to its local clients. Loopback
+    /// listeners only: startup refuses it on any other address. Every other
+    /// route still needs a key. Default false.
+    pub kuradb_open: bool,
     /// What a new message vector space embeds per message (`turn`,
     /// `with-previous`, `with-neighbours`; engine SPEC §10.1). An existing
     /// space keeps its rule until `memdb rebuild-embeddings`.
@@ -214,6 +219,7 @@ impl Default for ServerConfig {
             mcp_sessions_per_key: 16,
             mcp_tools: "all".into(),
             kb_watch_secs: 10,
+            kuradb_open: false,
             message_passage: memdb::Config::default().message_passage,
             chat: crate::chat::ChatSettings::default(),
             proxy: crate::proxy::ProxySettings::default(),
@@ -329,6 +335,13 @@ impl ServerConfig {
 
     /// Checks keys, origins and limits; the error says what to fix.
     pub fn validate(&self) -> Result<(), ServerError> {
+        if self.kuradb_open && !self.listen.ip().is_loopback() {
+            return Err(ServerError::Config(format!(
+                "kuradb_open serves /api/list and /api/search without a key, which is \
+                 only allowed on a loopback address; {} is not one",
+                self.listen
+            )));
+        }
         if self.api_keys.is_empty() && self.readonly_api_keys.is_empty() {
             return Err(ServerError::Config(
                 "no API key configured: set MEMDB_API_KEY (or MEMDB_API_KEYS, comma-separated)"

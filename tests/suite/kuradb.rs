@@ -309,21 +309,88 @@ fn kuradb_rest_routes_answer_as_kuradb_does() {
         .json();
     assert_eq!(both["keyword"], serde_json::json!([]), "{both}");
     assert!(both["semantic"].is_array(), "{both}");
-    for (path, status, needle) in [
-        ("/api/search?q=x", 400, "db is required"),
-        ("/api/search?db=notes", 400, "q is required"),
+    // KuraDB's answers byte for byte (its router, v0.5.1: SPEC §15.4), in
+    // its order of checks: db, the base, q; an unknown target runs neither
+    // branch.
+    for (path, status, body) in [
+        ("/api/search?q=x", 400, r#"{"error":"db is required"}"#),
         (
-            "/api/search?db=notes&q=x&target=fuzzy",
+            "/api/search?db=%20&q=x",
             400,
-            "unknown target",
+            r#"{"error":"db is required"}"#,
         ),
-        ("/api/search?db=other&q=x", 404, "knowledge base"),
+        (
+            "/api/search?db=other&q=x",
+            400,
+            r#"{"error":"\"other\" not exist"}"#,
+        ),
+        (
+            "/api/search?db=other",
+            400,
+            r#"{"error":"\"other\" not exist"}"#,
+        ),
+        ("/api/search?db=notes", 400, r#"{"error":"q is required"}"#),
+        (
+            "/api/search?db=notes&q=%20%20",
+            400,
+            r#"{"error":"q is required"}"#,
+        ),
+        ("/api/search?db=notes&q=x&target=fuzzy", 200, "{}"),
     ] {
         let r = s.req("GET", path, Some(KEY), None);
-        assert_eq!(r.status, status, "{path}: {}", r.text());
-        assert!(r.text().contains(needle), "{path}: {}", r.text());
+        assert_eq!((r.status, r.text()), (status, body.to_string()), "{path}");
     }
     s.stop();
+}
+
+#[test]
+fn kuradb_open_serves_the_two_read_routes_without_a_key_on_loopback_only() {
+    use crate::server_util::{KEY, TestServer, config};
+    let inbox = tempfile::tempdir().unwrap();
+    write(inbox.path(), "redb.md", b"redb commits are durable.\n");
+    let folder = inbox.path().to_path_buf();
+    let mut open = config();
+    open.kuradb_open = true;
+    let hashing = Arc::new(Hashing::new(128).unwrap());
+    let s = TestServer::start_seeded(open, Config::with_embedder(hashing), move |db| {
+        db.kb_add("notes", &[folder]).unwrap();
+        sync(db, "notes");
+    });
+    // As a KuraDB client calls them: no key.
+    let list = s.req("GET", "/api/list", None, None);
+    assert_eq!(list.status, 200, "{}", list.text());
+    assert_eq!(list.json()["loaded"], serde_json::json!(["notes"]));
+    let r = s.req("GET", "/api/search?db=notes&q=durable", None, None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r.json();
+    let source = body["keyword"][0]["source"].as_str().unwrap_or_default();
+    assert!(source.ends_with("redb.md"), "{body}");
+    let r = s.req("GET", "/api/search?db=nope&q=x", None, None);
+    assert_eq!(r.text(), r#"{"error":"\"nope\" not exist"}"#);
+    // Every other route still needs a key.
+    assert_eq!(
+        s.req("GET", "/api/v1/conversations", None, None).status,
+        401
+    );
+    assert_eq!(s.req("GET", "/api/v1/stats", None, None).status, 401);
+    assert_eq!(
+        s.req("GET", "/api/v1/conversations", Some(KEY), None)
+            .status,
+        200
+    );
+    s.stop();
+    // Off the loopback it is refused at startup, naming the address.
+    let mut wide = config();
+    wide.kuradb_open = true;
+    wide.listen = "0.0.0.0:0".parse().unwrap();
+    let err = wide.validate().unwrap_err().to_string();
+    assert!(
+        err.contains("kuradb_open") && err.contains("0.0.0.0"),
+        "{err}"
+    );
+    let mut off = config();
+    off.listen = "0.0.0.0:0".parse().unwrap();
+    assert!(off.validate().is_ok());
 }
 
 #[test]
@@ -906,4 +973,50 @@ fn a_sync_reports_its_progress_file_by_file() {
         .kb_sync_with_progress("prog", &mut |p| last = (p.done, p.total))
         .unwrap();
     assert_eq!((r.unchanged, last), (5, (5, 5)), "{r:?}");
+}
+
+#[test]
+fn the_semantic_cutoff_is_calibrated_for_the_local_model() {
+    use memdb::kuradb::{MIN_SIMILARITY, MINILM_MIN_SIMILARITY, min_similarity};
+    let dir = memdb::default_models_dir().unwrap();
+    let model =
+        Arc::new(memdb::LocalOnnx::open(&dir).unwrap_or_else(|e| {
+            panic!("{e}\n(this test needs scripts/install-model.sh to have run)")
+        }));
+    assert_eq!(min_similarity(&model.identity()), MINILM_MIN_SIMILARITY);
+    assert_eq!(
+        min_similarity(&Hashing::new(64).unwrap().identity()),
+        MIN_SIMILARITY
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let inbox = tmp.path().join("inbox");
+    write(
+        &inbox,
+        "meeting.txt",
+        b"The quarterly budget review has moved to Thursday afternoon in the large conference room.",
+    );
+    write(
+        &inbox,
+        "garden.txt",
+        b"Tomato seedlings need plenty of sun and should be watered every morning.",
+    );
+    let db = Memdb::open_with(tmp.path().join("store"), Config::with_embedder(model)).unwrap();
+    db.kb_add("notes", &[inbox]).unwrap();
+    sync(&db, "notes");
+    let semantic = |q: &str| {
+        let r = db
+            .kb_search("notes", q, Some(RagTarget::Semantic), 10)
+            .unwrap();
+        sources(&r.semantic)
+    };
+    // A paraphrase sharing no content word is found by meaning, and only
+    // the file it is about passes the cutoff.
+    assert_eq!(semantic("when is the finance meeting"), ["meeting.txt"]);
+    assert_eq!(
+        semantic("how often should I water my plants"),
+        ["garden.txt"]
+    );
+    // A query about neither passes for neither.
+    assert!(semantic("the best recipe for banana bread").is_empty());
 }

@@ -334,3 +334,43 @@ fn records_are_reembedded_by_a_rebuild_for_another_model() {
     assert_eq!(db.count_record_vectors(BOOKMARK).unwrap(), 3);
     assert_eq!(record_space_dimensions(&db), [96, 96]);
 }
+
+#[test]
+fn a_search_computes_only_the_signals_asked_for_and_both_at_once_match_each_alone() {
+    use memdb::RecordSignals;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let a = bookmark(&db, None, "postgres vacuum tuning guide", &["db"]);
+    let b = bookmark(&db, None, "vacuum cleaner reviews for lisbon flats", &[]);
+    bookmark(&db, None, "redb transactions explained", &["db"]);
+    let f = filter(&[BOOKMARK]);
+    let signals = |keyword, semantic| RecordSignals { keyword, semantic };
+
+    let both = db
+        .search_records_by("vacuum tuning", &f, 10, signals(true, true))
+        .unwrap();
+    let keyword = db
+        .search_records_by("vacuum tuning", &f, 10, signals(true, false))
+        .unwrap();
+    let semantic = db
+        .search_records_by("vacuum tuning", &f, 10, signals(false, true))
+        .unwrap();
+    // Each signal alone is what the pair computes for it (the two run at
+    // once when both are asked for).
+    assert_eq!(ids(&both.keyword), [a, b]);
+    assert_eq!(both.keyword, keyword.keyword);
+    assert_eq!(both.semantic, semantic.semantic);
+    assert_eq!(ids(&both.semantic)[0], a, "{both:?}");
+    // A signal not asked for is not computed.
+    assert!(keyword.semantic.is_empty() && keyword.query_vector.is_none());
+    assert!(semantic.keyword.is_empty() && semantic.query_vector.is_some());
+    let none = db
+        .search_records_by("vacuum tuning", &f, 10, signals(false, false))
+        .unwrap();
+    assert!(none.keyword.is_empty() && none.semantic.is_empty());
+    // Bad input is refused before either runs.
+    assert!(matches!(
+        db.search_records_by("vacuum", &f, 0, signals(true, true)),
+        Err(Error::InvalidInput { field, .. }) if field == "limit"
+    ));
+}

@@ -22,7 +22,23 @@
 //!   (`vectors.f32`, little-endian, row-major) and the queries with their
 //!   vectors (`queries.json`) for the peer. Prints one JSON object.
 //!
-//! Run: `benches/kb/run.sh` (both parts).
+//! - `calibrate [--model local|hashing] [--pairs N]`: the similarity
+//!   distributions behind `kb_search`'s semantic cutoff
+//!   (`memdb::kuradb::min_similarity`). From N chitchat conversations of at
+//!   least 8 turns, a query turn against a 3-turn passage (the chunk
+//!   shape) in three relations: *unrelated* (another conversation),
+//!   *same conversation* (other turns of the query's own conversation: the
+//!   same people on the same subject) and *containing* (the passage holds
+//!   the query turn). Prints the quantiles of each and, for candidate
+//!   cutoffs, the share of each relation kept, and the equal-error cutoff
+//!   (as many unrelated pairs kept as containing pairs cut).
+//!
+//! - `query --store S [--queries Q] [--seconds T]`: reopens a store that
+//!   `ingest --store S` left and times Q semantic `kb_search` calls (the
+//!   same turns as `ingest`'s, query vectors cached by a first pass), then
+//!   repeats them for T more seconds: a window for `perf record`.
+//!
+//! Run: `benches/kb/run.sh` (gen, ingest and the peer).
 
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
@@ -51,6 +67,25 @@ enum Cmd {
         dir: PathBuf,
         #[arg(long, default_value_t = 10_000)]
         files: usize,
+    },
+    /// Similarity distributions for the semantic cutoff.
+    Calibrate {
+        /// `local` (the installed all-MiniLM-L6-v2) or `hashing`.
+        #[arg(long, default_value = "local")]
+        model: String,
+        /// Conversations sampled (one pair of each relation per conversation).
+        #[arg(long, default_value_t = 2_000)]
+        pairs: usize,
+    },
+    /// Time semantic searches on a store `ingest --store` left.
+    Query {
+        #[arg(long)]
+        store: PathBuf,
+        #[arg(long, default_value_t = 500)]
+        queries: usize,
+        /// Seconds of further queries after the timed pass (for a profiler).
+        #[arg(long, default_value_t = 0)]
+        seconds: u64,
     },
     /// Ingest the folder into a fresh store and measure.
     Ingest {
@@ -495,6 +530,168 @@ fn write_export(
     Ok(())
 }
 
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
+    }
+}
+
+fn query(store: &Path, queries: usize, seconds: u64) -> Result<()> {
+    if !store.join("memdb.redb").exists() {
+        bail!(
+            "{}: no store here (run ingest --store first)",
+            store.display()
+        );
+    }
+    let db = Memdb::open_with(store, Config::with_embedder(Arc::new(Hashing::new(384)?)))?;
+    let turns = turns()?;
+    let mut rng = Rng::new(1617);
+    let qs: Vec<String> = (0..queries)
+        .map(|_| turns[rng.below(turns.len())].clone())
+        .collect();
+    for q in &qs {
+        db.kb_search("bench", q, Some(RagTarget::Semantic), 10)?;
+    }
+    let mut lat = Vec::with_capacity(qs.len());
+    let mut hits = 0usize;
+    let all = Instant::now();
+    for q in &qs {
+        let t = Instant::now();
+        let r = db.kb_search("bench", q, Some(RagTarget::Semantic), 10)?;
+        lat.push(t.elapsed());
+        hits += r
+            .semantic
+            .unwrap_or_default()
+            .iter()
+            .map(|g| g.matches.len())
+            .sum::<usize>();
+    }
+    let mut out = latencies(lat, all.elapsed());
+    out["mean_hits"] = json!(round(hits as f64 / qs.len().max(1) as f64));
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let mut extra = 0u64;
+    while Instant::now() < end {
+        for q in &qs {
+            db.kb_search("bench", q, Some(RagTarget::Semantic), 10)?;
+            extra += 1;
+        }
+    }
+    out["profile_queries"] = json!(extra);
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+fn calibrate(model: &str, pairs: usize) -> Result<()> {
+    let e: Arc<dyn Embedder> = match model {
+        "hashing" => Arc::new(Hashing::default()),
+        "local" => Arc::new(memdb::LocalOnnx::open(&memdb::default_models_dir()?)?),
+        other => bail!("unknown model {other:?} (local or hashing)"),
+    };
+    let corpus = corpus::load_chitchat(&corpus::default_data_path())
+        .context("the chitchat corpus (benches/fetch-data.sh)")?;
+    let convs: Vec<Vec<String>> = corpus
+        .conversations
+        .iter()
+        .map(|c| {
+            c.messages
+                .iter()
+                .map(|m| m.text.trim().replace(['\n', '\r'], " "))
+                .filter(|t| t.split_whitespace().count() >= 4)
+                .collect::<Vec<String>>()
+        })
+        .filter(|t| t.len() >= 8)
+        .collect();
+    if convs.len() < 2 {
+        bail!("too few conversations of 8+ turns");
+    }
+    let mut rng = Rng::new(1630);
+    // (query, passage) per relation: 0 unrelated, 1 same conversation,
+    // 2 containing.
+    let mut texts: Vec<(usize, String, String)> = Vec::new();
+    for _ in 0..pairs {
+        let a = rng.below(convs.len());
+        let mut b = rng.below(convs.len());
+        while b == a {
+            b = rng.below(convs.len());
+        }
+        let turns = &convs[a];
+        // Query turn q in the first half; the same-conversation passage from
+        // the second half, the containing one around q.
+        let q = rng.below(turns.len() / 2);
+        let far = turns.len() / 2 + rng.below(turns.len() / 2 - 2);
+        let join = |t: &[String]| t.join(" ");
+        let other = &convs[b];
+        let o = rng.below(other.len() - 2);
+        texts.push((0, turns[q].clone(), join(&other[o..o + 3])));
+        texts.push((1, turns[q].clone(), join(&turns[far..far + 3])));
+        let start = q.saturating_sub(1).min(turns.len() - 3);
+        texts.push((2, turns[q].clone(), join(&turns[start..start + 3])));
+    }
+    let mut sims: [Vec<f32>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    let t = Instant::now();
+    for batch in texts.chunks(96) {
+        let mut input: Vec<&str> = Vec::with_capacity(batch.len() * 2);
+        for (_, q, p) in batch {
+            input.push(q);
+            input.push(p);
+        }
+        let v = e.embed(&input)?;
+        for (i, (rel, _, _)) in batch.iter().enumerate() {
+            sims[*rel].push(cosine(&v[2 * i], &v[2 * i + 1]));
+        }
+    }
+    let names = ["unrelated", "same_conversation", "containing"];
+    let mut out = json!({
+        "model": e.identity().name,
+        "pairs_per_relation": pairs,
+        "embed_s": round(t.elapsed().as_secs_f64()),
+    });
+    for (rel, name) in names.iter().enumerate() {
+        let mut s = sims[rel].clone();
+        s.sort_by(f32::total_cmp);
+        let q = |p: f64| round(f64::from(s[((s.len() - 1) as f64 * p) as usize]));
+        out[*name] = json!({
+            "p01": q(0.01), "p10": q(0.10), "p50": q(0.50), "p90": q(0.90),
+            "p99": q(0.99), "p999": q(0.999), "max": q(1.0),
+        });
+    }
+    let mut kept = Vec::new();
+    for cut in [0.05f32, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4] {
+        let share = |rel: usize| {
+            round(sims[rel].iter().filter(|&&x| x >= cut).count() as f64 / sims[rel].len() as f64)
+        };
+        kept.push(json!({
+            "cutoff": cut, "unrelated": share(0), "same_conversation": share(1),
+            "containing": share(2),
+        }));
+    }
+    out["kept"] = json!(kept);
+    // The equal-error cutoff: the least c (steps of 0.005) at which the
+    // share of unrelated pairs kept is no more than the share of containing
+    // pairs cut.
+    let share = |rel: usize, c: f32| {
+        sims[rel].iter().filter(|&&x| x >= c).count() as f64 / sims[rel].len() as f64
+    };
+    let eer = (0..=200)
+        .map(|i| -1.0 + i as f32 * 0.01)
+        .flat_map(|c| (0..2).map(move |h| c + h as f32 * 0.005))
+        .find(|&c| share(0, c) <= 1.0 - share(2, c));
+    if let Some(c) = eer {
+        out["equal_error"] = json!({
+            "cutoff": round(f64::from(c)),
+            "unrelated_kept": round(share(0, c)),
+            "containing_cut": round(1.0 - share(2, c)),
+        });
+    }
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
 fn main() -> Result<()> {
     match Args::parse().cmd {
         Cmd::Gen { dir, files } => {
@@ -506,6 +703,12 @@ fn main() -> Result<()> {
             );
             Ok(())
         }
+        Cmd::Calibrate { model, pairs } => calibrate(&model, pairs),
+        Cmd::Query {
+            store,
+            queries,
+            seconds,
+        } => query(&store, queries, seconds),
         Cmd::Ingest {
             dir,
             queries,

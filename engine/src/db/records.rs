@@ -150,6 +150,19 @@ pub struct RecordFilter {
     pub exclude_tags: Vec<String>,
 }
 
+/// The vector side of a record search: (id, similarity) best first, and
+/// the query's embedding.
+type VectorHits = (Vec<(Uuid, f32)>, Option<Vec<f32>>);
+
+/// Which signals [`Memdb::search_records_by`] ranks by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordSignals {
+    /// BM25 over the record text.
+    pub keyword: bool,
+    /// Vector similarity (needs an embedder).
+    pub semantic: bool,
+}
+
 /// Candidates of a record search, one list per signal, best first.
 #[derive(Debug, Clone, Default)]
 pub struct RecordCandidates {
@@ -1042,14 +1055,39 @@ impl Memdb {
     }
 
     /// Keyword and semantic candidates for `query` among the records
-    /// `filter` allows, `limit` from each signal. The semantic side runs
-    /// when an embedder is configured (`semantic`), over each kind's space.
+    /// `filter` allows, `limit` from each signal. The keyword side always
+    /// runs; the semantic side runs when an embedder is configured
+    /// (`semantic`), over each kind's space. [`Memdb::search_records_by`]
+    /// chooses both signals.
     pub fn search_records(
         &self,
         query: &str,
         filter: &RecordFilter,
         limit: usize,
         semantic: bool,
+    ) -> Result<RecordCandidates> {
+        self.search_records_by(
+            query,
+            filter,
+            limit,
+            RecordSignals {
+                keyword: true,
+                semantic,
+            },
+        )
+    }
+
+    /// [`Memdb::search_records`] with the signals chosen: a signal not asked
+    /// for is not computed (its list is empty). The semantic side also needs
+    /// an embedder and a query with words. When both run, they run at once,
+    /// the keyword search on a scoped thread beside the vector search: they
+    /// read independent indexes, and the slower one sets the latency.
+    pub fn search_records_by(
+        &self,
+        query: &str,
+        filter: &RecordFilter,
+        limit: usize,
+        signals: RecordSignals,
     ) -> Result<RecordCandidates> {
         if filter.kinds.is_empty() {
             return Err(Error::invalid("kinds", "at least one record kind"));
@@ -1061,44 +1099,83 @@ impl Memdb {
             ));
         }
         crate::text::budget::check_natural(query)?;
-        // One allow-list for both signals: explicit ids, then the scope's
-        // descendants.
-        let mut allowed: Option<HashSet<u128>> = filter
+        // One allow-list for both signals: explicit ids, then (vector side)
+        // the scope's descendants and the tags.
+        let allowed: Option<HashSet<u128>> = filter
             .allowed
             .as_ref()
             .map(|a| a.iter().map(|u| u.as_u128()).collect());
         let ns = self.ns_read()?;
         let codes: Vec<u16> = filter.kinds.iter().map(|k| k.code).collect();
-        let text = self.fresh_text()?;
-        let keyword = text.search_records(
-            query,
-            &RecordTextFilter {
-                namespace: ns,
-                kinds: &codes,
-                scope: filter.scope.map(|s| s.as_u128()),
-                tags: &filter.tags,
-                exclude_tags: &filter.exclude_tags,
-                allowed: allowed.as_ref(),
-            },
-            limit,
-        )?;
-        let mut out = RecordCandidates {
-            keyword: keyword
+        let semantic = signals.semantic
+            && self.config().embedder.is_some()
+            && crate::text::natural::has_words(query);
+        let keyword = || -> Result<Vec<(Uuid, f32)>> {
+            if !signals.keyword {
+                return Ok(Vec::new());
+            }
+            let text = self.fresh_text()?;
+            let found = text.search_records(
+                query,
+                &RecordTextFilter {
+                    namespace: ns,
+                    kinds: &codes,
+                    scope: filter.scope.map(|s| s.as_u128()),
+                    tags: &filter.tags,
+                    exclude_tags: &filter.exclude_tags,
+                    allowed: allowed.as_ref(),
+                },
+                limit,
+            )?;
+            Ok(found
                 .into_iter()
                 .map(|(id, s)| (Uuid::from_u128(id), s))
-                .collect(),
-            ..Default::default()
+                .collect())
         };
-        if !semantic || self.config().embedder.is_none() || !crate::text::natural::has_words(query)
-        {
-            return Ok(out);
+        if !semantic {
+            return Ok(RecordCandidates {
+                keyword: keyword()?,
+                ..Default::default()
+            });
         }
+        let vector = || self.record_vector_hits(query, filter, &codes, allowed.clone(), limit);
+        let (keyword, vector) = if signals.keyword {
+            std::thread::scope(|s| {
+                let k = s.spawn(keyword);
+                let v = vector();
+                let k = k.join().unwrap_or_else(|_| {
+                    Err(Error::TextIndex("the keyword search panicked".into()))
+                });
+                (k, v)
+            })
+        } else {
+            (Ok(Vec::new()), vector())
+        };
+        let (semantic, query_vector) = vector?;
+        Ok(RecordCandidates {
+            keyword: keyword?,
+            semantic,
+            query_vector,
+        })
+    }
+
+    /// The vector side of [`Memdb::search_records_by`]: the nearest records
+    /// of `codes` with a positive similarity, best first, and the query's
+    /// embedding.
+    fn record_vector_hits(
+        &self,
+        query: &str,
+        filter: &RecordFilter,
+        codes: &[u16],
+        mut allowed: Option<HashSet<u128>>,
+        limit: usize,
+    ) -> Result<VectorHits> {
         // Excluded tags: a deny-set checked inside the graph walk, read from
         // the tag index (only the tagged records).
-        let denied = self.tagged_any(&codes, &filter.exclude_tags)?;
+        let denied = self.tagged_any(codes, &filter.exclude_tags)?;
         // Tags narrow the vector side through the allow-list as well.
         if !filter.tags.is_empty() {
-            let tagged = self.tagged(&codes, &filter.tags)?;
+            let tagged = self.tagged(codes, &filter.tags)?;
             allowed = Some(match allowed {
                 Some(a) => a.intersection(&tagged).copied().collect(),
                 None => tagged,
@@ -1154,9 +1231,7 @@ impl Memdb {
         }
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(limit);
-        out.semantic = hits;
-        out.query_vector = qv;
-        Ok(out)
+        Ok((hits, qv))
     }
 
     /// Records of `kinds` in this namespace carrying every tag in `tags`

@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::db::Memdb;
-use crate::db::records::{EmbedWhen, NewRecord, Record, RecordFilter, RecordKind};
+use crate::db::records::{EmbedWhen, NewRecord, Record, RecordFilter, RecordKind, RecordSignals};
 use crate::error::{Error, Result};
 use chunk::FileKind;
 
@@ -53,8 +53,25 @@ pub const CHUNK: RecordKind = RecordKind {
 pub const REGISTRY_NAMESPACE: &str = "kuradb";
 /// The tag of a removed file's chunks.
 pub const DISMISSED: &str = "dismissed";
-/// Semantic hits under this similarity are cut (KuraDB's 0.3).
+/// Semantic hits under this similarity are cut, for a model with no
+/// calibrated cutoff (KuraDB's 0.3, chosen for OpenAI's vectors).
 pub const MIN_SIMILARITY: f32 = 0.3;
+/// The cutoff for the local all-MiniLM-L6-v2, calibrated by `kb_bench
+/// calibrate` (SPEC.md §15.4): the equal-error point, where as many
+/// unrelated query/passage pairs pass as passages holding the query are cut
+/// (about 5.5% each; at 0.3, 2.5% and 9.7%).
+pub const MINILM_MIN_SIMILARITY: f32 = 0.25;
+
+/// The semantic cutoff of `kb_search` for vectors of `model`.
+pub fn min_similarity(model: &crate::embed::ModelIdentity) -> f32 {
+    if model.provider == crate::embed::LocalOnnx::PROVIDER
+        && model.name == crate::embed::LocalOnnx::NAME
+    {
+        MINILM_MIN_SIMILARITY
+    } else {
+        MIN_SIMILARITY
+    }
+}
 /// Largest file read as text, in bytes.
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 /// Deepest folder level walked under an inbox.
@@ -166,7 +183,7 @@ pub struct SourceGroup {
 pub enum RagTarget {
     /// BM25 over the chunks.
     Keyword,
-    /// Vector similarity over the chunks (at least [`MIN_SIMILARITY`]).
+    /// Vector similarity over the chunks (at least [`min_similarity`]).
     Semantic,
 }
 
@@ -631,8 +648,8 @@ impl Memdb {
     }
 
     /// KuraDB's `search_rag` over knowledge base `name`: keyword (BM25 over
-    /// the chunks), semantic (vector similarity, hits under
-    /// [`MIN_SIMILARITY`] cut) or both; each grouped by source file in the
+    /// the chunks), semantic (vector similarity, hits under the model's
+    /// [`min_similarity`] cut) or both; each grouped by source file in the
     /// order of its first hit. Dismissed chunks never match.
     pub fn kb_search(
         &self,
@@ -659,13 +676,16 @@ impl Memdb {
         };
         let want_keyword = target != Some(RagTarget::Semantic);
         let want_semantic = target != Some(RagTarget::Keyword);
-        // One call serves both branches: it always ranks by keyword, and by
-        // vector too when asked, so the keyword search runs once.
-        let found = h.search_records(
+        // One call serves both branches, each computed only when asked for;
+        // with both, the keyword and vector searches run at once.
+        let found = h.search_records_by(
             query,
             &filter,
             limit,
-            want_semantic && h.config().embedder.is_some(),
+            RecordSignals {
+                keyword: want_keyword,
+                semantic: want_semantic,
+            },
         )?;
         let keyword = if want_keyword {
             let ids: Vec<Uuid> = found.keyword.iter().map(|h| h.0).collect();
@@ -674,10 +694,15 @@ impl Memdb {
             None
         };
         let semantic = if want_semantic {
+            let cut = h
+                .config()
+                .embedder
+                .as_ref()
+                .map_or(MIN_SIMILARITY, |e| min_similarity(&e.identity()));
             let ids: Vec<Uuid> = found
                 .semantic
                 .iter()
-                .take_while(|(_, s)| *s >= MIN_SIMILARITY)
+                .take_while(|(_, s)| *s >= cut)
                 .map(|(id, _)| *id)
                 .collect();
             Some(h.group_by_source(&ids)?)

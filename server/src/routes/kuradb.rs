@@ -3,13 +3,16 @@
 //! /api/search?db=&q=&limit=&target=` (`{keyword, semantic}` with the
 //! branches that ran, an empty one as `[]`). Each calls the engine's
 //! knowledge-base functions, as the `list_rag`/`search_rag` tools do; the
-//! answers are KuraDB's. Errors are memdb's `{error, code}` body with
-//! KuraDB's messages (SPEC §15.4).
+//! answers are KuraDB's, errors included: `/api/search` answers KuraDB's
+//! `{"error": "..."}` body, status and message byte for byte (SPEC §15.4).
+//! Authentication failures (401/403) stay memdb's.
 
 use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use memdb::kuradb::RagTarget;
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Json, Query};
@@ -48,37 +51,122 @@ pub struct SearchParams {
     pub target: Option<String>,
 }
 
+/// An `/api/search` failure as KuraDB's router answers it: the status and
+/// a body of exactly `{"error": message}`.
+#[derive(Debug)]
+pub struct KuraError {
+    status: StatusCode,
+    message: String,
+}
+
+/// KuraDB's error body.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KuraErrorBody {
+    /// KuraDB's message, e.g. `db is required`.
+    pub error: String,
+}
+
+impl KuraError {
+    fn bad_request(message: impl Into<String>) -> KuraError {
+        KuraError {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ApiError> for KuraError {
+    /// A failure past validation (a branch failed, the store is closing):
+    /// KuraDB answers 500 with the reason.
+    fn from(e: ApiError) -> KuraError {
+        KuraError {
+            status: if e.status.is_server_error() {
+                e.status
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            },
+            message: e.message,
+        }
+    }
+}
+
+impl IntoResponse for KuraError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(KuraErrorBody {
+                error: self.message,
+            }),
+        )
+            .into_response()
+    }
+}
+
 /// Keyword and semantic search of one knowledge base, grouped by source.
+/// KuraDB's checks in its order: `db` present (400 `db is required`), the
+/// base known (400 `"NAME" not exist`), `q` present (400 `q is
+/// required`); an unknown `target` runs neither branch (200 `{}`).
 #[utoipa::path(get, path = "/api/search", tag = "kuradb", operation_id = "kuradb_search",
     params(SearchParams),
     responses(
         (status = 200, body = SearchRagData),
-        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody)),
+        (status = 400, body = KuraErrorBody), (status = 401, body = ErrorBody),
+        (status = 500, body = KuraErrorBody)),
     security(("bearer" = [])))]
 pub async fn search(
     State(s): State<AppState>,
     Query(p): Query<SearchParams>,
-) -> Result<Json<SearchRagData>, ApiError> {
+) -> Result<Json<SearchRagData>, KuraError> {
     let db_name =
-        p.db.filter(|d| !d.trim().is_empty())
-            .ok_or_else(|| ApiError::invalid("db", "db is required"))?;
-    let q = p.q.unwrap_or_default();
-    if q.is_empty() {
-        return Err(ApiError::invalid("q", "invalid argument: q is required"));
+        p.db.as_deref()
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_string();
+    if db_name.is_empty() {
+        return Err(KuraError::bad_request("db is required"));
     }
-    let target = RagTarget::parse(p.target.as_deref().unwrap_or_default())?;
+    let q = p.q.unwrap_or_default();
+    let target = p.target.unwrap_or_default();
     let limit = p
         .limit
         .and_then(|l| l.trim().parse::<usize>().ok())
         .unwrap_or(10);
     let r = s
-        .run(move |db| Ok(db.kb_search(db_name.trim(), &q, target, limit)?))
-        .await?;
+        .run(move |db| {
+            let missing = || {
+                Ok(Err(KuraError::bad_request(format!(
+                    "\"{db_name}\" not exist"
+                ))))
+            };
+            match db.kb(&db_name) {
+                Ok(_) => {}
+                Err(memdb::Error::NotFound { .. } | memdb::Error::InvalidInput { .. }) => {
+                    return missing();
+                }
+                Err(e) => return Err(e.into()),
+            }
+            if q.trim().is_empty() {
+                return Ok(Err(KuraError::bad_request("q is required")));
+            }
+            // An unknown target runs neither branch: `{}`.
+            let Ok(target) = RagTarget::parse(&target) else {
+                return Ok(Ok(SearchRagData {
+                    keyword: None,
+                    semantic: None,
+                }));
+            };
+            match db.kb_search(&db_name, &q, target, limit) {
+                Ok(r) => Ok(Ok(SearchRagData {
+                    keyword: r.keyword,
+                    semantic: r.semantic,
+                })),
+                // Removed between the check and the search.
+                Err(memdb::Error::NotFound { .. }) => missing(),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await??;
     // Unlike `search_rag`, REST keeps a branch that ran and found nothing
     // (as `[]`), as KuraDB's router does.
-    Ok(Json(SearchRagData {
-        keyword: r.keyword,
-        semantic: r.semantic,
-    }))
+    Ok(Json(r))
 }
