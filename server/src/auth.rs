@@ -301,7 +301,8 @@ pub fn reject_unauthenticated(state: &AppState, req: &Request) -> Option<Respons
 }
 
 /// The routes `kuradb_open` serves without a key.
-pub const KURADB_OPEN_ROUTES: [&str; 2] = ["/api/list", "/api/search"];
+pub const KURADB_OPEN_ROUTES: [&str; 4] =
+    ["/api/list", "/api/search", "/api/keyword", "/api/semantic"];
 
 /// Middleware on every route but `/health`: a valid key (401 otherwise)
 /// with the access the route needs (403 for a read-only key on a write),

@@ -99,8 +99,9 @@ pub struct ServeArgs {
     /// watcher off [default: 10].
     #[arg(long, env = "MEMDB_KB_WATCH", value_name = "SECS")]
     pub kb_watch: Option<u64>,
-    /// Serve KuraDB's read-only `/api/list` and `/api/search` without a key
-    /// (loopback listeners only), as KuraDB does.
+    /// Serve KuraDB's read-only `/api/list`, `/api/search`, `/api/keyword`
+    /// and `/api/semantic` without a key (loopback listeners only), as
+    /// KuraDB does.
     #[arg(long, env = "MEMDB_KURADB_OPEN")]
     pub kuradb_open: bool,
     /// What a new message vector space embeds per message: `turn`,

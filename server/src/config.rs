@@ -169,8 +169,8 @@ pub struct ServerConfig {
     /// `notify` sync a base sooner; 0 turns the watcher off. Default 10,
     /// KuraDB's interval.
     pub kb_watch_secs: u64,
-    /// Serve KuraDB's read-only `GET /api/list` and `GET /api/search`
-    /// without a key, as KuraDB serves them to its local clients. Loopback
+    /// Serve KuraDB's read-only `GET /api/list`, `/api/search` and its
+    /// deprecated `/api/keyword` and `/api/semantic` without a key, as KuraDB serves them to its local clients. Loopback
     /// listeners only: startup refuses it on any other address. Every other
     /// route still needs a key. Default false.
     pub kuradb_open: bool,
@@ -337,7 +337,7 @@ impl ServerConfig {
     pub fn validate(&self) -> Result<(), ServerError> {
         if self.kuradb_open && !self.listen.ip().is_loopback() {
             return Err(ServerError::Config(format!(
-                "kuradb_open serves /api/list and /api/search without a key, which is \
+                "kuradb_open serves KuraDB's /api routes without a key, which is \
                  only allowed on a loopback address; {} is not one",
                 self.listen
             )));

@@ -425,6 +425,20 @@ pub static ROUTES: &[Route] = &[
         |m| on(m, kuradb::search),
         doc::<kuradb::__path_search>,
     ),
+    route(
+        Get,
+        "/api/keyword",
+        Read,
+        |m| on(m, kuradb::keyword),
+        doc::<kuradb::__path_keyword>,
+    ),
+    route(
+        Get,
+        "/api/semantic",
+        Read,
+        |m| on(m, kuradb::semantic),
+        doc::<kuradb::__path_semantic>,
+    ),
     // The OpenAI-compatible proxy (SPEC §21.6): it stores each exchange.
     route(
         Post,
@@ -1148,8 +1162,10 @@ mod tests {
         surface.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
         let expected = [
             ("GET", "/api/health", Public),
+            ("GET", "/api/keyword", Read),
             ("GET", "/api/list", Read),
             ("GET", "/api/search", Read),
+            ("GET", "/api/semantic", Read),
             ("POST", "/api/v1/context/assemble", Read),
             ("GET", "/api/v1/conversations", Read),
             ("POST", "/api/v1/conversations", Write),

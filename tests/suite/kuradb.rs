@@ -336,15 +336,48 @@ fn kuradb_rest_routes_answer_as_kuradb_does() {
             r#"{"error":"q is required"}"#,
         ),
         ("/api/search?db=notes&q=x&target=fuzzy", 200, "{}"),
+        // The deprecated aliases check the same way.
+        ("/api/keyword?q=x", 400, r#"{"error":"db is required"}"#),
+        (
+            "/api/semantic?db=other&q=x",
+            400,
+            r#"{"error":"\"other\" not exist"}"#,
+        ),
+        ("/api/keyword?db=notes", 400, r#"{"error":"q is required"}"#),
     ] {
         let r = s.req("GET", path, Some(KEY), None);
         assert_eq!((r.status, r.text()), (status, body.to_string()), "{path}");
     }
+    // ... and run their one branch, whatever `target` says.
+    let k = s
+        .req(
+            "GET",
+            "/api/keyword?db=notes&q=durable&target=semantic",
+            Some(KEY),
+            None,
+        )
+        .json();
+    assert_eq!(k["keyword"][0]["matches"][0]["chunk"], 1, "{k}");
+    assert!(k.get("semantic").is_none(), "{k}");
+    let v = s
+        .req(
+            "GET",
+            "/api/semantic?db=notes&q=durable%20commits",
+            Some(KEY),
+            None,
+        )
+        .json();
+    assert!(v.get("keyword").is_none(), "{v}");
+    assert!(v["semantic"].is_array(), "{v}");
+    assert_eq!(
+        s.req("GET", "/api/keyword?db=notes&q=x", None, None).status,
+        401
+    );
     s.stop();
 }
 
 #[test]
-fn kuradb_open_serves_the_two_read_routes_without_a_key_on_loopback_only() {
+fn kuradb_open_serves_kuradbs_read_routes_without_a_key_on_loopback_only() {
     use crate::server_util::{KEY, TestServer, config};
     let inbox = tempfile::tempdir().unwrap();
     write(inbox.path(), "redb.md", b"redb commits are durable.\n");
@@ -367,6 +400,10 @@ fn kuradb_open_serves_the_two_read_routes_without_a_key_on_loopback_only() {
     assert!(source.ends_with("redb.md"), "{body}");
     let r = s.req("GET", "/api/search?db=nope&q=x", None, None);
     assert_eq!(r.text(), r#"{"error":"\"nope\" not exist"}"#);
+    for alias in ["/api/keyword", "/api/semantic"] {
+        let r = s.req("GET", &format!("{alias}?db=notes&q=durable"), None, None);
+        assert_eq!(r.status, 200, "{alias}: {}", r.text());
+    }
     // Every other route still needs a key.
     assert_eq!(
         s.req("GET", "/api/v1/conversations", None, None).status,

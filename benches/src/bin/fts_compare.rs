@@ -83,6 +83,9 @@ struct Args {
     /// so every hit is read from redb and decoded).
     #[arg(long, default_value_t = memdb::Config::default().row_cache_bytes)]
     row_cache_bytes: usize,
+    /// redb's page cache (`Config::store_cache_bytes`).
+    #[arg(long, default_value_t = memdb::Config::default().store_cache_bytes)]
+    store_cache_bytes: usize,
     /// Print where the bulk store's bytes go (`Memdb::storage`: every redb
     /// table, the text index) to stderr.
     #[arg(long)]
@@ -269,8 +272,7 @@ fn main() -> anyhow::Result<()> {
         None
     } else {
         progress("importing into memdb, one create_conversation per conversation ...");
-        let (db, import) =
-            import_memdb(&memdb_each_dir, &corpus, Mode::Each, args.row_cache_bytes)?;
+        let (db, import) = import_memdb(&memdb_each_dir, &corpus, Mode::Each, &args)?;
         db.close()?;
         Some(import.summary(n_msgs, sqlite_rate))
     };
@@ -278,12 +280,7 @@ fn main() -> anyhow::Result<()> {
         "importing into memdb, create_conversations batches of ~{} messages ...",
         args.batch_messages
     ));
-    let (db, bulk) = import_memdb(
-        &memdb_dir,
-        &corpus,
-        Mode::Bulk(args.batch_messages),
-        args.row_cache_bytes,
-    )?;
+    let (db, bulk) = import_memdb(&memdb_dir, &corpus, Mode::Bulk(args.batch_messages), &args)?;
     let bulk = bulk.summary(n_msgs, sqlite_rate);
     drop(corpus);
 
@@ -524,11 +521,12 @@ fn import_memdb(
     dir: &Path,
     corpus: &Corpus,
     mode: Mode,
-    row_cache_bytes: usize,
+    args: &Args,
 ) -> anyhow::Result<(Memdb, MemdbImport)> {
     let start = Instant::now();
     let mut config = memdb::Config::default();
-    config.row_cache_bytes = row_cache_bytes;
+    config.row_cache_bytes = args.row_cache_bytes;
+    config.store_cache_bytes = args.store_cache_bytes;
     let db = Memdb::open_with(dir, config)?;
     let mut calls = Vec::new();
     let total = corpus.conversations.len();

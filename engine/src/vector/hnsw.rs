@@ -162,22 +162,37 @@ impl Hnsw {
         }
         g.reserve(ids.len());
         for (&id, v) in ids.iter().zip(vectors.chunks_exact(dim)) {
-            let v = prepare_vector(metric, dim, v)?;
-            g.push_node(id, v.as_slice())?;
+            g.push_unlinked(id, v)?;
         }
-        let n = ids.len();
+        g.link_unlinked();
+        Ok(g)
+    }
+
+    /// Appends a vector (validated, normalized for cosine) without linking
+    /// it: the first phase of a bulk build that streams its vectors in (no
+    /// second copy of them), ended by [`Hnsw::link_unlinked`]. Only on a
+    /// graph whose nodes are all unlinked (a new one).
+    pub(crate) fn push_unlinked(&mut self, id: u128, vector: &[f32]) -> Result<u32, VectorError> {
+        let v = prepare_vector(self.metric, self.dim, vector)?;
+        self.push_node(id, v.as_slice())
+    }
+
+    /// Links every node pushed by [`Hnsw::push_unlinked`], in parallel on
+    /// the current rayon pool (all its threads).
+    pub(crate) fn link_unlinked(&mut self) {
+        let n = self.ids.len();
         if n == 0 {
-            return Ok(g);
+            return;
         }
         // The first node is the entry point; the rest go in parallel, each
         // worker taking the next node from a shared counter (as hnswlib's
         // ParallelFor), so insertion order stays close to id order.
         {
-            let mut s = g.pool.get();
-            g.insert_node(0, &mut s);
+            let mut s = self.pool.get();
+            self.insert_node(0, &mut s);
         }
         let next = AtomicUsize::new(1);
-        let graph = &g;
+        let graph = &*self;
         rayon::scope(|scope| {
             for _ in 0..rayon::current_num_threads() {
                 scope.spawn(|_| {
@@ -192,7 +207,6 @@ impl Hnsw {
                 });
             }
         });
-        Ok(g)
     }
 
     /// Inserts one vector (validated, normalized for cosine) and links it.

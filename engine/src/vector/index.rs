@@ -637,22 +637,21 @@ pub(crate) fn build_generation(root: &Path, store: &Store, name: &str) -> Result
     let space = spaces::space_from(name, &rec)?;
     let lsn = store::last_lsn_in(&txn)?;
     let vectors = VectorRows::open(&txn)?;
-    let mut ids = Vec::new();
-    let mut flat = Vec::new();
+    // The vectors stream from redb straight into the graph's storage: one
+    // copy in memory, not a scan buffer and then the graph's own.
+    let mut graph = Hnsw::new(
+        metric_format(space.metric),
+        space.dimension as usize,
+        SpaceIndex::params_of(&rec),
+    )?;
+    graph.reserve(usize::try_from(vectors.count(rec.id)?).unwrap_or(0));
     vectors.scan(rec.id, rec.dimension, |id, v| {
-        ids.push(id);
-        flat.extend(v);
+        graph.push_unlinked(id, &v)?;
         Ok(())
     })?;
     drop(vectors);
     drop(txn);
-    let graph = Hnsw::build(
-        metric_format(space.metric),
-        space.dimension as usize,
-        SpaceIndex::params_of(&rec),
-        &ids,
-        &flat,
-    )?;
+    graph.link_unlinked();
     let generation = rec.generation + 1;
     let dir = root.join(rec.id.to_string());
     std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;

@@ -1,7 +1,8 @@
 //! KuraDB's read-only REST routes (its Gin router, v0.5.1): `GET
 //! /api/health` (`OK`), `GET /api/list` (`{loaded, registered}`) and `GET
 //! /api/search?db=&q=&limit=&target=` (`{keyword, semantic}` with the
-//! branches that ran, an empty one as `[]`). Each calls the engine's
+//! branches that ran, an empty one as `[]`), and its deprecated aliases
+//! `/api/keyword` and `/api/semantic` (the target fixed). Each calls the engine's
 //! knowledge-base functions, as the `list_rag`/`search_rag` tools do; the
 //! answers are KuraDB's, errors included: `/api/search` answers KuraDB's
 //! `{"error": "..."}` body, status and message byte for byte (SPEC §15.4).
@@ -117,6 +118,48 @@ pub async fn search(
     State(s): State<AppState>,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchRagData>, KuraError> {
+    let target = p.target.clone().unwrap_or_default();
+    run_search(s, p, target).await
+}
+
+/// KuraDB's deprecated `/api/keyword` (to be removed in its v1): `/api/search`
+/// with the target fixed to `keyword` (a `target` parameter is ignored).
+#[utoipa::path(get, path = "/api/keyword", tag = "kuradb", operation_id = "kuradb_keyword",
+    params(SearchParams),
+    responses(
+        (status = 200, body = SearchRagData),
+        (status = 400, body = KuraErrorBody), (status = 401, body = ErrorBody),
+        (status = 500, body = KuraErrorBody)),
+    security(("bearer" = [])))]
+pub async fn keyword(
+    State(s): State<AppState>,
+    Query(p): Query<SearchParams>,
+) -> Result<Json<SearchRagData>, KuraError> {
+    run_search(s, p, "keyword".into()).await
+}
+
+/// KuraDB's deprecated `/api/semantic`: `/api/search` with the target fixed
+/// to `semantic`.
+#[utoipa::path(get, path = "/api/semantic", tag = "kuradb", operation_id = "kuradb_semantic",
+    params(SearchParams),
+    responses(
+        (status = 200, body = SearchRagData),
+        (status = 400, body = KuraErrorBody), (status = 401, body = ErrorBody),
+        (status = 500, body = KuraErrorBody)),
+    security(("bearer" = [])))]
+pub async fn semantic(
+    State(s): State<AppState>,
+    Query(p): Query<SearchParams>,
+) -> Result<Json<SearchRagData>, KuraError> {
+    run_search(s, p, "semantic".into()).await
+}
+
+/// The search behind the three routes, `target` as KuraDB reads it.
+async fn run_search(
+    s: AppState,
+    p: SearchParams,
+    target: String,
+) -> Result<Json<SearchRagData>, KuraError> {
     let db_name =
         p.db.as_deref()
             .map(str::trim)
@@ -126,7 +169,6 @@ pub async fn search(
         return Err(KuraError::bad_request("db is required"));
     }
     let q = p.q.unwrap_or_default();
-    let target = p.target.unwrap_or_default();
     let limit = p
         .limit
         .and_then(|l| l.trim().parse::<usize>().ok())
