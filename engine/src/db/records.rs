@@ -1138,7 +1138,7 @@ impl Memdb {
                 ..Default::default()
             });
         }
-        let vector = || self.record_vector_hits(query, filter, &codes, allowed.clone(), limit);
+        let vector = || self.record_vector_hits(query, filter, &codes, allowed.as_ref(), limit);
         let (keyword, vector) = if signals.keyword {
             std::thread::scope(|s| {
                 let k = s.spawn(keyword);
@@ -1167,19 +1167,22 @@ impl Memdb {
         query: &str,
         filter: &RecordFilter,
         codes: &[u16],
-        mut allowed: Option<HashSet<u128>>,
+        allowed: Option<&HashSet<u128>>,
         limit: usize,
     ) -> Result<VectorHits> {
+        // Borrowed unless tags or a scope narrow it (no copy per query).
+        let mut allowed: Option<std::borrow::Cow<'_, HashSet<u128>>> =
+            allowed.map(std::borrow::Cow::Borrowed);
         // Excluded tags: a deny-set checked inside the graph walk, read from
         // the tag index (only the tagged records).
         let denied = self.tagged_any(codes, &filter.exclude_tags)?;
         // Tags narrow the vector side through the allow-list as well.
         if !filter.tags.is_empty() {
             let tagged = self.tagged(codes, &filter.tags)?;
-            allowed = Some(match allowed {
+            allowed = Some(std::borrow::Cow::Owned(match allowed {
                 Some(a) => a.intersection(&tagged).copied().collect(),
                 None => tagged,
-            });
+            }));
         }
         // The keyword side filtered by the `rscope` term; the vector side
         // needs the scope's descendants as a set.
@@ -1189,10 +1192,10 @@ impl Memdb {
                 .into_iter()
                 .map(|u| u.as_u128())
                 .collect();
-            allowed = Some(match allowed {
+            allowed = Some(std::borrow::Cow::Owned(match allowed {
                 Some(a) => a.intersection(&s).copied().collect(),
                 None => s,
-            });
+            }));
         }
         let mut qv: Option<Vec<f32>> = None;
         let mut hits: Vec<(Uuid, f32)> = Vec::new();

@@ -644,7 +644,6 @@ pub(crate) fn build_generation(root: &Path, store: &Store, name: &str) -> Result
         space.dimension as usize,
         SpaceIndex::params_of(&rec),
     )?;
-    graph.reserve(usize::try_from(vectors.count(rec.id)?).unwrap_or(0));
     vectors.scan(rec.id, rec.dimension, |id, v| {
         graph.push_unlinked(id, &v)?;
         Ok(())

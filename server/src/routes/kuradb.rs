@@ -77,15 +77,12 @@ impl KuraError {
 }
 
 impl From<ApiError> for KuraError {
-    /// A failure past validation (a branch failed, the store is closing):
-    /// KuraDB answers 500 with the reason.
+    /// Any other failure keeps memdb's status and reason in KuraDB's body: a
+    /// failing branch is a 5xx (KuraDB's 500), bad input KuraDB has no check
+    /// for (a query over the size budget) stays a 4xx.
     fn from(e: ApiError) -> KuraError {
         KuraError {
-            status: if e.status.is_server_error() {
-                e.status
-            } else {
-                StatusCode::INTERNAL_SERVER_ERROR
-            },
+            status: e.status,
             message: e.message,
         }
     }
@@ -175,35 +172,35 @@ async fn run_search(
         .unwrap_or(10);
     let r = s
         .run(move |db| {
-            let missing = || {
-                Ok(Err(KuraError::bad_request(format!(
-                    "\"{db_name}\" not exist"
-                ))))
-            };
-            match db.kb(&db_name) {
-                Ok(_) => {}
-                Err(memdb::Error::NotFound { .. } | memdb::Error::InvalidInput { .. }) => {
-                    return missing();
-                }
-                Err(e) => return Err(e.into()),
-            }
-            if q.trim().is_empty() {
-                return Ok(Err(KuraError::bad_request("q is required")));
-            }
-            // An unknown target runs neither branch: `{}`.
+            let missing = || KuraError::bad_request(format!("\"{db_name}\" not exist"));
+            // An unknown target runs neither branch: `{}`, after the same
+            // checks of the base and of `q`.
             let Ok(target) = RagTarget::parse(&target) else {
-                return Ok(Ok(SearchRagData {
-                    keyword: None,
-                    semantic: None,
-                }));
+                return Ok(match db.kb(&db_name) {
+                    Ok(_) if q.trim().is_empty() => Err(KuraError::bad_request("q is required")),
+                    Ok(_) => Ok(SearchRagData {
+                        keyword: None,
+                        semantic: None,
+                    }),
+                    Err(memdb::Error::NotFound { .. } | memdb::Error::InvalidInput { .. }) => {
+                        Err(missing())
+                    }
+                    Err(e) => return Err(e.into()),
+                });
             };
+            // `kb_search` checks the base, then `q`: KuraDB's order.
             match db.kb_search(&db_name, &q, target, limit) {
                 Ok(r) => Ok(Ok(SearchRagData {
                     keyword: r.keyword,
                     semantic: r.semantic,
                 })),
-                // Removed between the check and the search.
-                Err(memdb::Error::NotFound { .. }) => missing(),
+                Err(memdb::Error::InvalidInput { field, .. }) if field == "q" => {
+                    Ok(Err(KuraError::bad_request("q is required")))
+                }
+                Err(memdb::Error::NotFound { .. }) => Ok(Err(missing())),
+                Err(memdb::Error::InvalidInput { field, .. }) if field == "name" => {
+                    Ok(Err(missing()))
+                }
                 Err(e) => Err(e.into()),
             }
         })
