@@ -484,7 +484,7 @@ impl Memdb {
             token_count: u32::try_from(estimate_tokens(&text)).unwrap_or(u32::MAX),
             model,
         };
-        let id = Uuid::new_v4().as_u128();
+        let id = crate::util::ids::new_id().as_u128();
         let key = conv.as_u128();
         self.write(|txn, ops| conversations::put_summary(txn, ops, key, id, &rec))?;
         let mut s = summary_from(key, id, &rec)?;

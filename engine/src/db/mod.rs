@@ -77,6 +77,8 @@ pub struct Engine {
     /// only under the write lock.
     pending: Mutex<Vec<(u64, Vec<Op>)>>,
     group: group::GroupCommit,
+    /// Conversation creates waiting to share a transaction (§7.1.1).
+    creates: group::Combiner<NewConversations, (Vec<ConversationWithMessages>, u64)>,
     /// Derived-index maintenance steps that failed after a durable write
     /// (each is logged; the next search or open replays from the oplog).
     maintenance_failures: AtomicU64,
@@ -165,6 +167,7 @@ impl Memdb {
             visible_lsn: AtomicU64::new(last),
             pending: Mutex::new(Vec::new()),
             group: Default::default(),
+            creates: Default::default(),
             maintenance_failures: AtomicU64::new(0),
             vectors,
             recovery,
@@ -489,26 +492,75 @@ impl Memdb {
         })
     }
 
+    /// Writes validated new conversations through the create combiner
+    /// (§7.1.1): concurrent creates share one deferred redb transaction,
+    /// whose leader then waits for the group commit that makes it durable
+    /// and wakes the others; returns once this caller's conversations are
+    /// durable and searchable.
     fn write_new_conversations(
         &self,
         prepared: Vec<(ConversationRecord, NewConversation)>,
     ) -> Result<Vec<ConversationWithMessages>> {
-        self.write(|txn, ops| {
-            let mut out = Vec::with_capacity(prepared.len());
-            let ns = self.ns_write(txn)?;
-            for (mut conv, new) in prepared {
-                conv.namespace = ns;
-                let key = Uuid::new_v4().as_u128();
-                let t = conv.created_at;
-                let messages = add_messages(txn, key, &mut conv, &new.messages, t, ops)?;
-                conversations::put(txn, ops, key, &conv, None)?;
-                out.push(ConversationWithMessages {
-                    conversation: conversation_from(key, &conv)?,
-                    messages,
-                });
-            }
-            Ok(out)
-        })
+        let job = NewConversations {
+            ns: self.ns.clone(),
+            prepared,
+        };
+        // Counted as arriving until its batch is written, so a settle that
+        // starts meanwhile waits for it (at most GATHER_LIMIT) rather than
+        // paying a second fsync right after.
+        self.group.arrive();
+        let (out, _seq) = self.creates.submit(
+            job,
+            |jobs| {
+                let _written = self.group.written(jobs.len());
+                self.write_creates(&jobs)
+            },
+            |results| {
+                // One settle covers the whole batch (its one commit number).
+                let seq = results
+                    .iter()
+                    .filter_map(|r| r.as_ref().ok().map(|(_, seq)| *seq))
+                    .max();
+                match seq {
+                    Some(seq) => self.group.wait(seq, || {
+                        let _g = self.lock_writes();
+                        self.settle_locked()
+                    }),
+                    None => Ok(()),
+                }
+            },
+        )?;
+        self.ns_committed()?;
+        if out.iter().any(|c| !c.messages.is_empty()) {
+            self.after_insert();
+        }
+        Ok(out)
+    }
+
+    /// A create combiner's batch, led by one of its writers: every job in
+    /// one deferred transaction; each result carries the commit number its
+    /// writer waits for. When the batch fails, each job is written on its
+    /// own, so one writer's failure is its own.
+    fn write_creates(
+        &self,
+        jobs: &[NewConversations],
+    ) -> Vec<Result<(Vec<ConversationWithMessages>, u64)>> {
+        let together = self.write_locked(|txn, ops| {
+            jobs.iter()
+                .map(|job| write_new_conversations_in(txn, ops, job))
+                .collect::<Result<Vec<_>>>()
+        });
+        match together {
+            Ok((outs, seq, _)) => outs.into_iter().map(|out| Ok((out, seq))).collect(),
+            Err(e) if jobs.len() == 1 => vec![Err(e)],
+            Err(_) => jobs
+                .iter()
+                .map(|job| {
+                    self.write_locked(|txn, ops| write_new_conversations_in(txn, ops, job))
+                        .map(|(out, seq, _)| (out, seq))
+                })
+                .collect(),
+        }
     }
 
     /// Appends messages to a conversation; returns the stored messages.
@@ -1219,6 +1271,36 @@ fn message_record(
     Ok(rec)
 }
 
+/// One caller's validated new conversations, queued for the create
+/// combiner with the namespace they go to.
+pub(crate) struct NewConversations {
+    ns: namespace::Ns,
+    prepared: Vec<(ConversationRecord, NewConversation)>,
+}
+
+/// Writes one job's conversations and their messages in `txn`.
+fn write_new_conversations_in(
+    txn: &WriteTransaction,
+    ops: &mut OpBatch,
+    job: &NewConversations,
+) -> Result<Vec<ConversationWithMessages>> {
+    let mut out = Vec::with_capacity(job.prepared.len());
+    let ns = job.ns.write_id(txn)?;
+    for (conv, new) in &job.prepared {
+        let mut conv = conv.clone();
+        conv.namespace = ns;
+        let key = crate::util::ids::new_id().as_u128();
+        let t = conv.created_at;
+        let messages = add_messages(txn, key, &mut conv, &new.messages, t, ops)?;
+        conversations::put(txn, ops, key, &conv, None)?;
+        out.push(ConversationWithMessages {
+            conversation: conversation_from(key, &conv)?,
+            messages,
+        });
+    }
+    Ok(out)
+}
+
 fn add_messages(
     txn: &WriteTransaction,
     conv_key: u128,
@@ -1231,7 +1313,7 @@ fn add_messages(
     let mut tables = conversations::MessageTables::open(txn)?;
     for m in messages {
         let rec = message_record(conv_key, conv, m, now_us)?;
-        let id = Uuid::new_v4().as_u128();
+        let id = crate::util::ids::new_id().as_u128();
         tables.insert(ops, id, &rec)?;
         out.push(message_from(id, &rec)?);
     }

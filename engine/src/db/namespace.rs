@@ -44,6 +44,14 @@ impl Ns {
     pub(crate) fn name(&self) -> &str {
         &self.name
     }
+
+    /// This namespace's id in a write, creating the namespace if needed.
+    pub(crate) fn write_id(&self, txn: &WriteTransaction) -> Result<u32> {
+        if let Some(&id) = self.id.get() {
+            return Ok(id);
+        }
+        namespaces::ensure(txn, &self.name, to_micros(now()))
+    }
 }
 
 /// One namespace of the store, as [`Memdb::namespaces`] lists it.
@@ -134,10 +142,7 @@ impl Memdb {
     /// committed ([`Memdb::ns_committed`]), so an aborted write leaves no
     /// trace.
     pub(crate) fn ns_write(&self, txn: &WriteTransaction) -> Result<u32> {
-        if let Some(&id) = self.ns.id.get() {
-            return Ok(id);
-        }
-        namespaces::ensure(txn, &self.ns.name, to_micros(now()))
+        self.ns.write_id(txn)
     }
 
     /// After a write that may have created this handle's namespace.

@@ -379,7 +379,7 @@ impl Memdb {
                 report.skipped += 1;
                 continue;
             }
-            let id = Uuid::new_v4();
+            let id = crate::util::ids::new_id();
             let first = conv.messages.iter().filter_map(|m| m.timestamp).min();
             let last = conv.messages.iter().filter_map(|m| m.timestamp).max();
             let created_at = conv.created_at.or(first).unwrap_or(imported_at);
@@ -404,7 +404,7 @@ impl Memdb {
                     md.insert("imported_at".into(), stamp.clone().into());
                     md.extend(m.extra);
                     Message {
-                        id: Uuid::new_v4(),
+                        id: crate::util::ids::new_id(),
                         conversation_id: id,
                         role: m.role,
                         content: Content::Text(m.content),

@@ -424,6 +424,8 @@ impl Memdb {
         if self.kb_record(&name).is_ok() {
             return Err(Error::Conflict(format!("db already registered: {name}")));
         }
+        // A random (v4) id, not a time-ordered one: the namespace is named
+        // by its first 12 hex digits, which in a v7 id are the creation time.
         let id = Uuid::new_v4();
         let namespace = format!("kb-{}", &id.simple().to_string()[..12]);
         let r = self.kb_registry()?.put_record_as(
@@ -594,7 +596,7 @@ impl Memdb {
             } else {
                 report.parsed += 1;
             }
-            let id = old.map_or_else(Uuid::new_v4, |d| d.id);
+            let id = old.map_or_else(crate::util::ids::new_id, |d| d.id);
             let doc = NewRecord {
                 text: String::new(),
                 body: json!({
