@@ -348,6 +348,25 @@ fn kuradb_rest_routes_answer_as_kuradb_does() {
         let r = s.req("GET", path, Some(KEY), None);
         assert_eq!((r.status, r.text()), (status, body.to_string()), "{path}");
     }
+    // A check KuraDB does not have: a query over memdb's 8 KiB budget is
+    // memdb's 400 with its reason, in KuraDB's one-key body (not a 500),
+    // on every route that searches; the server keeps answering.
+    // "durable " 1,100 times: 8,799 bytes once decoded and trimmed.
+    let long = "durable%20".repeat(1100);
+    for route in ["search", "keyword", "semantic"] {
+        let path = format!("/api/{route}?db=notes&q={long}");
+        let r = s.req("GET", &path, Some(KEY), None);
+        assert_eq!(r.status, 400, "{route}: {}", r.text());
+        let body = r.json();
+        let obj = body.as_object().expect("a JSON object");
+        assert_eq!(obj.keys().collect::<Vec<_>>(), ["error"], "{route}: {body}");
+        let why = body["error"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("8799 bytes") && why.contains("8192"),
+            "{route}: {why}"
+        );
+    }
+    assert_eq!(s.req("GET", "/api/health", None, None).status, 200);
     // ... and run their one branch, whatever `target` says.
     let k = s
         .req(
