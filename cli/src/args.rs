@@ -53,6 +53,11 @@ pub struct Cli {
     #[arg(long, global = true, env = "MEMDB_PASSAGE", value_name = "RULE", value_parser = parse_passage)]
     pub passage: Option<memdb::Passage>,
 
+    /// redb's page cache in MiB [default: 1024]. Lower it to bound the
+    /// memory of a large `kb sync` or import (bulk writes slow down).
+    #[arg(long, global = true, env = "MEMDB_STORE_CACHE_MB", value_name = "MIB")]
+    pub store_cache_mb: Option<u64>,
+
     /// Directory of the local model [default: $MEMDB_MODELS, else the
     /// platform data dir + /memdb/models].
     #[arg(long, global = true, env = "MEMDB_MODELS", value_name = "DIR")]

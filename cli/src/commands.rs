@@ -34,7 +34,13 @@ pub fn run(cli: Cli) -> Result<Output> {
             Ok(db.namespace(&namespace)?)
         }
     };
-    let open = || scoped(Memdb::open_existing(&dir)?);
+    let cache = cli.store_cache_mb;
+    let open = || {
+        scoped(Memdb::open_existing_with(
+            &dir,
+            embedder::config(None, None, cache)?,
+        )?)
+    };
     // Commands that embed load the model (a few hundred ms) only when needed.
     let (choice, models, openai, passage) = (cli.embedder, cli.models, cli.openai, cli.passage);
     let embedding = || embedder::load(choice, models.clone(), &openai);
@@ -43,7 +49,10 @@ pub fn run(cli: Cli) -> Result<Output> {
         if let Some(note) = note {
             eprintln!("note: {note}");
         }
-        scoped(Memdb::open_with(&dir, embedder::config(e, passage))?)
+        scoped(Memdb::open_with(
+            &dir,
+            embedder::config(e, passage, cache)?,
+        )?)
     };
     let open_embedding = || -> Result<(Memdb, Option<String>)> {
         if !dir.join("memdb.redb").is_file() {
@@ -51,7 +60,10 @@ pub fn run(cli: Cli) -> Result<Output> {
         }
         let (e, note) = embedding()?;
         Ok((
-            scoped(Memdb::open_with(&dir, embedder::config(e, passage))?)?,
+            scoped(Memdb::open_with(
+                &dir,
+                embedder::config(e, passage, cache)?,
+            )?)?,
             note,
         ))
     };

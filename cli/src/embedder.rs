@@ -33,14 +33,21 @@ pub fn load(
 }
 
 /// Engine configuration carrying `embedder` and, when given, the passage
-/// rule of new message spaces.
-pub fn config(embedder: Option<Arc<dyn Embedder>>, passage: Option<memdb::Passage>) -> Config {
+/// rule of new message spaces and the store cache in MiB.
+pub fn config(
+    embedder: Option<Arc<dyn Embedder>>,
+    passage: Option<memdb::Passage>,
+    store_cache_mb: Option<u64>,
+) -> Result<Config> {
     let mut c = Config::default();
     c.embedder = embedder;
     if let Some(p) = passage {
         c.message_passage = p;
     }
-    c
+    if let Some(mb) = store_cache_mb {
+        c.set_store_cache_mb(mb)?;
+    }
+    Ok(c)
 }
 
 /// Embeds whatever the write left queued (a bulk import), with a progress

@@ -82,6 +82,24 @@ impl Config {
             ..Config::default()
         }
     }
+
+    /// Sets redb's page cache to `mb` MiB (the CLI's and the server's
+    /// `--store-cache-mb`): at least 1, and representable on this machine.
+    pub fn set_store_cache_mb(&mut self, mb: u64) -> crate::error::Result<()> {
+        if mb == 0 {
+            return Err(crate::error::Error::invalid(
+                "store_cache_mb",
+                "the store cache must be at least 1 MiB",
+            ));
+        }
+        self.store_cache_bytes = mb
+            .checked_mul(1 << 20)
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or_else(|| {
+                crate::error::Error::invalid("store_cache_mb", format!("{mb} MiB is too large"))
+            })?;
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Config {
@@ -126,5 +144,29 @@ impl Default for Config {
             row_cache_bytes: 64 << 20,
             store_cache_bytes: 1 << 30,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_cache_is_set_in_mib_and_zero_or_overflow_is_refused() {
+        let mut c = Config::default();
+        c.set_store_cache_mb(64).unwrap();
+        assert_eq!(c.store_cache_bytes, 64 << 20);
+        let zero = c.set_store_cache_mb(0).unwrap_err().to_string();
+        assert!(
+            zero.contains("store_cache_mb") && zero.contains("at least 1 MiB"),
+            "{zero}"
+        );
+        let huge = c.set_store_cache_mb(u64::MAX).unwrap_err().to_string();
+        assert!(huge.contains("too large"), "{huge}");
+        assert_eq!(
+            c.store_cache_bytes,
+            64 << 20,
+            "a refused value changes nothing"
+        );
     }
 }

@@ -109,6 +109,9 @@ pub struct ServeArgs {
     /// rule until `memdb rebuild-embeddings`).
     #[arg(long, env = "MEMDB_PASSAGE", value_name = "RULE", value_parser = parse_passage)]
     pub passage: Option<memdb::Passage>,
+    /// redb's page cache in MiB [default: 1024].
+    #[arg(long, env = "MEMDB_STORE_CACHE_MB", value_name = "MIB")]
+    pub store_cache_mb: Option<u64>,
     /// The chat model of summaries, labels and importance.
     #[command(flatten)]
     pub chat: crate::chat::ChatSettings,
@@ -232,6 +235,7 @@ impl ServeArgs {
             c.kuradb_open = true;
         }
         set(self.passage, &mut c.message_passage);
+        set(self.store_cache_mb, &mut c.store_cache_mb);
         if let Some(e) = embedder {
             c.embedder = e;
         }
@@ -277,6 +281,9 @@ pub fn engine_config(c: &ServerConfig) -> Result<memdb::Config, ServerError> {
         None => memdb::Config::default(),
     };
     engine.message_passage = c.message_passage;
+    engine
+        .set_store_cache_mb(c.store_cache_mb)
+        .map_err(|e| ServerError::Config(e.to_string()))?;
     Ok(engine)
 }
 

@@ -178,6 +178,10 @@ pub struct ServerConfig {
     /// `with-previous`, `with-neighbours`; engine SPEC §10.1). An existing
     /// space keeps its rule until `memdb rebuild-embeddings`.
     pub message_passage: memdb::Passage,
+    /// redb's page cache in MiB (`memdb::Config::store_cache_bytes`;
+    /// default 1024, redb's own). Lower it to bound the memory of a large
+    /// knowledge-base ingest; bulk imports slow down (benches/README.md).
+    pub store_cache_mb: u64,
     /// The chat model of summaries, label suggestions and importance
     /// scores (`[chat]`; none by default: extractive and heuristic).
     pub chat: crate::chat::ChatSettings,
@@ -221,6 +225,7 @@ impl Default for ServerConfig {
             kb_watch_secs: 10,
             kuradb_open: false,
             message_passage: memdb::Config::default().message_passage,
+            store_cache_mb: (memdb::Config::default().store_cache_bytes >> 20) as u64,
             chat: crate::chat::ChatSettings::default(),
             proxy: crate::proxy::ProxySettings::default(),
             config_file: None,
@@ -601,5 +606,30 @@ mod tests {
         assert!(err.contains("MEMDB_OPENAI_MODEL (--openai-model)"), "{err}");
         assert!(err.contains("MEMDB_OPENAI_DIMENSION"), "{err}");
         assert!(!err.contains("BASE_URL"), "{err}");
+    }
+
+    /// `store_cache_mb` reaches the engine's redb cache from the file (and
+    /// the default is the engine's); 0 is a startup error naming the key.
+    #[test]
+    fn the_store_cache_comes_from_the_file_in_mib() {
+        let engine = crate::cli::engine_config(&ServerConfig {
+            embedder: EmbedderChoice::None,
+            ..ServerConfig::default()
+        })
+        .unwrap();
+        assert_eq!(
+            engine.store_cache_bytes,
+            memdb::Config::default().store_cache_bytes
+        );
+        let mut c: ServerConfig = toml::from_str("store_cache_mb = 64").unwrap();
+        c.embedder = EmbedderChoice::None;
+        assert_eq!(
+            crate::cli::engine_config(&c).unwrap().store_cache_bytes,
+            64 << 20
+        );
+        c.store_cache_mb = 0;
+        let err = crate::cli::engine_config(&c).unwrap_err();
+        assert!(matches!(err, ServerError::Config(_)), "{err}");
+        assert!(err.to_string().contains("store_cache_mb"), "{err}");
     }
 }

@@ -113,6 +113,12 @@ impl Memdb {
     /// Opens an existing data directory; unlike [`Memdb::open`], a directory
     /// without a store is `Error::NotFound` instead of a new empty store.
     pub fn open_existing(dir: impl AsRef<Path>) -> Result<Memdb> {
+        Self::open_existing_with(dir, Config::default())
+    }
+
+    /// [`Memdb::open_existing`] with a configuration (the CLI's reading
+    /// commands: no embedder, but its cache sizes).
+    pub fn open_existing_with(dir: impl AsRef<Path>, config: Config) -> Result<Memdb> {
         let dir = dir.as_ref();
         if !dir.join("memdb.redb").is_file() {
             return Err(Error::NotFound {
@@ -120,7 +126,7 @@ impl Memdb {
                 id: dir.display().to_string(),
             });
         }
-        Self::open_with(dir, Config::default())
+        Self::open_with(dir, config)
     }
 
     /// Opens (creating if needed) `dir` with `config`. Takes the directory
