@@ -51,21 +51,12 @@ struct State {
     failure: Option<(u64, String)>,
 }
 
-/// Marks a writer as on its way to a deferred commit until dropped (so a
-/// leader waits for it rather than paying a second fsync right after).
-pub(crate) struct Arriving<'a>(&'a GroupCommit);
+/// Marks writers (one, or a combined batch) as on their way to a deferred
+/// commit until dropped (so a leader waits for them rather than paying a
+/// second fsync right after).
+pub(crate) struct Arriving<'a>(&'a GroupCommit, usize);
 
 impl Drop for Arriving<'_> {
-    fn drop(&mut self) {
-        self.0.arriving.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A batch of combined writes on its way to its deferred commit; they stop
-/// counting as arriving when this drops.
-pub(crate) struct Written<'a>(&'a GroupCommit, usize);
-
-impl Drop for Written<'_> {
     fn drop(&mut self) {
         self.0.arriving.fetch_sub(self.1, Ordering::AcqRel);
     }
@@ -75,7 +66,7 @@ impl GroupCommit {
     /// Called by a writer before it takes the write lock.
     pub(crate) fn arriving(&self) -> Arriving<'_> {
         self.arriving.fetch_add(1, Ordering::AcqRel);
-        Arriving(self)
+        Arriving(self, 1)
     }
 
     /// Counts a combined write as arriving until the batch holding it is
@@ -86,8 +77,8 @@ impl GroupCommit {
 
     /// Marks `n` combined writes as written (their batch's deferred commit
     /// is made) when the returned guard drops, unwinding included.
-    pub(crate) fn written(&self, n: usize) -> Written<'_> {
-        Written(self, n)
+    pub(crate) fn written(&self, n: usize) -> Arriving<'_> {
+        Arriving(self, n)
     }
 
     /// Numbers a deferred commit just made (caller holds the write lock).

@@ -36,6 +36,7 @@ use crate::store::rows::{RowReader, RowTables};
 use crate::store::{self, OpBatch, Store};
 use crate::text::checkpoint::Checkpointer;
 use crate::text::{Opened, Reading, TextIndex};
+use crate::util::ids::new_id;
 use crate::util::lock::DirLock;
 use crate::util::time::{now, to_micros};
 use crate::vector::index::VectorIndexes;
@@ -286,15 +287,21 @@ impl Memdb {
             let _arriving = self.group.arriving();
             self.write_locked(f)?
         };
-        self.group.wait(seq, || {
-            let _g = self.lock_writes();
-            self.settle_locked()
-        })?;
+        self.durable(seq)?;
         self.ns_committed()?;
         if inserted {
             self.after_insert();
         }
         Ok(value)
+    }
+
+    /// Waits until deferred commit `seq` is durable and applied, leading
+    /// the settle when no other writer is (§7.1.1).
+    fn durable(&self, seq: u64) -> Result<()> {
+        self.group.wait(seq, || {
+            let _g = self.lock_writes();
+            self.settle_locked()
+        })
     }
 
     /// A write of derived state that need not be durable when it returns
@@ -527,13 +534,7 @@ impl Memdb {
                     .iter()
                     .filter_map(|r| r.as_ref().ok().map(|(_, seq)| *seq))
                     .max();
-                match seq {
-                    Some(seq) => self.group.wait(seq, || {
-                        let _g = self.lock_writes();
-                        self.settle_locked()
-                    }),
-                    None => Ok(()),
-                }
+                seq.map_or(Ok(()), |seq| self.durable(seq))
             },
         )?;
         self.ns_committed()?;
@@ -1295,7 +1296,7 @@ fn write_new_conversations_in(
     for (conv, new) in &job.prepared {
         let mut conv = conv.clone();
         conv.namespace = ns;
-        let key = crate::util::ids::new_id().as_u128();
+        let key = new_id().as_u128();
         let t = conv.created_at;
         let messages = add_messages(txn, key, &mut conv, &new.messages, t, ops)?;
         conversations::put(txn, ops, key, &conv, None)?;
@@ -1319,7 +1320,7 @@ fn add_messages(
     let mut tables = conversations::MessageTables::open(txn)?;
     for m in messages {
         let rec = message_record(conv_key, conv, m, now_us)?;
-        let id = crate::util::ids::new_id().as_u128();
+        let id = new_id().as_u128();
         tables.insert(ops, id, &rec)?;
         out.push(message_from(id, &rec)?);
     }

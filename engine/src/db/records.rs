@@ -29,6 +29,7 @@ use crate::store::embed_queue::{self, QueueWriter};
 use crate::store::records::{self as rows, RecordsView};
 use crate::store::vectors::VectorRows;
 use crate::text::RecordTextFilter;
+use crate::util::ids::new_id;
 use crate::util::time::{from_micros, now, to_micros};
 use crate::vector::index::VectorSearch;
 use crate::vector::spaces::{SpaceSpec, VectorFilter, VectorSpace, check_vector};
@@ -434,7 +435,7 @@ impl Memdb {
     /// Creates a record of `kind`. Its parent, when given, must exist in
     /// this namespace (`NotFound` otherwise, nothing written).
     pub fn create_record(&self, kind: RecordKind, new: NewRecord) -> Result<Record> {
-        self.put_record_as(kind, crate::util::ids::new_id(), new)
+        self.put_record_as(kind, new_id(), new)
     }
 
     /// Creates a record of `kind` under a caller-chosen id; an existing id
@@ -450,12 +451,7 @@ impl Memdb {
     /// every row and vector is written at once. Any invalid record, missing
     /// parent or failed embedding writes nothing.
     pub fn create_records(&self, kind: RecordKind, new: Vec<NewRecord>) -> Result<Vec<Record>> {
-        self.put_records(
-            kind,
-            new.into_iter()
-                .map(|r| (crate::util::ids::new_id(), r))
-                .collect(),
-        )
+        self.put_records(kind, new.into_iter().map(|r| (new_id(), r)).collect())
     }
 
     fn put_records(&self, kind: RecordKind, new: Vec<(Uuid, NewRecord)>) -> Result<Vec<Record>> {
@@ -615,7 +611,7 @@ impl Memdb {
                 to_embed.push((i, t));
             }
             vectors.push(reused);
-            prepared.push((crate::util::ids::new_id().as_u128(), row));
+            prepared.push((new_id().as_u128(), row));
         }
         // The children to queue for the background pipeline.
         let mut queued: Vec<u128> = Vec::new();
