@@ -33,6 +33,8 @@ Settings (environment, default in parentheses):
                       data shape (16, 0.25, 0.1, n / 1000)
   MEMDB_VEC_DATA=DIR  read DIR/base.fvecs and DIR/query.fvecs instead
   MEMDB_VEC_OUT=DIR   write base.fvecs, query.fvecs, gt.ivecs, memdb.json
+  MEMDB_VEC_SERVE=1   then keep the graph and answer `ef N` lines on stdin
+                      with one JSON line each (recall, QPS), until `quit`
 ";
 
 fn main() -> ExitCode {

@@ -7,7 +7,9 @@
 //! leaves each vector's last 16 bytes on a 25th line that a 24-line
 //! prefetch misses. The generation file already aligns its vector section
 //! (format/GENERATION.md); this gives the in-memory graphs the same layout.
-//! No `unsafe`: the blocks are reinterpreted through `zerocopy`.
+//! No `unsafe`: the blocks are reinterpreted through `zerocopy`. Large
+//! buffers are advised for huge pages by the graph that owns them
+//! (`pages.rs`).
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -60,6 +62,12 @@ impl AlignedF32 {
         if let Some(dst) = self.as_mut_slice().get_mut(old_len..) {
             dst.copy_from_slice(v);
         }
+    }
+
+    /// Asks for huge pages under the buffer (see `pages.rs`); call after
+    /// it grows.
+    pub(crate) fn advise_huge(&self) {
+        super::pages::advise_huge(&self.blocks);
     }
 
     /// Floats the buffer can hold without reallocating.

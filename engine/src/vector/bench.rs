@@ -17,7 +17,10 @@
 //! (`Auto`), the two-hop walk (`Graph`) and hnswlib's walk (`Walk`, from 5%
 //! up), and the same search over the generation file. With `MEMDB_VEC_OUT=DIR` it also
 //! writes `base.fvecs`, `query.fvecs`, `gt.ivecs` and `memdb.json` there,
-//! which `benches/vector/compare_hnswlib.py` feeds to hnswlib.
+//! which `benches/vector/compare_hnswlib.py` feeds to hnswlib. With
+//! `MEMDB_VEC_SERVE` set it then keeps the graph and measures `ef` passes
+//! on request from stdin (see `serve`), so that the comparison can
+//! interleave memdb's passes with hnswlib's.
 //!
 //! Settings (environment): `MEMDB_VEC_N` (100000), `MEMDB_VEC_DIM` (384),
 //! `MEMDB_VEC_QUERIES` (1000), `MEMDB_VEC_M` (16), `MEMDB_VEC_EFC` (200),
@@ -490,6 +493,36 @@ pub fn run() -> Result<(), BenchError> {
         );
         std::fs::write(dir.join("memdb.json"), json)?;
         println!("wrote {}", dir.display());
+    }
+    if std::env::var("MEMDB_VEC_SERVE").is_ok() {
+        serve(&g, &queries, dim, &truth)?;
+    }
+    Ok(())
+}
+
+/// Serving mode (`MEMDB_VEC_SERVE`): keeps the built graph and answers
+/// measurement requests on stdin, one per line, so that a comparison can
+/// interleave memdb's passes with a peer's in the same minutes of a noisy
+/// machine instead of measuring one after the other. `ef N` measures one
+/// pass at that ef and prints `{"ef": N, "recall": R, "qps": Q}`; `quit`
+/// or the end of input returns.
+fn serve(g: &Hnsw, queries: &[f32], dim: usize, truth: &[Vec<u32>]) -> Result<(), BenchError> {
+    println!("serving");
+    std::io::stdout().flush()?;
+    for line in std::io::stdin().lines() {
+        let line = line?;
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next().map(str::parse::<usize>)) {
+            (Some("ef"), Some(Ok(ef))) => {
+                let (recall, qps) = measure(queries, dim, truth, |q| {
+                    g.search(q, SearchParams { k: 10, ef }, Filter::All)
+                })?;
+                println!("{{\"ef\": {ef}, \"recall\": {recall:.5}, \"qps\": {qps:.1}}}");
+            }
+            (Some("quit"), _) | (None, _) => break,
+            _ => println!("{{\"error\": \"expected `ef N` or `quit`, got {line:?}\"}}"),
+        }
+        std::io::stdout().flush()?;
     }
     Ok(())
 }

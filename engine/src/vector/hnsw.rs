@@ -31,6 +31,7 @@ use memdb_format::{GenerationEncoder, GenerationParts, MAX_DIMENSION, Metric};
 use super::VectorError;
 use super::aligned::AlignedF32;
 use super::distance::{DistFn, distance_fn, prefetch_lines};
+use super::pages;
 use super::search::{
     Cand, Filter, GraphStore, Scratch, ScratchPool, Strategy, greedy, knn, search_layer,
 };
@@ -227,6 +228,7 @@ impl Hnsw {
         self.ids.reserve(additional);
         self.levels.reserve(additional);
         self.layer0.reserve(additional.saturating_mul(self.m0 + 1));
+        self.advise_huge();
         self.upper_offsets.reserve(additional);
         self.locks.reserve(additional);
         self.by_id.reserve(additional);
@@ -239,6 +241,7 @@ impl Hnsw {
             .filter(|&n| n < u32::MAX - 1)
             .ok_or(VectorError::Full)?;
         let level = self.random_level(node);
+        let capacity = (self.vectors.capacity(), self.layer0.capacity());
         self.vectors.extend_from_slice(v);
         self.ids.push(id);
         self.levels.push(level);
@@ -253,7 +256,17 @@ impl Hnsw {
             .extend((0..lists * (self.params.m + 1)).map(|_| AtomicU32::new(0)));
         self.locks.push(Mutex::new(()));
         self.by_id.insert(id, node);
+        if capacity != (self.vectors.capacity(), self.layer0.capacity()) {
+            self.advise_huge();
+        }
         Ok(node)
+    }
+
+    /// Asks for huge pages under the vectors and the layer-0 lists (the
+    /// arrays a search reads at random; `pages.rs`), after they grow.
+    fn advise_huge(&self) {
+        self.vectors.advise_huge();
+        pages::advise_huge(&self.layer0);
     }
 
     fn random_level(&self, node: u32) -> u8 {

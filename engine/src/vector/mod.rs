@@ -43,6 +43,7 @@ mod distance;
 mod hnsw;
 pub(crate) mod index;
 mod mapped;
+mod pages;
 mod search;
 pub(crate) mod spaces;
 
