@@ -51,6 +51,13 @@ fn map_file(path: &Path) -> Result<Mapped> {
     // pages of an existing mapping valid). Another program modifying the file
     // would break this, as it would for any mmap-based store.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(Error::io(path))?;
+    // Searches read the file at random, as they do the in-memory graph
+    // (`pages.rs`). This kernel already maps most of a page-cached file
+    // with 2 MiB entries (large folios: 216 of 256 MiB in a test); the
+    // advice asked for all of it (256 of 256). Advice only: a refusal
+    // changes nothing, so its error is not one.
+    #[cfg(target_os = "linux")]
+    let _ = map.advise(memmap2::Advice::HugePage);
     Ok(Mapped(map))
 }
 
