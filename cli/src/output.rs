@@ -133,28 +133,34 @@ impl Output {
                 results,
                 notes,
                 ..
-            } => json!({
-                "query": query,
-                "mode": results.mode,
-                "notes": notes,
-                "results": results.hits.iter().map(|h| {
-                    let mut v = json!({
-                        "score": h.score,
-                        "message_id": h.message.id,
-                        "conversation_id": h.message.conversation_id,
-                        "label": h.label,
-                        "folder": h.folder,
-                        "role": h.message.role,
-                        "timestamp": h.message.timestamp,
-                        "content": h.message.content,
-                    });
-                    if let (Some(e), Value::Object(m)) = (&h.explain, &mut v) {
-                        m.insert("explain".into(), to_value(e));
-                    }
-                    v
-                }).collect::<Vec<_>>(),
-                "total": results.hits.len(),
-            }),
+            } => {
+                let mut out = json!({
+                    "query": query,
+                    "mode": results.mode,
+                    "notes": notes,
+                    "results": results.hits.iter().map(|h| {
+                        let mut v = json!({
+                            "score": h.score,
+                            "message_id": h.message.id,
+                            "conversation_id": h.message.conversation_id,
+                            "label": h.label,
+                            "folder": h.folder,
+                            "role": h.message.role,
+                            "timestamp": h.message.timestamp,
+                            "content": h.message.content,
+                        });
+                        if let (Some(e), Value::Object(m)) = (&h.explain, &mut v) {
+                            m.insert("explain".into(), to_value(e));
+                        }
+                        v
+                    }).collect::<Vec<_>>(),
+                    "total": results.hits.len(),
+                });
+                if let (false, Value::Object(m)) = (results.plan.is_empty(), &mut out) {
+                    m.insert("plan".into(), to_value(&results.plan));
+                }
+                out
+            }
             Output::Metadata(c) => to_value(c),
             Output::Page(p) => to_value(p),
             Output::Count(n) => json!({ "count": n }),
@@ -284,6 +290,9 @@ impl Output {
                     if let (true, Some(e)) = (*explain, &h.explain) {
                         line(o, format_args!("     {}", explain_line(e)));
                     }
+                }
+                for p in &results.plan {
+                    line(o, format_args!("plan: {}", plan_line(p)));
                 }
             }
             Output::Conversation(c) => {
@@ -728,6 +737,20 @@ fn check(o: &mut String, r: &CheckReport) {
             }
         ),
     );
+}
+
+/// One graph's search plan: `generation: two_hop, 9,956 of 100,000 nodes
+/// allowed (exact at <= 2,530)`.
+fn plan_line(p: &memdb::VectorPlan) -> String {
+    format!(
+        "{}: {}, {}{} of {} nodes allowed (exact at <= {})",
+        to_value(&p.part).as_str().unwrap_or("?"),
+        to_value(&p.path).as_str().unwrap_or("?"),
+        if p.estimated { "about " } else { "" },
+        p.allowed,
+        p.nodes,
+        p.exact_threshold
+    )
 }
 
 fn explain_line(e: &memdb::ScoreExplain) -> String {

@@ -45,6 +45,8 @@ pub struct Outcome {
     pub mode: Mode,
     /// Fallbacks and truncations to report.
     pub notes: Vec<String>,
+    /// With `explain`: how each vector graph was searched.
+    pub plan: Vec<memdb::VectorPlan>,
 }
 
 /// Checks the query's size before it reaches the engine.
@@ -122,5 +124,6 @@ pub fn run(db: &Memdb, spec: Spec) -> Result<Outcome, ApiError> {
             SearchMode::Hybrid => Mode::Hybrid,
         },
         notes: out.notes.iter().map(ToString::to_string).collect(),
+        plan: out.plan,
     })
 }

@@ -492,6 +492,13 @@ pub struct QueryOut {
     pub page: usize,
     /// The limit.
     pub page_size: usize,
+    /// Only when the request asked to explain and a vector search ran: how
+    /// each graph of the message space's index was searched (`part`
+    /// generation|delta, `path` unfiltered|exact|two_hop|walk|empty,
+    /// `nodes`, `allowed`, `estimated`, `exact_threshold`; SPEC §9.2).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub plan: Vec<memdb::VectorPlan>,
 }
 
 /// One full-text hit (Sekha's FTS row plus label, folder and score).

@@ -129,6 +129,73 @@ fn paraphrased_queries_find_their_topic_first() {
     }
 }
 
+/// `explain` reports, per graph of the message space's index, the path the
+/// filtered-search planner took and the allowed-set size it chose from.
+#[test]
+fn explain_reports_the_vector_planner_choice_per_graph() {
+    let d = tmp();
+    let db = open(d.path(), hashing(64));
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let a = format!("topic {i} alpha");
+        let b = format!("reply {i} beta");
+        ids.push(conv(&db, &format!("c{i}"), "/", &[&a, &b]).conversation.id);
+    }
+    let spaces = db.vector_spaces().unwrap();
+    assert_eq!(spaces.len(), 1, "{spaces:?}");
+    db.compact_vectors(&spaces[0].name).unwrap();
+    conv(&db, "late", "/", &["late alpha", "late beta"]);
+
+    let semantic = SearchRequest::new("alpha").mode(SearchMode::Semantic);
+    assert!(
+        db.search(&semantic).unwrap().plan.is_empty(),
+        "no explain, no plan"
+    );
+    let mut req = semantic.clone();
+    req.explain = true;
+    let part = |r: &SearchResults, part: IndexPart| -> VectorPlan {
+        *r.plan
+            .iter()
+            .find(|p| p.part == part)
+            .unwrap_or_else(|| panic!("no {part:?} plan in {:?}", r.plan))
+    };
+
+    // Unfiltered: a plain graph search of the 60 compacted vectors; the
+    // delta holds the 2 written since (its live-node check makes it a
+    // predicate, and 2 nodes are searched exactly).
+    let all = db.search(&req).unwrap();
+    let g = part(&all, IndexPart::Generation);
+    assert_eq!(
+        (g.path, g.nodes, g.allowed),
+        (VectorPath::Unfiltered, 60, 60)
+    );
+    assert_eq!(g.exact_threshold, 1_000);
+    let delta = part(&all, IndexPart::Delta);
+    assert_eq!(
+        (delta.path, delta.nodes, delta.allowed),
+        (VectorPath::Exact, 2, 2)
+    );
+
+    // One conversation: its 2 messages of the 60, searched exactly.
+    req.conversation_id = Some(ids[3]);
+    let one = db.search(&req).unwrap();
+    let g = part(&one, IndexPart::Generation);
+    assert_eq!(
+        (g.path, g.allowed, g.estimated),
+        (VectorPath::Exact, 2, false)
+    );
+    assert!(!one.hits.is_empty());
+    assert!(one.hits.iter().all(|h| h.message.conversation_id == ids[3]));
+
+    // Hybrid carries the plan of its semantic side; keyword has none.
+    let mut hybrid = SearchRequest::new("alpha");
+    hybrid.explain = true;
+    assert!(!db.search(&hybrid).unwrap().plan.is_empty());
+    let mut keyword = SearchRequest::new("alpha").mode(SearchMode::Keyword);
+    keyword.explain = true;
+    assert!(db.search(&keyword).unwrap().plan.is_empty());
+}
+
 #[test]
 fn hybrid_explains_and_fuses_both_rankings() {
     let d = tmp();

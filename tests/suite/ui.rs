@@ -141,6 +141,47 @@ fn query_explains_scores_only_when_asked() {
     assert_eq!(explained["results"][0]["message_id"], first["message_id"]);
 }
 
+#[test]
+fn query_shows_the_vector_plan_only_when_asked() {
+    let hashing: std::sync::Arc<dyn memdb::Embedder> =
+        std::sync::Arc::new(memdb::Hashing::new(64).expect("hashing embedder"));
+    let s = TestServer::start_seeded(config(), memdb::Config::with_embedder(hashing), seed);
+    let body = |explain: bool, filters: Value| {
+        let b = serde_json::json!({"query": "filler about nothing", "mode": "semantic",
+            "explain": explain, "filters": filters});
+        let r = s.send("POST", "/api/v1/query", &b);
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()
+    };
+    let plain = body(false, serde_json::json!({}));
+    assert!(plain.get("plan").is_none(), "{plain}");
+    let all = body(true, serde_json::json!({}));
+    let plan = all["plan"].as_array().expect("a plan").clone();
+    assert!(!plan.is_empty(), "{all}");
+    // Every vector is still in the delta: 29 messages, searched exactly.
+    let delta = plan
+        .iter()
+        .find(|p| p["part"] == "delta")
+        .expect("delta plan");
+    assert_eq!(delta["path"], "exact", "{delta}");
+    assert_eq!(delta["nodes"], delta["allowed"], "{delta}");
+    // A folder filter narrows the allowed set to its messages.
+    let cooking = body(true, serde_json::json!({"folder": "/home/cooking"}));
+    let delta = cooking["plan"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["part"] == "delta"))
+        .expect("delta plan");
+    assert!(
+        delta["allowed"].as_u64() < delta["nodes"].as_u64(),
+        "{delta}"
+    );
+    assert!(
+        cooking["results"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty() && r.iter().all(|h| h["folder"] == "/home/cooking"))
+    );
+}
+
 /// The store the browser test browses: two conversations in `/work/rust`,
 /// two in `/home/cooking` (one whose label and content are markup), and 25
 /// in `/archive/bulk` for paging.

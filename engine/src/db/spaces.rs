@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::metric::MAX_DIMENSION;
-use crate::model::types::Filter;
+use crate::model::types::{Filter, VectorPlan};
 use crate::store;
 use crate::store::vectors::{FilterRows, VectorRows};
 use crate::vector::spaces::{
@@ -303,6 +303,19 @@ impl Memdb {
         params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
     ) -> Result<Vec<VectorHit>> {
+        Ok(self.search_vectors_planned(space, query, params, filter)?.0)
+    }
+
+    /// [`Memdb::search_vectors`] and the plan each graph of the space's
+    /// index followed (exact, two-hop or unfiltered, and the allowed-set
+    /// size it was chosen from).
+    pub fn search_vectors_planned(
+        &self,
+        space: &str,
+        query: &[f32],
+        params: crate::vector::index::VectorSearch,
+        filter: &VectorFilter,
+    ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         self.search_vectors_in(space, query, params, filter, false, None)
     }
 
@@ -316,7 +329,9 @@ impl Memdb {
         filter: &VectorFilter,
         denied: &HashSet<u128>,
     ) -> Result<Vec<VectorHit>> {
-        self.search_vectors_in(space, query, params, filter, false, Some(denied))
+        Ok(self
+            .search_vectors_in(space, query, params, filter, false, Some(denied))?
+            .0)
     }
 
     /// [`Memdb::search_vectors`] over a message space, limited to the
@@ -327,7 +342,7 @@ impl Memdb {
         query: &[f32],
         params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
-    ) -> Result<Vec<VectorHit>> {
+    ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         self.search_vectors_in(space, query, params, filter, true, None)
     }
 
@@ -339,7 +354,7 @@ impl Memdb {
         filter: &VectorFilter,
         ns_bound: bool,
         denied: Option<&HashSet<u128>>,
-    ) -> Result<Vec<VectorHit>> {
+    ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         let sp = self.vector_space(space)?;
         check_vector("query", &sp, query)?;
         if params.k == 0 || params.k > crate::model::filter::MAX_LIMIT {

@@ -512,6 +512,58 @@ mod tests {
     }
 }
 
+/// How one vector graph was searched: the filtered-search planner's choice
+/// and what it was made from (an `explain` search's `plan`; SPEC.md §9.2).
+/// A space's index is a memory-mapped generation plus an in-memory delta,
+/// each searched and planned on its own, so a search reports up to two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct VectorPlan {
+    /// Which graph of the space's index.
+    pub part: IndexPart,
+    /// The path the planner chose.
+    pub path: VectorPath,
+    /// Nodes in that graph (live and tombstoned).
+    pub nodes: u64,
+    /// Nodes the filter allows: counted for an explicit set, estimated
+    /// from a sample of 512 nodes for a predicate (`estimated`), all of
+    /// them when unfiltered.
+    pub allowed: u64,
+    /// Whether `allowed` is a sampled estimate.
+    pub estimated: bool,
+    /// Allowed-set size at or below which the planner searches exactly
+    /// (the larger of `√(ef · nodes)` and 2% of the nodes, at least 1,000).
+    pub exact_threshold: u64,
+}
+
+/// A graph of a vector space's index (see [`VectorPlan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexPart {
+    /// The memory-mapped generation file.
+    Generation,
+    /// The in-memory delta of vectors written since.
+    Delta,
+}
+
+/// How a vector graph was searched (see [`VectorPlan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VectorPath {
+    /// No filter: a plain HNSW search.
+    Unfiltered,
+    /// Every allowed node's distance (a small allowed set).
+    Exact,
+    /// A graph walk over the allowed nodes, a disallowed neighbour standing
+    /// in for its own neighbours (ACORN-1).
+    TwoHop,
+    /// A graph walk through every node, collecting allowed ones (hnswlib's
+    /// filtered search; only when forced).
+    Walk,
+    /// Nothing to search: the graph or the allowed set is empty.
+    Empty,
+}
+
 /// How one hit's score was made. In hybrid mode every candidate gets its
 /// similarity, so `similarity` can be present without `semantic_rank`: a
 /// keyword-only candidate's cosine, read from its stored vector.

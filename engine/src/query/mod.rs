@@ -14,7 +14,7 @@ use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::filter::{MAX_LIMIT, check_limit, normalize_filter};
 use crate::model::notes::SearchNote;
-use crate::model::types::{Filter, ScoreExplain, SearchHit, TextQuery};
+use crate::model::types::{Filter, ScoreExplain, SearchHit, TextQuery, VectorPlan};
 use crate::text::Reading;
 use crate::vector::index::VectorSearch;
 use crate::vector::spaces::VectorFilter;
@@ -281,6 +281,12 @@ pub struct SearchResults {
     /// What the caller should know: truncation, fallbacks, messages not
     /// embedded yet.
     pub notes: Vec<SearchNote>,
+    /// With `explain`, how the semantic side searched each graph of the
+    /// message space's index (the filtered-search planner's choice and the
+    /// allowed-set size it was made from); empty otherwise and in keyword
+    /// mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<VectorPlan>,
 }
 
 /// How the text index reads the query.
@@ -301,6 +307,7 @@ struct SemanticSide {
     ranking: Ranking,
     query: Vec<f32>,
     space: crate::vector::spaces::VectorSpace,
+    plan: Vec<VectorPlan>,
 }
 
 /// Min-max bounds of the values present, `None` when there are none.
@@ -503,10 +510,12 @@ impl Memdb {
                     hits,
                     mode: SearchMode::Keyword,
                     notes,
+                    plan: Vec::new(),
                 })
             }
             SearchMode::Semantic => {
-                let ranking = self.semantic_ranking(req, &filter, window, &mut notes)?;
+                let SemanticSide { ranking, plan, .. } =
+                    self.semantic_side(req, &filter, window, &mut notes)?;
                 let page: Ranking = ranking.into_iter().skip(req.offset).collect();
                 let mut hits = self.resolve_hits(&page)?;
                 if req.explain {
@@ -522,6 +531,7 @@ impl Memdb {
                     hits,
                     mode: SearchMode::Semantic,
                     notes,
+                    plan: if req.explain { plan } else { Vec::new() },
                 })
             }
             SearchMode::Hybrid => self.hybrid(req, &filter, notes),
@@ -543,17 +553,6 @@ impl Memdb {
             limit,
             offset,
         }
-    }
-
-    /// The top `k` messages by similarity to the query's embedding.
-    fn semantic_ranking(
-        &self,
-        req: &SearchRequest,
-        filter: &Filter,
-        k: usize,
-        notes: &mut Vec<SearchNote>,
-    ) -> Result<Ranking> {
-        Ok(self.semantic_side(req, filter, k, notes)?.ranking)
     }
 
     /// The semantic ranking, with the query vector and the space it was
@@ -590,7 +589,7 @@ impl Memdb {
             k,
             ef: k.max(VectorSearch::default().ef),
         };
-        let hits = self.search_message_vectors(&space.name, &query, params, &vf)?;
+        let (hits, plan) = self.search_message_vectors(&space.name, &query, params, &vf)?;
         let floor = req.min_similarity.unwrap_or(f32::NEG_INFINITY);
         Ok(SemanticSide {
             ranking: hits
@@ -600,6 +599,7 @@ impl Memdb {
                 .collect(),
             query,
             space,
+            plan,
         })
     }
 
@@ -833,6 +833,7 @@ impl Memdb {
                 hits,
                 mode: SearchMode::Keyword,
                 notes,
+                plan: Vec::new(),
             });
         };
         // Score every candidate on the semantic signal: the exact cosine of
@@ -841,6 +842,7 @@ impl Memdb {
             ranking: semantic,
             query,
             space,
+            plan,
         } = semantic;
         let keyword = keyword.unwrap_or_default();
         let in_semantic: HashSet<u128> = semantic.iter().map(|x| x.0).collect();
@@ -876,6 +878,7 @@ impl Memdb {
             hits,
             mode: SearchMode::Hybrid,
             notes,
+            plan: if req.explain { plan } else { Vec::new() },
         })
     }
 }

@@ -33,7 +33,7 @@ use super::aligned::AlignedF32;
 use super::distance::{DistFn, distance_fn, prefetch_lines};
 use super::pages;
 use super::search::{
-    Cand, Filter, GraphStore, Scratch, ScratchPool, Strategy, greedy, knn, search_layer,
+    Cand, Filter, GraphStore, Plan, Scratch, ScratchPool, Strategy, greedy, knn, search_layer,
 };
 use super::{Hit, SearchParams, prepare_vector};
 
@@ -467,8 +467,19 @@ impl Hnsw {
         filter: Filter<'_>,
         strategy: Strategy,
     ) -> Result<Vec<Hit>, VectorError> {
+        Ok(self.search_planned(query, params, filter, strategy)?.0)
+    }
+
+    /// [`Self::search_with`] and the plan the search followed.
+    pub(crate) fn search_planned(
+        &self,
+        query: &[f32],
+        params: SearchParams,
+        filter: Filter<'_>,
+        strategy: Strategy,
+    ) -> Result<(Vec<Hit>, Plan), VectorError> {
         let q = prepare_vector(self.metric, self.dim, query)?;
-        let found = knn(
+        let (found, plan) = knn(
             self,
             &self.pool,
             q.as_slice(),
@@ -477,7 +488,7 @@ impl Hnsw {
             filter,
             strategy,
         );
-        Ok(super::hits(self.metric, found))
+        Ok((super::hits(self.metric, found), plan))
     }
 
     /// Number of nodes.

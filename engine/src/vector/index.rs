@@ -25,11 +25,12 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::model::metric::Metric;
+use crate::model::types::{IndexPart, VectorPlan};
 use crate::store::vectors::VectorRows;
 use crate::store::{self, Store};
 use crate::vector::spaces::{self, VectorHit};
 use crate::vector::{
-    self, Filter, Hnsw, HnswParams, MappedGeneration, NodeSet, SearchParams, VectorError,
+    self, Filter, Hnsw, HnswParams, MappedGeneration, NodeSet, SearchParams, Strategy, VectorError,
 };
 
 /// A generation file's bytes, memory-mapped.
@@ -283,14 +284,15 @@ impl SpaceIndex {
         }
     }
 
-    /// Searches generation and delta and merges by similarity.
+    /// Searches generation and delta and merges by similarity; also the
+    /// plan each graph's search followed.
     fn search(
         &self,
         query: &[f32],
         params: VectorSearch,
         allowed: Option<&HashSet<u128>>,
         denied: Option<&HashSet<u128>>,
-    ) -> Result<Vec<VectorHit>> {
+    ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         let denied = denied.filter(|d| !d.is_empty());
         let admitted = |rid: u128| {
             allowed.is_none_or(|a| a.contains(&rid)) && denied.is_none_or(|d| !d.contains(&rid))
@@ -300,6 +302,8 @@ impl SpaceIndex {
             ef: params.ef.max(params.k),
         };
         let mut hits: Vec<(f32, u128)> = Vec::new();
+        let mut plans = Vec::new();
+        let auto = Strategy::Auto;
         if let Some(current) = &self.current {
             let view = current.view()?;
             let n = current.len();
@@ -311,16 +315,18 @@ impl SpaceIndex {
                         .filter(|&&r| keep(r))
                         .filter_map(|&r| view.node_of(r));
                     let set = NodeSet::new(n, nodes);
-                    current.search(query, sp, Filter::Nodes(&set))?
+                    current.search_planned(query, sp, Filter::Nodes(&set), auto)?
                 }
                 _ if allowed.is_none() && denied.is_none() && self.tombstoned.is_empty() => {
-                    current.search(query, sp, Filter::All)?
+                    current.search_planned(query, sp, Filter::All, auto)?
                 }
                 _ => {
                     let pred = |node: u32| view.record_id(node).is_some_and(keep);
-                    current.search(query, sp, Filter::Predicate(&pred))?
+                    current.search_planned(query, sp, Filter::Predicate(&pred), auto)?
                 }
             };
+            let (found, plan) = found;
+            plans.push(plan.public(IndexPart::Generation));
             for h in found {
                 if let Some(rid) = view.record_id(h.node) {
                     hits.push((h.score, rid));
@@ -333,7 +339,11 @@ impl SpaceIndex {
                     .record_id(node)
                     .is_some_and(|rid| self.live.get(&rid) == Some(&node) && admitted(rid))
             };
-            for h in self.delta.search(query, sp, Filter::Predicate(&current))? {
+            let (found, plan) =
+                self.delta
+                    .search_planned(query, sp, Filter::Predicate(&current), auto)?;
+            plans.push(plan.public(IndexPart::Delta));
+            for h in found {
                 if let Some(rid) = self.delta.record_id(h.node) {
                     hits.push((h.score, rid));
                 }
@@ -342,13 +352,14 @@ impl SpaceIndex {
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         hits.dedup_by_key(|h| h.1);
         hits.truncate(params.k);
-        Ok(hits
+        let hits = hits
             .into_iter()
             .map(|(s, r)| VectorHit {
                 record: Uuid::from_u128(r),
                 similarity: s,
             })
-            .collect())
+            .collect();
+        Ok((hits, plans))
     }
 }
 
@@ -538,7 +549,7 @@ impl VectorIndexes {
         params: VectorSearch,
         allowed: Option<&HashSet<u128>>,
         denied: Option<&HashSet<u128>>,
-    ) -> Result<Vec<VectorHit>> {
+    ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         let s = space.read().unwrap_or_else(|e| e.into_inner());
         s.search(query, params, allowed, denied)
     }

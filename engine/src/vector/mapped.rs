@@ -8,7 +8,7 @@
 use memdb_format::{GenerationView, Metric};
 
 use super::distance::{DistFn, distance_fn, prefetch_lines};
-use super::search::{Filter, GraphStore, ScratchPool, Strategy, knn};
+use super::search::{Filter, GraphStore, Plan, ScratchPool, Strategy, knn};
 use super::{Hit, SearchParams, VectorError, prepare_vector};
 
 /// A validated generation file, ready to search.
@@ -142,9 +142,20 @@ impl<B: AsRef<[u8]> + Sync> MappedGeneration<B> {
         filter: Filter<'_>,
         strategy: Strategy,
     ) -> Result<Vec<Hit>, VectorError> {
+        Ok(self.search_planned(query, params, filter, strategy)?.0)
+    }
+
+    /// [`Self::search_with`] and the plan the search followed.
+    pub(crate) fn search_planned(
+        &self,
+        query: &[f32],
+        params: SearchParams,
+        filter: Filter<'_>,
+        strategy: Strategy,
+    ) -> Result<(Vec<Hit>, Plan), VectorError> {
         let q = prepare_vector(self.metric, self.dim, query)?;
         let store = ViewStore::new(self.view()?)?;
-        let found = knn(
+        let (found, plan) = knn(
             &store,
             &self.pool,
             q.as_slice(),
@@ -153,7 +164,7 @@ impl<B: AsRef<[u8]> + Sync> MappedGeneration<B> {
             filter,
             strategy,
         );
-        Ok(super::hits(self.metric, found))
+        Ok((super::hits(self.metric, found), plan))
     }
 
     /// The record id of `node`.

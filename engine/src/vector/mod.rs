@@ -57,7 +57,7 @@ mod tests;
 pub(crate) use hnsw::{Hnsw, HnswParams};
 pub(crate) use mapped::MappedGeneration;
 pub(crate) use memdb_format::Metric;
-pub(crate) use search::{Filter, NodeSet};
+pub(crate) use search::{Filter, NodeSet, Strategy};
 
 use memdb_format::FormatError;
 use search::Cand;

@@ -22,6 +22,7 @@ use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
 use super::distance::{DistFn, prefetch_lines};
+use crate::model::types::{IndexPart, VectorPath, VectorPlan};
 
 /// Vectors whose loads are started ahead of the distance computation that
 /// needs them. Issuing all of a node's neighbors at once overflows the
@@ -487,10 +488,36 @@ pub(crate) fn filtered_ef(ef: usize, allowed: usize, n: usize) -> usize {
     ((ef as f64 * factor).ceil() as usize).max(ef)
 }
 
+/// What [`knn`] chose and why: the path, the allowed-set size it decided
+/// on (counted, or estimated by sampling a predicate), the graph's size and
+/// the exact-search threshold at this `ef`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub(crate) path: VectorPath,
+    pub(crate) nodes: usize,
+    pub(crate) allowed: usize,
+    pub(crate) estimated: bool,
+    pub(crate) exact_threshold: usize,
+}
+
+impl Plan {
+    /// The public form, naming the graph it was made for.
+    pub(crate) fn public(self, part: IndexPart) -> VectorPlan {
+        VectorPlan {
+            part,
+            path: self.path,
+            nodes: self.nodes as u64,
+            allowed: self.allowed as u64,
+            estimated: self.estimated,
+            exact_threshold: self.exact_threshold as u64,
+        }
+    }
+}
+
 /// The k nearest allowed nodes to `q` (already prepared by
 /// `prepare_vector`: right dimension, normalized for cosine, and aligned
 /// like the stored vectors, so no SIMD load straddles two cache lines),
-/// closest first.
+/// closest first, and the plan that found them.
 pub(crate) fn knn<G: GraphStore>(
     g: &G,
     pool: &ScratchPool,
@@ -499,42 +526,55 @@ pub(crate) fn knn<G: GraphStore>(
     ef: usize,
     filter: Filter<'_>,
     strategy: Strategy,
-) -> Vec<Cand> {
+) -> (Vec<Cand>, Plan) {
     let n = g.node_count();
-    if n == 0 || k == 0 {
-        return Vec::new();
-    }
     let ef = ef.max(k);
+    let threshold = exact_threshold(n, ef);
+    let mut plan = Plan {
+        path: VectorPath::Empty,
+        nodes: n,
+        allowed: n,
+        estimated: false,
+        exact_threshold: threshold,
+    };
+    if n == 0 || k == 0 {
+        return (Vec::new(), plan);
+    }
     let exact_if = |allowed: usize| match strategy {
-        Strategy::Auto => allowed <= exact_threshold(n, ef),
+        Strategy::Auto => allowed <= threshold,
         Strategy::Graph | Strategy::Walk => false,
         Strategy::Exact => true,
     };
     // A filtered graph search of `allowed` (estimated) nodes: two hops, or
     // hnswlib's walk with `ef` grown as selectivity falls.
-    let walk_mode = if strategy == Strategy::Walk {
-        Layer0::Walk
+    let (walk_mode, walk_path) = if strategy == Strategy::Walk {
+        (Layer0::Walk, VectorPath::Walk)
     } else {
-        Layer0::TwoHop
+        (Layer0::TwoHop, VectorPath::TwoHop)
     };
     let walk_ef = |allowed: usize| match walk_mode {
         Layer0::Walk => filtered_ef(ef, allowed, n),
         _ => ef,
     };
-    match filter {
+    let found = match filter {
         Filter::All => {
             if strategy == Strategy::Exact {
+                plan.path = VectorPath::Exact;
                 exact(g, q, k, 0..n as u32)
             } else {
+                plan.path = VectorPath::Unfiltered;
                 walk(g, pool, q, k, ef, |_| true, Layer0::All)
             }
         }
         Filter::Nodes(set) => {
+            plan.allowed = set.len();
             if set.is_empty() {
                 Vec::new()
             } else if exact_if(set.len()) {
+                plan.path = VectorPath::Exact;
                 exact(g, q, k, set.nodes().iter().copied())
             } else {
+                plan.path = walk_path;
                 let ef = walk_ef(set.len());
                 walk(g, pool, q, k, ef, |id| set.contains(id), walk_mode)
             }
@@ -545,13 +585,17 @@ pub(crate) fn knn<G: GraphStore>(
                 .filter(|&i| p((i * n / samples) as u32))
                 .count();
             let estimate = hits * n / samples;
+            (plan.allowed, plan.estimated) = (estimate, samples < n);
             if hits == 0 || exact_if(estimate) {
+                plan.path = VectorPath::Exact;
                 exact(g, q, k, (0..n as u32).filter(|&i| p(i)))
             } else {
+                plan.path = walk_path;
                 walk(g, pool, q, k, walk_ef(estimate), p, walk_mode)
             }
         }
-    }
+    };
+    (found, plan)
 }
 
 /// How a walk searches layer 0.

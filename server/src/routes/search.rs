@@ -90,6 +90,7 @@ async fn run_query(
         notes: out.notes.iter().map(ToString::to_string).collect(),
         page: offset / limit + 1,
         page_size: limit,
+        plan: out.plan,
     }))
 }
 
