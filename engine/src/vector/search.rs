@@ -27,14 +27,16 @@ use crate::model::types::{IndexPart, VectorPath, VectorPlan};
 /// Vectors whose loads are started ahead of the distance computation that
 /// needs them. Issuing all of a node's neighbors at once overflows the
 /// core's miss buffers; a short window keeps them busy without stalls.
-const PREFETCH_AHEAD: usize = 3;
-/// Cache lines prefetched per vector: the first 256 bytes; the hardware
-/// prefetcher streams the rest once the kernel reads on. Prefetching whole
-/// 384-d vectors (24 lines, 6 ahead) filled the line-fill buffers, and a
-/// software prefetch that finds none free stalls: a profile put half of
-/// the search loop's own time on the instructions after `prefetcht0`, and
-/// 3 x 4 lines ran 10-20% faster at ef 32-64 (benches/README.md).
-const PREFETCH_LINES: usize = 4;
+const PREFETCH_AHEAD: usize = 4;
+/// Cache lines prefetched per vector: a whole 384-d vector (a longer one's
+/// first 1,536 bytes; the hardware prefetcher streams the rest). With 4 KiB
+/// pages most of these prefetches missed the TLB, and a short prefetch
+/// (3 vectors x 4 lines) ran 10-20% faster than 6 x 24; once the arrays
+/// got huge pages (`pages.rs`) the whole vector pays again: 4 x 24 ran
+/// 1.07-1.09x and 6 x 24 1.06-1.10x the speed of 3 x 4 at ef 32-64, four
+/// serving harnesses on one graph interleaved, a second 3 x 4 within
+/// 1.01-1.04x (benches/README.md).
+const PREFETCH_LINES: usize = 24;
 /// What the search code needs from a graph: vectors, adjacency, the entry
 /// point and the distance function. Implementations never panic on any node
 /// id they hand out themselves.
