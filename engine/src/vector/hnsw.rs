@@ -33,7 +33,7 @@ use super::aligned::AlignedF32;
 use super::distance::{DistFn, distance_fn, prefetch_lines};
 use super::pages;
 use super::search::{
-    Cand, Filter, GraphStore, Plan, Scratch, ScratchPool, Strategy, greedy, knn, search_layer,
+    Cand, Filter, GraphStore, Plan, Scratch, ScratchPool, Strategy, greedy, search_layer,
 };
 use super::{Hit, SearchParams, prepare_vector};
 
@@ -478,17 +478,16 @@ impl Hnsw {
         filter: Filter<'_>,
         strategy: Strategy,
     ) -> Result<(Vec<Hit>, Plan), VectorError> {
-        let q = prepare_vector(self.metric, self.dim, query)?;
-        let (found, plan) = knn(
+        super::planned_search(
             self,
             &self.pool,
-            q.as_slice(),
-            params.k,
-            params.ef,
+            self.metric,
+            self.dim,
+            query,
+            params,
             filter,
             strategy,
-        );
-        Ok((super::hits(self.metric, found), plan))
+        )
     }
 
     /// Number of nodes.

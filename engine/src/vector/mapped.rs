@@ -8,8 +8,8 @@
 use memdb_format::{GenerationView, Metric};
 
 use super::distance::{DistFn, distance_fn, prefetch_lines};
-use super::search::{Filter, GraphStore, Plan, ScratchPool, Strategy, knn};
-use super::{Hit, SearchParams, VectorError, prepare_vector};
+use super::search::{Filter, GraphStore, Plan, ScratchPool, Strategy};
+use super::{Hit, SearchParams, VectorError};
 
 /// A validated generation file, ready to search.
 pub(crate) struct MappedGeneration<B> {
@@ -153,18 +153,17 @@ impl<B: AsRef<[u8]> + Sync> MappedGeneration<B> {
         filter: Filter<'_>,
         strategy: Strategy,
     ) -> Result<(Vec<Hit>, Plan), VectorError> {
-        let q = prepare_vector(self.metric, self.dim, query)?;
         let store = ViewStore::new(self.view()?)?;
-        let (found, plan) = knn(
+        super::planned_search(
             &store,
             &self.pool,
-            q.as_slice(),
-            params.k,
-            params.ef,
+            self.metric,
+            self.dim,
+            query,
+            params,
             filter,
             strategy,
-        );
-        Ok((super::hits(self.metric, found), plan))
+        )
     }
 
     /// The record id of `node`.

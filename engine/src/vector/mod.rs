@@ -96,6 +96,25 @@ pub(crate) struct Hit {
     pub(crate) score: f32,
 }
 
+/// The shared body of both graphs' searches: prepares `query` for a graph
+/// of `metric` and `dim`, runs [`search::knn`] over `g`, and returns the
+/// hits with the plan that found them.
+#[allow(clippy::too_many_arguments)]
+fn planned_search<G: search::GraphStore>(
+    g: &G,
+    pool: &search::ScratchPool,
+    metric: Metric,
+    dim: usize,
+    query: &[f32],
+    params: SearchParams,
+    filter: Filter<'_>,
+    strategy: Strategy,
+) -> Result<(Vec<Hit>, search::Plan), VectorError> {
+    let q = prepare_vector(metric, dim, query)?;
+    let (found, plan) = search::knn(g, pool, q.as_slice(), params.k, params.ef, filter, strategy);
+    Ok((hits(metric, found), plan))
+}
+
 /// Why a vector operation failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
