@@ -30,9 +30,10 @@ use crate::model::types::{IndexPart, VectorPath, VectorPlan};
 const PREFETCH_AHEAD: usize = 4;
 /// Cache lines prefetched per vector: a whole 384-d vector (a longer one's
 /// first 1,536 bytes; the hardware prefetcher streams the rest). With 4 KiB
-/// pages most of these prefetches missed the TLB, and a short prefetch
-/// (3 vectors x 4 lines) ran 10-20% faster than 6 x 24; once the arrays
-/// got huge pages (`pages.rs`) the whole vector pays again: 4 x 24 ran
+/// pages a short prefetch (3 vectors x 4 lines) ran 10-20% faster than
+/// 6 x 24, probably because each deep prefetch then also walked the page
+/// tables; once the arrays got huge pages (`pages.rs`) the whole vector
+/// pays again: 4 x 24 ran
 /// 1.07-1.09x and 6 x 24 1.06-1.10x the speed of 3 x 4 at ef 32-64, four
 /// serving harnesses on one graph interleaved, a second 3 x 4 within
 /// 1.01-1.04x (benches/README.md).
