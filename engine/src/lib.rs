@@ -91,7 +91,7 @@ pub use db::records::{
 };
 pub use embed::{
     Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, ModelIdentity, NEIGHBOUR_CHARS,
-    OpenAiSettings, Passage, SelectedEmbedder, default_models_dir, select_embedder,
+    OpenAiSettings, Passage, SelectedEmbedder, default_models_dir, select_embedder, token_windows,
 };
 #[cfg(feature = "local-onnx")]
 pub use embed::{LocalOnnx, LocalOnnxOptions};

@@ -182,6 +182,37 @@ fn local_model_reports_truncation() {
     assert!((cos(&r.vectors[1], &r.vectors[1]) - 1.0).abs() < 1e-4);
 }
 
+#[test]
+fn local_model_cuts_a_long_text_into_passages_it_reads_whole() {
+    let m = model();
+    // A short text is one passage: the whole of it.
+    assert_eq!(m.passages("a short text").unwrap(), vec![0..12]);
+    let text = (0..300)
+        .map(|i| format!("Sentence number {i} is about memory."))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let ranges = m.passages(&text).unwrap();
+    assert!(ranges.len() > 4, "{} passages", ranges.len());
+    assert_eq!(ranges.first().unwrap().start, 0);
+    assert_eq!(ranges.last().unwrap().end, text.len());
+    for pair in ranges.windows(2) {
+        // In order, overlapping, and leaving no gap.
+        assert!(pair[0].start < pair[1].start && pair[1].start <= pair[0].end);
+    }
+    // Every passage is read whole: no truncation.
+    let pieces: Vec<&str> = ranges.iter().map(|r| &text[r.clone()]).collect();
+    let r = m.embed_report(&pieces).unwrap();
+    assert!(r.truncated.iter().all(|t| !t), "{:?}", r.truncated);
+    // The tail is in the last passage, not in the first.
+    assert!(pieces.last().unwrap().contains("Sentence number 299"));
+    assert!(!pieces[0].contains("Sentence number 299"));
+    // Multi-byte text is cut on character boundaries.
+    let cjk = "記憶は大切です。".repeat(200);
+    for r in m.passages(&cjk).unwrap() {
+        assert!(cjk.is_char_boundary(r.start) && cjk.is_char_boundary(r.end));
+    }
+}
+
 /// Copies the installed model files into a fresh directory.
 fn copy_models(to: &Path) {
     for f in LocalOnnx::FILES {

@@ -1076,3 +1076,277 @@ fn the_semantic_cutoff_is_calibrated_for_the_local_model() {
     // A query about neither passes for neither.
     assert!(semantic("the best recipe for banana bread").is_empty());
 }
+
+#[test]
+fn semantic_search_runs_in_two_stages_over_summed_source_vectors() {
+    use memdb::RecordFilter;
+    use memdb::kuradb::{CHUNK, DISMISSED, DOCUMENT};
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let (db, _) = open(store.path());
+    // One source holds the query's words exactly, in one chunk among 40
+    // about something else; 29 sources hold two of its three words.
+    let mut needle = String::from("zebra quantum flux\n\n");
+    for k in 0..40 {
+        needle.push_str(&format!("gardening tomatoes in raised bed {k}\n\n"));
+    }
+    write(inbox.path(), "needle.md", needle.as_bytes());
+    for i in 0..29 {
+        write(
+            inbox.path(),
+            &format!("partial-{i:02}.md"),
+            format!("zebra quantum report {i}\n").as_bytes(),
+        );
+    }
+    db.kb_add("two", &[inbox.path().to_path_buf()]).unwrap();
+    sync(&db, "two");
+    let kb = db.kb("two").unwrap();
+    let h = db.namespace(&kb.namespace).unwrap();
+
+    // Every source's vector is the normalized sum of its chunks' vectors.
+    let docs = h.records_of_kind(DOCUMENT).unwrap();
+    assert_eq!(docs.len(), 30);
+    for d in &docs {
+        let mut sum = vec![0f64; 128];
+        for c in h.record_children(d.id, Some(CHUNK)).unwrap() {
+            let v = h.record_vector(CHUNK, c.id).unwrap().expect("chunk vector");
+            for (s, x) in sum.iter_mut().zip(v) {
+                *s += f64::from(x);
+            }
+        }
+        let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let got = h
+            .record_vector(DOCUMENT, d.id)
+            .unwrap()
+            .expect("source vector");
+        for (g, s) in got.iter().zip(&sum) {
+            assert!(
+                (f64::from(*g) - s / norm).abs() < 1e-5,
+                "{g} vs {}",
+                s / norm
+            );
+        }
+    }
+
+    // 30 sources: the first stage keeps 20 (min(max(30/20, 20), 30)). The
+    // needle's source vector is mostly gardening, so its source is not
+    // among them and its chunk is not found by meaning, although a
+    // one-stage search over the chunks puts it first (KuraDB's trade).
+    let q = db
+        .kb_search("two", "zebra quantum flux", Some(RagTarget::Semantic), 10)
+        .unwrap();
+    let found = sources(&q.semantic);
+    assert_eq!(found.len(), 10, "{found:?}");
+    assert!(found.iter().all(|s| s.starts_with("partial-")), "{found:?}");
+    let chunks = RecordFilter {
+        kinds: vec![CHUNK],
+        ..Default::default()
+    };
+    let one = h.nearest_records("zebra quantum flux", &chunks, 1).unwrap();
+    assert_eq!(
+        h.get_record(CHUNK, one[0].0).unwrap().text,
+        "zebra quantum flux"
+    );
+    let q = db
+        .kb_search("two", "zebra quantum flux", Some(RagTarget::Keyword), 10)
+        .unwrap();
+    assert!(sources(&q.keyword).contains(&"needle.md".to_string()));
+
+    // The needle's file shrinks to its one line: its source vector follows
+    // its chunks, and it comes first.
+    write(inbox.path(), "needle.md", b"zebra quantum flux\n");
+    sync(&db, "two");
+    let q = db
+        .kb_search("two", "zebra quantum flux", Some(RagTarget::Semantic), 10)
+        .unwrap();
+    assert_eq!(sources(&q.semantic)[0], "needle.md");
+
+    // A removed file's source is tagged dismissed: the first stage skips it
+    // and none of its chunks comes back.
+    std::fs::remove_file(inbox.path().join("needle.md")).unwrap();
+    sync(&db, "two");
+    let needle_doc = h
+        .records_of_kind(DOCUMENT)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.body["source"].as_str().unwrap().ends_with("needle.md"))
+        .unwrap();
+    assert_eq!(needle_doc.tags, vec![DISMISSED.to_string()]);
+    let q = db
+        .kb_search("two", "zebra quantum flux", Some(RagTarget::Semantic), 10)
+        .unwrap();
+    assert!(!sources(&q.semantic).contains(&"needle.md".to_string()));
+    assert!(db.check().unwrap().is_consistent());
+    db.verify_vectors().unwrap();
+}
+
+/// The hashing embedder reading at most `window` words, as a real model
+/// reads at most so many tokens: a text is embedded from its first
+/// `window` words, and cut into passages of that many.
+struct Windowed {
+    inner: Hashing,
+    window: usize,
+    texts: AtomicUsize,
+}
+
+impl Windowed {
+    fn offsets(text: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut start = None;
+        for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
+            match (c.is_alphanumeric(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    out.push((s, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+impl Embedder for Windowed {
+    fn identity(&self) -> ModelIdentity {
+        self.inner.identity()
+    }
+    fn embed_report(&self, texts: &[&str]) -> memdb::Result<Embeddings> {
+        self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+        let read: Vec<&str> = texts
+            .iter()
+            .map(|t| match Self::offsets(t).get(self.window) {
+                Some((s, _)) => &t[..*s],
+                None => t,
+            })
+            .collect();
+        self.inner.embed_report(&read)
+    }
+    fn max_tokens(&self) -> Option<usize> {
+        Some(self.window)
+    }
+    fn passages(&self, text: &str) -> memdb::Result<Vec<std::ops::Range<usize>>> {
+        Ok(memdb::token_windows(
+            &Self::offsets(text),
+            self.window,
+            text.len(),
+        ))
+    }
+}
+
+#[test]
+fn a_long_chunk_is_embedded_as_passages_that_all_point_at_it() {
+    use memdb::kuradb::{CHUNK, DOCUMENT};
+    let store = tempfile::tempdir().unwrap();
+    let inbox = tempfile::tempdir().unwrap();
+    let e = Arc::new(Windowed {
+        inner: Hashing::new(128).unwrap(),
+        window: 16,
+        texts: AtomicUsize::new(0),
+    });
+    let db = Memdb::open_with(store.path(), Config::with_embedder(e.clone())).unwrap();
+    // One paragraph of 100 words whose last sentence is the only one about
+    // saffron: a model reading 16 words would never see it.
+    let mut long = String::new();
+    for i in 0..90 {
+        long.push_str(&format!("filler{i} "));
+    }
+    long.push_str("the secret ingredient is saffron from la mancha in spain");
+    write(inbox.path(), "recipe.md", long.as_bytes());
+    write(inbox.path(), "short.md", b"a short note about tea\n");
+    db.kb_add("long", &[inbox.path().to_path_buf()]).unwrap();
+    sync(&db, "long");
+    let kb = db.kb("long").unwrap();
+    let h = db.namespace(&kb.namespace).unwrap();
+    let st = db.kb_status("long").unwrap();
+    assert_eq!((st.chunks, st.embedded, st.pending), (2, 2, 0), "{st:?}");
+    // 100 words in windows of 16 overlapping by 2: 7 passages, the first
+    // in the chunk space, six in passage spaces.
+    let passage_vectors = |db: &Memdb| -> u64 {
+        db.vector_spaces()
+            .unwrap()
+            .iter()
+            .filter(|s| s.name.contains("/p"))
+            .map(|s| db.vector_stats(&s.name).unwrap().count)
+            .sum()
+    };
+    assert_eq!(passage_vectors(&db), 6);
+    assert_eq!(e.texts.load(Ordering::SeqCst), 8);
+    // Found by what only its last passage says.
+    let q = db
+        .kb_search(
+            "long",
+            "saffron from la mancha in spain",
+            Some(RagTarget::Semantic),
+            10,
+        )
+        .unwrap();
+    let groups = q.semantic.unwrap();
+    assert_eq!(sources(&Some(groups.clone())), vec!["recipe.md"]);
+    assert_eq!(
+        groups[0].matches.len(),
+        1,
+        "one chunk, however many passages"
+    );
+    assert_eq!(groups[0].matches[0].content, long);
+    // The document's vector sums every passage of its chunk.
+    let doc = h
+        .records_of_kind(DOCUMENT)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.body["source"].as_str().unwrap().ends_with("recipe.md"))
+        .unwrap();
+    let dv = h.record_vector(DOCUMENT, doc.id).unwrap().unwrap();
+    let pieces: Vec<&str> = e
+        .passages(&long)
+        .unwrap()
+        .into_iter()
+        .map(|r| &long[r])
+        .collect();
+    let mut sum = vec![0f64; 128];
+    for v in e.inner.embed(&pieces).unwrap() {
+        for (s, x) in sum.iter_mut().zip(v) {
+            *s += f64::from(x);
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
+    for (a, b) in dv.iter().zip(&sum) {
+        assert!((f64::from(*a) - b / norm).abs() < 1e-5);
+    }
+    // A paragraph added: the unchanged long chunk keeps all its vectors
+    // (one model call, for the new paragraph).
+    let before = e.texts.load(Ordering::SeqCst);
+    write(
+        inbox.path(),
+        "recipe.md",
+        format!("{long}\n\nserve with rice\n").as_bytes(),
+    );
+    sync(&db, "long");
+    assert_eq!(e.texts.load(Ordering::SeqCst) - before, 1);
+    assert_eq!(passage_vectors(&db), 6);
+    let q = db
+        .kb_search(
+            "long",
+            "saffron from la mancha in spain",
+            Some(RagTarget::Semantic),
+            10,
+        )
+        .unwrap();
+    assert_eq!(sources(&q.semantic), vec!["recipe.md"]);
+    // The long paragraph gone: its passages go with its chunk.
+    write(inbox.path(), "recipe.md", b"serve with rice\n");
+    sync(&db, "long");
+    assert_eq!(passage_vectors(&db), 0);
+    let q = db
+        .kb_search(
+            "long",
+            "saffron from la mancha in spain",
+            Some(RagTarget::Semantic),
+            10,
+        )
+        .unwrap();
+    assert!(q.semantic.unwrap().is_empty());
+    assert_eq!(h.count_record_vectors(CHUNK).unwrap(), 2);
+    assert!(db.check().unwrap().is_consistent());
+    db.verify_vectors().unwrap();
+}

@@ -15,11 +15,13 @@ use serde_json::json;
 const BOOKMARK: RecordKind = RecordKind {
     code: 1001,
     name: "bookmark",
+    sums_into: None,
 };
 /// A second test kind, to show kinds never mix.
 const SHELF: RecordKind = RecordKind {
     code: 1002,
     name: "shelf",
+    sums_into: None,
 };
 
 fn open(dir: &std::path::Path) -> Memdb {
@@ -373,4 +375,130 @@ fn a_search_computes_only_the_signals_asked_for_and_both_at_once_match_each_alon
         db.search_records_by("vacuum", &f, 0, signals(true, true)),
         Err(Error::InvalidInput { field, .. }) if field == "limit"
     ));
+}
+
+/// A kind whose vectors sum into its parent's (a shelf's vector from its
+/// cards', as KuraDB's source vectors come from their chunks).
+const CARD: RecordKind = RecordKind {
+    code: 1003,
+    name: "card",
+    sums_into: Some(SHELF.code),
+};
+
+/// The normalized sum of `vectors`, or `None` when there are none.
+fn normalized_sum(vectors: &[Vec<f32>]) -> Option<Vec<f32>> {
+    let first = vectors.first()?;
+    let mut sum = vec![0f64; first.len()];
+    for v in vectors {
+        for (s, x) in sum.iter_mut().zip(v) {
+            *s += f64::from(*x);
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
+    Some(sum.iter().map(|s| (s / norm) as f32).collect())
+}
+
+fn assert_close(got: Option<Vec<f32>>, want: Option<Vec<f32>>) {
+    match (got, want) {
+        (Some(g), Some(w)) => {
+            assert_eq!(g.len(), w.len());
+            for (a, b) in g.iter().zip(&w) {
+                assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+            }
+        }
+        (g, w) => assert_eq!(g.is_some(), w.is_some(), "got {g:?}, want {w:?}"),
+    }
+}
+
+#[test]
+fn a_kind_with_a_vector_sum_rule_keeps_its_parents_vectors_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let shelf = db
+        .create_record(
+            SHELF,
+            NewRecord {
+                text: "a shelf".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .id;
+    let card = |text: &str| {
+        db.create_record(
+            CARD,
+            NewRecord {
+                parent: Some(shelf),
+                text: text.into(),
+                embed: true,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .id
+    };
+    let cards = [
+        card("volcanic rock samples"),
+        card("basalt and obsidian"),
+        card("a pumice stone"),
+    ];
+    let expected = |db: &Memdb| {
+        let vs: Vec<Vec<f32>> = db
+            .record_children(shelf, Some(CARD))
+            .unwrap()
+            .iter()
+            .filter_map(|c| db.record_vector(CARD, c.id).unwrap())
+            .collect();
+        normalized_sum(&vs)
+    };
+    // The shelf was not embedded itself; its vector is its cards' sum.
+    assert_close(db.record_vector(SHELF, shelf).unwrap(), expected(&db));
+    // An edit re-embeds the card and moves the sum.
+    let before = db.record_vector(SHELF, shelf).unwrap();
+    db.update_record(
+        cards[2],
+        RecordChange {
+            text: Some("granite countertops".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let after = db.record_vector(SHELF, shelf).unwrap();
+    assert_ne!(before, after);
+    assert_close(after, expected(&db));
+    // The shelf is found by meaning in its own kind's space.
+    let near = db
+        .nearest_records("basalt obsidian volcanic", &filter(&[SHELF]), 5)
+        .unwrap();
+    assert_eq!(ids(&near), vec![shelf]);
+    // A deleted card leaves the sum of the others; with none left the
+    // shelf has no vector.
+    db.delete_record(cards[0]).unwrap();
+    assert_close(db.record_vector(SHELF, shelf).unwrap(), expected(&db));
+    db.delete_record(cards[1]).unwrap();
+    db.delete_record(cards[2]).unwrap();
+    assert_eq!(db.record_vector(SHELF, shelf).unwrap(), None);
+    // A card written through replace_children, queued for the background
+    // pipeline, sums in when the pipeline embeds it.
+    db.replace_children(
+        shelf,
+        None,
+        CARD,
+        vec![NewRecord {
+            text: "quartz crystals".into(),
+            embed: true,
+            ..Default::default()
+        }],
+        memdb::EmbedWhen::Background,
+    )
+    .unwrap();
+    assert_eq!(db.record_vector(SHELF, shelf).unwrap(), None);
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    assert!(db.record_vector(SHELF, shelf).unwrap().is_some());
+    assert_close(db.record_vector(SHELF, shelf).unwrap(), expected(&db));
+    drop(db);
+    let db = open(dir.path());
+    assert_close(db.record_vector(SHELF, shelf).unwrap(), expected(&db));
+    assert!(db.check().unwrap().is_consistent());
+    db.verify_vectors().unwrap();
 }

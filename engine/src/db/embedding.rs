@@ -10,7 +10,7 @@
 //! so the message is embedded again after reopen, and its vector (keyed by
 //! message id) is written exactly once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use memdb_format::Op;
 use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
 
+use crate::db::kind_spaces::{KindSpaces, is_passage_space};
 use crate::db::{Engine, Memdb};
 use crate::embed::{Embedder, ModelIdentity, Passage};
 use crate::error::{Error, Result};
@@ -575,32 +576,78 @@ impl Memdb {
             return Ok(0);
         }
         // Embed each distinct non-empty text once (outside the write lock).
-        let todo: Vec<((Passage, u128), &str)> = texts
+        // A record's text longer than the model reads is embedded as
+        // passages (SPEC.md §10.5): the first is the record's vector, the
+        // others go to its kind's passage spaces.
+        let records: HashSet<u128> = entries
             .iter()
-            .filter(|(_, t)| !t.trim().is_empty())
-            .map(|(key, t)| (*key, t.as_str()))
+            .filter(|(sid, _)| fills[sid] == Fill::Records)
+            .map(|(_, mid)| *mid)
             .collect();
-        let mut vectors: HashMap<(Passage, u128), Vec<f32>> = HashMap::with_capacity(todo.len());
-        if !todo.is_empty() {
-            let input: Vec<&str> = todo.iter().map(|(_, t)| *t).collect();
+        let mut input: Vec<&str> = Vec::new();
+        let mut slots: Vec<((Passage, u128), usize)> = Vec::new();
+        for (key, t) in &texts {
+            if t.trim().is_empty() {
+                continue;
+            }
+            let ranges = if key.0 == Fill::Records.passage() && records.contains(&key.1) {
+                e.passages(t)?
+            } else {
+                std::iter::once(0..t.len()).collect()
+            };
+            for (k, r) in ranges.into_iter().enumerate() {
+                let piece = t.get(r).ok_or_else(|| {
+                    Error::Embedding("the model cut a passage off a character boundary".into())
+                })?;
+                input.push(piece);
+                slots.push((*key, k));
+            }
+        }
+        let mut vectors: HashMap<(Passage, u128), Vec<f32>> = HashMap::with_capacity(input.len());
+        // Passages 2, 3, ... of a record, in order.
+        let mut extras: HashMap<u128, Vec<Vec<f32>>> = HashMap::new();
+        if !input.is_empty() {
             let out = e.embed_report(&input)?;
-            if out.vectors.len() != todo.len() {
+            if out.vectors.len() != input.len() {
                 return Err(Error::Embedding(format!(
                     "the model returned {} vectors for {} texts",
                     out.vectors.len(),
-                    todo.len()
+                    input.len()
                 )));
             }
             report.truncated += out.truncated.iter().filter(|t| **t).count() as u64;
-            for ((key, _), v) in todo.iter().zip(out.vectors) {
-                vectors.insert(*key, v);
+            for ((key, k), v) in slots.iter().zip(out.vectors) {
+                if *k == 0 {
+                    vectors.insert(*key, v);
+                } else {
+                    extras.entry(key.1).or_default().push(v);
+                }
             }
         }
         for s in targets {
-            for v in vectors.values() {
+            for v in vectors.values().chain(extras.values().flatten()) {
                 check_vector("embedding", s, v).map_err(|err| {
                     Error::Embedding(format!("the model produced an unusable vector: {err}"))
                 })?;
+            }
+        }
+        // Each record space's passage spaces (created as far as this batch
+        // needs) and the space its parents' summed vectors go to (SPEC.md
+        // §13, "Vector-sum rule"), resolved before the write.
+        let mut kinds: HashMap<u32, KindSpaces> = HashMap::new();
+        for s in targets {
+            if fills[&s.id] != Fill::Records || is_passage_space(s) {
+                continue;
+            }
+            let mut wanted = None;
+            for (sid, mid) in &entries {
+                if *sid == s.id {
+                    let n = 1 + extras.get(mid).map_or(0, Vec::len);
+                    wanted = Some(wanted.unwrap_or(0).max(n));
+                }
+            }
+            if let Some(n) = wanted {
+                kinds.insert(s.id, self.kind_spaces(s, n)?);
             }
         }
         // Store the vectors and drop the entries in one transaction; an entry
@@ -612,6 +659,8 @@ impl Memdb {
             let mut embedded = 0u64;
             let mut skipped = 0u64;
             let mut by_space: BTreeMap<u32, Vec<(u128, &Vec<f32>)>> = BTreeMap::new();
+            // (space, parent) pairs whose summed vector changes.
+            let mut parents: BTreeMap<u32, Vec<u128>> = BTreeMap::new();
             {
                 let mut queue = QueueWriter::open(txn)?;
                 for &(sid, mid) in &entries {
@@ -628,7 +677,13 @@ impl Memdb {
                             {
                                 continue;
                             }
-                            Some(_) => {}
+                            Some(row) => {
+                                if kinds.get(&sid).is_some_and(|k| k.sum.is_some())
+                                    && let Some(p) = row.parent
+                                {
+                                    parents.entry(sid).or_default().push(u128::from_le_bytes(p));
+                                }
+                            }
                         }
                     }
                     if !queue.remove(sid, mid)? {
@@ -644,7 +699,19 @@ impl Memdb {
                 }
             }
             for (sid, items) in by_space {
+                // A record's later passages replace its old text's.
+                if let Some(k) = kinds.get(&sid) {
+                    for (mid, _) in &items {
+                        let extra = extras.get(mid).map_or(&[][..], Vec::as_slice);
+                        k.put_passages(txn, ops, *mid, extra)?;
+                    }
+                }
                 store::vectors::put_vectors(txn, sid, items, ops)?;
+            }
+            for (sid, ps) in parents {
+                if let Some(k) = kinds.get(&sid) {
+                    k.refresh_sums(txn, ops, ps)?;
+                }
             }
             Ok((embedded, skipped))
         };

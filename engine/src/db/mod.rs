@@ -10,6 +10,7 @@
 
 pub(crate) mod embedding;
 mod group;
+pub(crate) mod kind_spaces;
 pub(crate) mod namespace;
 pub(crate) mod records;
 mod spaces;

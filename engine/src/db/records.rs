@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 use crate::db::Memdb;
 use crate::db::embedding::model_of;
+use crate::db::kind_spaces::{KindSpaces, describe_sum, sums_into};
 use crate::embed::ModelIdentity;
 use crate::error::{Error, Result};
 use crate::store::embed_queue::{self, QueueWriter};
@@ -55,6 +56,12 @@ pub struct RecordKind {
     pub code: u16,
     /// Human name, e.g. `"topic"`.
     pub name: &'static str,
+    /// `Some(code)`: every parent of this kind's records, a record of kind
+    /// `code`, has as its vector the normalized sum of its children's
+    /// vectors of this kind, kept current by every write and by the
+    /// embedding pipeline (KuraDB's source vectors: a document's vector
+    /// from its chunks'; SPEC.md §13, "Vector-sum rule"). `None` for most kinds.
+    pub sums_into: Option<u16>,
 }
 
 /// When a write's embeddings are computed.
@@ -162,6 +169,14 @@ pub struct RecordSignals {
     pub keyword: bool,
     /// Vector similarity (needs an embedder).
     pub semantic: bool,
+}
+
+impl RecordSignals {
+    /// BM25 alone.
+    pub const KEYWORD: RecordSignals = RecordSignals {
+        keyword: true,
+        semantic: false,
+    };
 }
 
 /// Candidates of a record search, one list per signal, best first.
@@ -358,7 +373,18 @@ impl Memdb {
             return Ok(None);
         };
         let ns = self.ns_read()?;
-        self.record_space_for(ns, kind.code, &e.identity(), create)
+        self.record_space_for(ns, kind.code, &e.identity(), create, kind.sums_into)
+    }
+
+    /// [`Memdb::kind_spaces`] of `space`, when there is one.
+    fn kind_spaces_of(
+        &self,
+        space: Option<&VectorSpace>,
+        passages_upto: usize,
+    ) -> Result<Option<KindSpaces>> {
+        space
+            .map(|s| self.kind_spaces(s, passages_upto))
+            .transpose()
     }
 
     /// The record space of namespace `ns`, kind `code` and `model`,
@@ -368,12 +394,16 @@ impl Memdb {
     /// or metric (OpenAI's models take a dimension), this model's space is
     /// `<that name>#<dimension>-<metric>`, so two such models never share a
     /// space and a store written before the suffix existed keeps its names.
+    /// A space created for a kind with a vector-sum rule (`sums`) records
+    /// the parent kind's code under `sums_into` in its description, and
+    /// the parent kind's space is created with it.
     pub(crate) fn record_space_for(
         &self,
         ns: u32,
         code: u16,
         model: &ModelIdentity,
         create: bool,
+        sums: Option<u16>,
     ) -> Result<Option<VectorSpace>> {
         let base = format!(
             "{RECORD_SPACE_PREFIX}{ns}/{code}/{}/{}",
@@ -393,10 +423,13 @@ impl Memdb {
             Err(Error::NotFound { .. }) if create => {
                 let name = if base_free { base } else { suffixed };
                 let mut spec = SpaceSpec::new(name, model.dimension, model.metric);
-                spec.model = Some(
-                    serde_json::to_value(model)
-                        .map_err(|e| Error::Embedding(format!("model identity: {e}")))?,
-                );
+                let mut described = serde_json::to_value(model)
+                    .map_err(|e| Error::Embedding(format!("model identity: {e}")))?;
+                if let Some(p) = sums {
+                    self.record_space_for(ns, p, model, true, None)?;
+                    describe_sum(&mut described, p);
+                }
+                spec.model = Some(described);
                 Ok(Some(self.create_vector_space(&spec)?))
             }
             Err(Error::NotFound { .. }) => Ok(None),
@@ -505,6 +538,7 @@ impl Memdb {
             None
         };
         check_vectors(space.as_ref(), &vectors)?;
+        let kinds = self.kind_spaces_of(space.as_ref(), 0)?;
         for p in &mut prepared {
             p.row.namespace = ns;
         }
@@ -537,6 +571,18 @@ impl Memdb {
                     .iter()
                     .zip(&vectors)
                     .map(|(p, v)| (p.key, &p.row, v)),
+            )?;
+            let Some(kinds) = &kinds else {
+                return Ok(());
+            };
+            kinds.refresh_sums(
+                txn,
+                ops,
+                prepared
+                    .iter()
+                    .zip(&vectors)
+                    .filter(|(_, v)| v.is_some())
+                    .filter_map(|(p, _)| p.parent.map(|u| u.as_u128())),
             )
         })?;
         self.after_vector_write(space.as_ref());
@@ -579,21 +625,35 @@ impl Memdb {
         };
         let ns = self.ensure_namespace()?;
         let space = self.record_space(kind, true)?;
-        // The old children's vectors by embedded text (the record text).
-        let mut old_vectors: std::collections::HashMap<String, Vec<f32>> = Default::default();
+        let kinds = self.kind_spaces_of(space.as_ref(), 0)?;
+        // The old children's vectors by embedded text (the record text):
+        // the main one and those of its later passages.
+        type Reused = (Vec<f32>, Vec<Vec<f32>>);
+        let mut old_vectors: std::collections::HashMap<String, Reused> = Default::default();
         let old = self.record_children(parent, Some(kind))?;
-        if let Some(space) = &space {
+        if let Some(kinds) = &kinds {
             let txn = self.store.read()?;
             let rows = VectorRows::open(&txn)?;
+            let dim = kinds.main.dimension;
             for r in &old {
-                if let Some(v) = rows.get(space.id, r.id.as_u128(), space.dimension)? {
-                    old_vectors.insert(r.text.clone(), v);
+                let id = r.id.as_u128();
+                if let Some(v) = rows.get(kinds.main.id, id, dim)? {
+                    let mut extra = Vec::new();
+                    for p in &kinds.passages {
+                        match rows.get(p.id, id, dim)? {
+                            Some(x) => extra.push(x),
+                            None => break,
+                        }
+                    }
+                    old_vectors.insert(r.text.clone(), (v, extra));
                 }
             }
         }
         let mut prepared = Vec::with_capacity(children.len());
         let mut to_embed: Vec<(usize, String)> = Vec::new();
         let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(children.len());
+        // Reused later-passage vectors, per child.
+        let mut extras: Vec<Vec<Vec<f32>>> = Vec::with_capacity(children.len());
         for (i, r) in children.into_iter().enumerate() {
             if when == EmbedWhen::Background && r.embed_text.as_ref().is_some_and(|t| *t != r.text)
             {
@@ -610,7 +670,9 @@ impl Memdb {
             if let (Some(t), None) = (wanted, &reused) {
                 to_embed.push((i, t));
             }
-            vectors.push(reused);
+            let (main, extra) = reused.map_or((None, Vec::new()), |(v, x)| (Some(v), x));
+            vectors.push(main);
+            extras.push(extra);
             prepared.push((new_id().as_u128(), row));
         }
         // The children to queue for the background pipeline.
@@ -657,12 +719,18 @@ impl Memdb {
                     .zip(&vectors)
                     .map(|((key, row), v)| (*key, row, v)),
             )?;
-            if let Some(space) = &space
-                && !queued.is_empty()
-            {
-                embed_queue::enqueue(txn, space.id, queued.iter().copied())?;
+            let Some(kinds) = &kinds else {
+                return Ok(());
+            };
+            for ((key, _), extra) in prepared.iter().zip(&extras) {
+                if !extra.is_empty() {
+                    kinds.put_passages(txn, ops, *key, extra)?;
+                }
             }
-            Ok(())
+            if !queued.is_empty() {
+                embed_queue::enqueue(txn, kinds.main.id, queued.iter().copied())?;
+            }
+            kinds.refresh_sums(txn, ops, [parent.as_u128()])
         })?;
         self.after_vector_write(space.as_ref());
         if !queued.is_empty() {
@@ -786,9 +854,12 @@ impl Memdb {
             .as_ref()
             .map(|m| invalid_json("metadata", m))
             .transpose()?;
+        // The kind's declaration is not stored: its space (when it has one)
+        // carries its vector-sum rule.
         let kind = RecordKind {
             code: old.kind,
             name: "record",
+            sums_into: None,
         };
         // Re-embed when the embedded text changed and the record had a vector.
         let had_vector = self.record_vector(kind, id)?.is_some();
@@ -804,6 +875,7 @@ impl Memdb {
             Some(_) => self.record_space(kind, true)?,
             None => None,
         };
+        let kinds = self.kind_spaces_of(space.as_ref(), 0)?;
         let key = id.as_u128();
         let ns = self.ns_read()?;
         let rec = self.write(|txn, ops| {
@@ -828,8 +900,12 @@ impl Memdb {
             }
             rec.updated_at = to_micros(now());
             rows::put(txn, key, &rec, ops)?;
-            if let (Some(space), Some(v)) = (&space, &vector) {
-                crate::store::vectors::put_vectors(txn, space.id, [(key, v)], ops)?;
+            if let (Some(kinds), Some(v)) = (&kinds, &vector) {
+                crate::store::vectors::put_vectors(txn, kinds.main.id, [(key, v)], ops)?;
+                // Embedded inline, as one passage: the old text's later
+                // passages go.
+                kinds.put_passages(txn, ops, key, &[])?;
+                kinds.refresh_sums(txn, ops, rec.parent.map(u128::from_le_bytes))?;
             }
             Ok(rec)
         })?;
@@ -841,12 +917,22 @@ impl Memdb {
     pub fn delete_record(&self, id: Uuid) -> Result<u64> {
         let ns = self.ns_read()?;
         let spaces = self.record_spaces_of(ns)?;
-        self.write(|txn, ops| {
-            match rows::get_for_write(txn, id.as_u128())? {
-                Some(r) if r.namespace == ns => {}
-                _ => return Ok(0),
+        let mut sums = Vec::new();
+        for s in &spaces {
+            if crate::db::kind_spaces::sums_into(s).is_some() {
+                sums.push(self.kind_spaces(s, 0)?);
             }
-            delete_subtree(txn, ops, id.as_u128(), &spaces)
+        }
+        self.write(|txn, ops| {
+            let parent = match rows::get_for_write(txn, id.as_u128())? {
+                Some(r) if r.namespace == ns => r.parent.map(u128::from_le_bytes),
+                _ => return Ok(0),
+            };
+            let removed = delete_subtree(txn, ops, id.as_u128(), &spaces)?;
+            for kinds in &sums {
+                kinds.refresh_sums(txn, ops, parent)?;
+            }
+            Ok(removed)
         })
     }
 
@@ -899,6 +985,47 @@ impl Memdb {
             }
         }
         Ok(out)
+    }
+
+    /// The ids of the children of every record in `parents`, from one
+    /// snapshot and the children index alone (no row is read): an
+    /// allow-list for a search of one kind, where ids of other kinds never
+    /// match. The parents must be of this namespace (their children are).
+    pub fn record_child_ids(&self, parents: &[Uuid]) -> Result<HashSet<Uuid>> {
+        let txn = self.store.read()?;
+        let view = RecordsView::open(&txn)?;
+        let mut out = HashSet::new();
+        for p in parents {
+            out.extend(view.children(p.as_u128())?.into_iter().map(Uuid::from_u128));
+        }
+        Ok(out)
+    }
+
+    /// The `k` records passing `filter` nearest `query` by meaning, with a
+    /// positive similarity, best first: the vector side of
+    /// [`Memdb::search_records_by`] without its limit cap (for stages that
+    /// feed another search). Empty without an embedder or without words.
+    pub fn nearest_records(
+        &self,
+        query: &str,
+        filter: &RecordFilter,
+        k: usize,
+    ) -> Result<Vec<(Uuid, f32)>> {
+        if filter.kinds.is_empty() {
+            return Err(Error::invalid("kinds", "at least one record kind"));
+        }
+        crate::text::budget::check_natural(query)?;
+        if k == 0 || self.config().embedder.is_none() || !crate::text::natural::has_words(query) {
+            return Ok(Vec::new());
+        }
+        let allowed: Option<HashSet<u128>> = filter
+            .allowed
+            .as_ref()
+            .map(|a| a.iter().map(|u| u.as_u128()).collect());
+        let codes: Vec<u16> = filter.kinds.iter().map(|k| k.code).collect();
+        Ok(self
+            .record_vector_hits(query, filter, &codes, allowed.as_ref(), k)?
+            .0)
     }
 
     /// This namespace's records of `kind`, oldest first.
@@ -980,7 +1107,8 @@ impl Memdb {
     pub(crate) fn queue_record_rebuild(&self, model: &ModelIdentity) -> Result<u64> {
         let mut queued = 0;
         for (old, ns, code) in self.foreign_record_spaces(model)? {
-            let Some(target) = self.record_space_for(ns, code, model, true)? else {
+            let Some(target) = self.record_space_for(ns, code, model, true, sums_into(&old))?
+            else {
                 continue;
             };
             let ids: Vec<u128> = {
@@ -1007,7 +1135,7 @@ impl Memdb {
     pub(crate) fn drop_superseded_record_spaces(&self, model: &ModelIdentity) -> Result<usize> {
         let mut dropped = 0;
         for (old, ns, code) in self.foreign_record_spaces(model)? {
-            let Some(target) = self.record_space_for(ns, code, model, false)? else {
+            let Some(target) = self.record_space_for(ns, code, model, false, None)? else {
                 continue;
             };
             if embed_queue::queued(&self.store.read()?, target.id)? == 0 {
@@ -1199,11 +1327,13 @@ impl Memdb {
             }));
         }
         let mut qv: Option<Vec<f32>> = None;
-        let mut hits: Vec<(Uuid, f32)> = Vec::new();
+        // A record's best similarity over its passages (SPEC.md §10.5).
+        let mut best: std::collections::HashMap<Uuid, f32> = Default::default();
         for kind in &filter.kinds {
             let Some(space) = self.record_space(*kind, false)? else {
                 continue;
             };
+            let passages = self.passage_spaces(&space, 0)?;
             let v = match &qv {
                 Some(v) => v.clone(),
                 None => {
@@ -1227,12 +1357,16 @@ impl Memdb {
             };
             // A neighbour with no positive similarity carries no evidence
             // (nearest-neighbour search returns k records however far).
-            for h in self.search_vectors_denying(&space.name, &v, params, &vf, &denied)? {
-                if h.similarity > 0.0 {
-                    hits.push((h.record, h.similarity));
+            for s in std::iter::once(&space).chain(&passages) {
+                for h in self.search_vectors_denying(&s.name, &v, params, &vf, &denied)? {
+                    if h.similarity > 0.0 {
+                        let b = best.entry(h.record).or_insert(h.similarity);
+                        *b = b.max(h.similarity);
+                    }
                 }
             }
         }
+        let mut hits: Vec<(Uuid, f32)> = best.into_iter().collect();
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(limit);
         Ok((hits, qv))

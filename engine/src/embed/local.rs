@@ -135,6 +135,9 @@ pub struct LocalOnnx {
     /// Where the next call starts looking for a free session.
     next: AtomicUsize,
     tokenizer: Tokenizer,
+    /// The same vocabulary without truncation or padding: finds where a
+    /// long text's passages are cut.
+    whole: Tokenizer,
     inputs: Vec<InputKind>,
     output: String,
     options: LocalOnnxOptions,
@@ -214,6 +217,11 @@ impl LocalOnnx {
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
             Error::Embedding(format!("cannot read {}: {e}", tokenizer_path.display()))
         })?;
+        let mut whole = tokenizer.clone();
+        whole.with_padding(None);
+        whole
+            .with_truncation(None)
+            .map_err(|e| Error::Embedding(format!("tokenizer truncation: {e}")))?;
         tokenizer.with_padding(Some(PaddingParams {
             strategy: PaddingStrategy::BatchLongest,
             ..PaddingParams::default()
@@ -297,6 +305,7 @@ impl LocalOnnx {
             sessions,
             next: AtomicUsize::new(0),
             tokenizer,
+            whole,
             inputs,
             output,
             options,
@@ -482,6 +491,28 @@ impl Embedder for LocalOnnx {
 
     fn max_tokens(&self) -> Option<usize> {
         Some(self.options.max_tokens)
+    }
+
+    /// Windows of `max_tokens - 2` word pieces (the model adds `[CLS]` and
+    /// `[SEP]`), cut at the tokenizer's byte offsets.
+    fn passages(&self, text: &str) -> Result<Vec<std::ops::Range<usize>>> {
+        let enc = self
+            .whole
+            .encode(text, false)
+            .map_err(|e| Error::Embedding(format!("tokenizer: {e}")))?;
+        let window = self.options.max_tokens.saturating_sub(2).max(1);
+        let ranges = super::token_windows(enc.get_offsets(), window, text.len());
+        // Offsets come from the tokenizer; a range that is not on character
+        // boundaries would be a tokenizer bug, and the whole text is then
+        // embedded as one (truncated) passage rather than sliced wrongly.
+        if ranges
+            .iter()
+            .all(|r| text.is_char_boundary(r.start) && text.is_char_boundary(r.end))
+        {
+            Ok(ranges)
+        } else {
+            Ok(std::iter::once(0..text.len()).collect())
+        }
     }
 }
 

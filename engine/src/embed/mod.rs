@@ -48,6 +48,7 @@ mod local;
 mod openai;
 mod passage;
 mod select;
+mod windows;
 
 pub use hashing::Hashing;
 #[cfg(feature = "local-onnx")]
@@ -59,6 +60,7 @@ pub use select::{
     EmbedderKind, EmbedderSettings, OpenAiSettings, SelectedEmbedder, default_models_dir,
     select_embedder,
 };
+pub use windows::token_windows;
 
 /// Which model produced a vector: vectors with different identities must
 /// never share a vector space.
@@ -103,6 +105,15 @@ pub trait Embedder: Send + Sync {
     /// The longest input, in model tokens, embedded whole (`None`: no limit).
     fn max_tokens(&self) -> Option<usize> {
         None
+    }
+
+    /// The passages `text` is embedded as when every part of it should
+    /// count (SPEC.md §10.5): byte ranges of `text` on character
+    /// boundaries, in order, each short enough for the model to read
+    /// whole, together covering the text. The default, for a model without
+    /// a token limit, is the whole text.
+    fn passages(&self, text: &str) -> Result<Vec<std::ops::Range<usize>>> {
+        Ok(std::iter::once(0..text.len()).collect())
     }
 }
 

@@ -38,16 +38,19 @@ use chunk::FileKind;
 pub const KNOWLEDGE_BASE: RecordKind = RecordKind {
     code: 20,
     name: "knowledge base",
+    sums_into: None,
 };
 /// One source file of a knowledge base.
 pub const DOCUMENT: RecordKind = RecordKind {
     code: 21,
     name: "document",
+    sums_into: None,
 };
 /// One piece of a document.
 pub const CHUNK: RecordKind = RecordKind {
     code: 22,
     name: "chunk",
+    sums_into: Some(21),
 };
 /// The namespace holding the registry.
 pub const REGISTRY_NAMESPACE: &str = "kuradb";
@@ -632,8 +635,10 @@ impl Memdb {
                 .collect();
             let mut body = d.body.clone();
             body["dismissed"] = Value::Bool(true);
+            // Tagged too: the first stage of the semantic search skips it.
             let doc = NewRecord {
                 body,
+                tags: vec![DISMISSED.to_string()],
                 ..Default::default()
             };
             h.replace_children(
@@ -678,40 +683,74 @@ impl Memdb {
         };
         let want_keyword = target != Some(RagTarget::Semantic);
         let want_semantic = target != Some(RagTarget::Keyword);
-        // One call serves both branches, each computed only when asked for;
-        // with both, the keyword and vector searches run at once.
-        let found = h.search_records_by(
-            query,
-            &filter,
-            limit,
-            RecordSignals {
-                keyword: want_keyword,
-                semantic: want_semantic,
-            },
-        )?;
-        let keyword = if want_keyword {
+        let keyword = || -> Result<Option<Vec<SourceGroup>>> {
+            if !want_keyword {
+                return Ok(None);
+            }
+            let found = h.search_records_by(query, &filter, limit, RecordSignals::KEYWORD)?;
             let ids: Vec<Uuid> = found.keyword.iter().map(|h| h.0).collect();
-            Some(h.group_by_source(&ids)?)
-        } else {
-            None
+            Ok(Some(h.group_by_source(&ids)?))
         };
-        let semantic = if want_semantic {
-            let cut = h
-                .config()
-                .embedder
-                .as_ref()
-                .map_or(MIN_SIMILARITY, |e| min_similarity(&e.identity()));
-            let ids: Vec<Uuid> = found
-                .semantic
-                .iter()
-                .take_while(|(_, s)| *s >= cut)
-                .map(|(id, _)| *id)
+        let semantic = || -> Result<Option<Vec<SourceGroup>>> {
+            if !want_semantic {
+                return Ok(None);
+            }
+            let ids = h.kb_semantic(query, &filter, limit)?;
+            Ok(Some(h.group_by_source(&ids)?))
+        };
+        // With both, the two branches run at once.
+        let (keyword, semantic) = if want_keyword && want_semantic {
+            std::thread::scope(|s| {
+                let k = s.spawn(keyword);
+                let v = semantic();
+                let k = k.join().unwrap_or_else(|_| {
+                    Err(Error::TextIndex("the keyword search panicked".into()))
+                });
+                (k, v)
+            })
+        } else {
+            (keyword(), semantic())
+        };
+        Ok(RagResults {
+            keyword: keyword?,
+            semantic: semantic?,
+        })
+    }
+
+    /// KuraDB's semantic search in two stages (SPEC.md §15.4), on the
+    /// vector index: the sources (documents, each with the normalized sum
+    /// of its chunks' vectors, [`RecordKind::sums_into`]) nearest the
+    /// query, `N = min(max(sources / 20, 20), sources)` of them, then the
+    /// chunks of those sources nearest the query, best first, cut at the
+    /// model's [`min_similarity`]. A knowledge base with no source vector
+    /// yet is searched in one stage over all its chunks.
+    fn kb_semantic(&self, query: &str, chunks: &RecordFilter, limit: usize) -> Result<Vec<Uuid>> {
+        let Some(embedder) = self.config().embedder.clone() else {
+            return Ok(Vec::new());
+        };
+        let cut = min_similarity(&embedder.identity());
+        let sources = self.count_record_vectors(DOCUMENT)?;
+        let mut filter = chunks.clone();
+        if sources > 0 {
+            let n = (sources / 20).clamp(20, sources.max(20)).min(sources) as usize;
+            let docs = RecordFilter {
+                kinds: vec![DOCUMENT],
+                exclude_tags: vec![DISMISSED.to_string()],
+                ..Default::default()
+            };
+            let top: Vec<Uuid> = self
+                .nearest_records(query, &docs, n)?
+                .into_iter()
+                .map(|(id, _)| id)
                 .collect();
-            Some(h.group_by_source(&ids)?)
-        } else {
-            None
-        };
-        Ok(RagResults { keyword, semantic })
+            filter.allowed = Some(self.record_child_ids(&top)?);
+        }
+        Ok(self
+            .nearest_records(query, &filter, limit)?
+            .into_iter()
+            .take_while(|(_, s)| *s >= cut)
+            .map(|(id, _)| id)
+            .collect())
     }
 
     fn group_by_source(&self, chunk_ids: &[Uuid]) -> Result<Vec<SourceGroup>> {

@@ -38,26 +38,31 @@ use crate::util::tokens::TokenCounter;
 pub const SESSION: RecordKind = RecordKind {
     code: 1,
     name: "session",
+    sums_into: None,
 };
 /// Memorg's `Conversation` (not a Sekha conversation).
 pub const CONVERSATION: RecordKind = RecordKind {
     code: 2,
     name: "memorg conversation",
+    sums_into: None,
 };
 /// Memorg's `Topic`.
 pub const TOPIC: RecordKind = RecordKind {
     code: 3,
     name: "topic",
+    sums_into: None,
 };
 /// Memorg's `Exchange`.
 pub const EXCHANGE: RecordKind = RecordKind {
     code: 4,
     name: "exchange",
+    sums_into: None,
 };
 /// Memorg's `MemoryItem` of the memory layer.
 pub const MEMORY_ITEM: RecordKind = RecordKind {
     code: 5,
     name: "memory item",
+    sums_into: None,
 };
 
 /// Longest exchange message, query or item content, in bytes.

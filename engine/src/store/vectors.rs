@@ -160,6 +160,50 @@ pub(crate) fn put_vectors<'a>(
     Ok(())
 }
 
+/// Sets record `parent`'s vector in space `sum` to the normalized sum of
+/// its children's vectors in the spaces `children` (dimension `dim`), or
+/// removes it when no child has one (or they cancel out). Rewritten only
+/// when it changed. The vector-sum rule of SPEC.md §13, "Vector-sum rule".
+pub(crate) fn refresh_sum(
+    txn: &WriteTransaction,
+    children: &[u32],
+    sum: u32,
+    dim: u32,
+    parent: u128,
+    ops: &mut OpBatch,
+) -> Result<()> {
+    let kids = super::records::children_for_write(txn, parent)?;
+    let mut total = vec![0f64; dim as usize];
+    let mut found = false;
+    let current = {
+        let vectors = txn.open_table(VECTORS)?;
+        for c in kids {
+            for &space in children {
+                if let Some(v) = vectors.get((space, c))? {
+                    for (t, x) in total.iter_mut().zip(decode(v.value(), dim)?) {
+                        *t += f64::from(x);
+                    }
+                    found = true;
+                }
+            }
+        }
+        match vectors.get((sum, parent))? {
+            Some(v) => Some(decode(v.value(), dim)?),
+            None => None,
+        }
+    };
+    let norm = total.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if !found || !norm.is_normal() {
+        delete_vector(txn, sum, parent, ops)?;
+        return Ok(());
+    }
+    let v: Vec<f32> = total.iter().map(|x| (x / norm) as f32).collect();
+    if current.as_ref() != Some(&v) {
+        put_vectors(txn, sum, [(parent, &v)], ops)?;
+    }
+    Ok(())
+}
+
 /// Removes record `id`'s vector from space `space`, with a tombstone and a
 /// `DeleteVector` op; returns whether it existed.
 pub(crate) fn delete_vector(
