@@ -722,8 +722,9 @@ impl Memdb {
     /// of its chunks' vectors, [`RecordKind::sums_into`]) nearest the
     /// query, `N = min(max(sources / 20, 20), sources)` of them, then the
     /// chunks of those sources nearest the query, best first, cut at the
-    /// model's [`min_similarity`]. A knowledge base with no source vector
-    /// yet is searched in one stage over all its chunks.
+    /// model's [`min_similarity`]. A knowledge base with at most 20 source
+    /// vectors (N = S: every source passes) is searched in one stage over
+    /// all its chunks.
     fn kb_semantic(&self, query: &str, chunks: &RecordFilter, limit: usize) -> Result<Vec<Uuid>> {
         let Some(embedder) = self.config().embedder.clone() else {
             return Ok(Vec::new());
@@ -731,15 +732,17 @@ impl Memdb {
         let cut = min_similarity(&embedder.identity());
         let sources = self.count_record_vectors(DOCUMENT)?;
         let mut filter = chunks.clone();
-        if sources > 0 {
-            let n = (sources / 20).clamp(20, sources.max(20)).min(sources) as usize;
+        // N = S keeps every source: the first stage would select them all,
+        // and the second is then the one-stage search.
+        let n = (sources / 20).max(20).min(sources);
+        if n < sources {
             let docs = RecordFilter {
                 kinds: vec![DOCUMENT],
                 exclude_tags: vec![DISMISSED.to_string()],
                 ..Default::default()
             };
             let top: Vec<Uuid> = self
-                .nearest_records(query, &docs, n)?
+                .nearest_records(query, &docs, n as usize)?
                 .into_iter()
                 .map(|(id, _)| id)
                 .collect();
