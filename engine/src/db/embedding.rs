@@ -697,6 +697,25 @@ impl Memdb {
                         None => skipped += 1,
                     }
                 }
+                // A parent with a child of this kind still queued gets its
+                // sum when that child is written (once per parent, not once
+                // per batch: every rewrite is a tombstone and a graph node).
+                for (sid, ps) in parents.iter_mut() {
+                    let mut done = Vec::with_capacity(ps.len());
+                    for &p in ps.iter() {
+                        let mut waiting = false;
+                        for c in store::records::children_for_write(txn, p)? {
+                            if queue.contains(*sid, c)? {
+                                waiting = true;
+                                break;
+                            }
+                        }
+                        if !waiting {
+                            done.push(p);
+                        }
+                    }
+                    *ps = done;
+                }
             }
             for (sid, items) in by_space {
                 // A record's later passages replace its old text's.

@@ -1156,6 +1156,20 @@ impl Memdb {
             .collect())
     }
 
+    /// About how many vectors of `kind` this namespace has for the
+    /// configured model, from the vector index's memory alone (a
+    /// heuristic's input on a query path; [`Memdb::count_record_vectors`]
+    /// counts the store's rows).
+    pub(crate) fn indexed_record_vectors(&self, kind: RecordKind) -> Result<u64> {
+        match self.record_space(kind, false)? {
+            Some(space) => {
+                let index = self.vectors.ensure(&self.store, &space.name)?;
+                Ok(self.vectors.live_len(&index))
+            }
+            None => Ok(0),
+        }
+    }
+
     /// Vectors of records of `kind` in this namespace for the configured
     /// model (0 without an embedder).
     pub fn count_record_vectors(&self, kind: RecordKind) -> Result<u64> {

@@ -730,7 +730,7 @@ impl Memdb {
             return Ok(Vec::new());
         };
         let cut = min_similarity(&embedder.identity());
-        let sources = self.count_record_vectors(DOCUMENT)?;
+        let sources = self.indexed_record_vectors(DOCUMENT)?;
         let mut filter = chunks.clone();
         // N = S keeps every source: the first stage would select them all,
         // and the second is then the one-stage search.

@@ -237,6 +237,11 @@ impl<'txn> QueueWriter<'txn> {
         })
     }
 
+    /// Whether `id` is queued for space `space`.
+    pub(crate) fn contains(&self, space: u32, id: u128) -> Result<bool> {
+        Ok(self.queue.get((space, id))?.is_some())
+    }
+
     /// Removes the entry of message `id` for space `space`; returns whether
     /// it was queued.
     pub(crate) fn remove(&mut self, space: u32, id: u128) -> Result<bool> {

@@ -575,6 +575,15 @@ impl VectorIndexes {
         s.search(query, params, allowed, denied)
     }
 
+    /// The vectors the index serves, from its in-memory state (no store
+    /// read): the generation's nodes less its stale copies, plus the
+    /// delta's live vectors.
+    pub(crate) fn live_len(&self, space: &Arc<RwLock<SpaceIndex>>) -> u64 {
+        let s = space.read().unwrap_or_else(|e| e.into_inner());
+        let generation = s.current.as_ref().map_or(0, |g| g.len() as u64);
+        generation.saturating_sub(s.tombstoned.len() as u64) + s.live.len() as u64
+    }
+
     /// (vectors in the in-memory delta plus tombstones, nodes in the current
     /// generation): the work a compaction would fold in, and its base.
     pub(crate) fn backlog(&self, space: &Arc<RwLock<SpaceIndex>>) -> (u64, u64) {
