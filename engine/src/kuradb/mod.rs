@@ -1,12 +1,16 @@
 //! KuraDB's model on the store (SPEC.md §15): named knowledge bases fed by
 //! inbox folders, their files parsed into chunks (`chunk.rs`), and KuraDB's
-//! two searches, keyword and semantic, grouped by source file.
+//! two searches, keyword and semantic (in two stages: the sources nearest
+//! the query by their summed chunk vectors, then their chunks), grouped by
+//! source file.
 //!
 //! Every knowledge base is a namespace of the one store (`kb-<id>`); its
 //! registry entry is a generic record (kind 20) in the namespace `kuradb`,
 //! its files are document records (kind 21) and their pieces chunk records
 //! (kind 22) under them, full-text indexed and embedded by the generic
-//! machinery (`db/records.rs`). A sync walks the inbox folders once; each
+//! machinery (`db/records.rs`; a chunk longer than the model reads is
+//! embedded as passages, and a document's vector is the normalized sum of
+//! its chunks', the vector-sum rule). A sync walks the inbox folders once; each
 //! changed file is one transaction (the document and all its chunks), an
 //! unchanged chunk keeps its vector, new chunks are queued for the
 //! background embedding in that same transaction (keyword search finds
