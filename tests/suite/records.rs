@@ -471,6 +471,15 @@ fn a_kind_with_a_vector_sum_rule_keeps_its_parents_vectors_current() {
         .nearest_records("basalt obsidian volcanic", &filter(&[SHELF]), 5)
         .unwrap();
     assert_eq!(ids(&near), vec![shelf]);
+    // A stage feeding another search may ask for more than MAX_LIMIT.
+    let many = db
+        .nearest_records(
+            "volcanic basalt granite",
+            &filter(&[CARD]),
+            memdb::MAX_LIMIT + 500,
+        )
+        .unwrap();
+    assert_eq!(many.len(), 3);
     // A deleted card leaves the sum of the others; with none left the
     // shelf has no vector.
     db.delete_record(cards[0]).unwrap();

@@ -33,7 +33,7 @@ use crate::text::RecordTextFilter;
 use crate::util::ids::new_id;
 use crate::util::time::{from_micros, now, to_micros};
 use crate::vector::index::VectorSearch;
-use crate::vector::spaces::{SpaceSpec, VectorFilter, VectorSpace, check_vector};
+use crate::vector::spaces::{SpaceSpec, VectorSpace, check_vector};
 
 /// The name prefix of every record vector space
 /// (`records/<namespace id>/<kind code>/<provider>/<model>`).
@@ -1359,12 +1359,6 @@ impl Memdb {
                     v
                 }
             };
-            let vf = VectorFilter {
-                records: allowed
-                    .as_ref()
-                    .map(|a| a.iter().map(|id| Uuid::from_u128(*id)).collect()),
-                ..Default::default()
-            };
             let params = VectorSearch {
                 k: limit,
                 ..Default::default()
@@ -1372,7 +1366,7 @@ impl Memdb {
             // A neighbour with no positive similarity carries no evidence
             // (nearest-neighbour search returns k records however far).
             for s in std::iter::once(&space).chain(&passages) {
-                for h in self.search_vectors_denying(&s.name, &v, params, &vf, &denied)? {
+                for h in self.search_record_space(s, &v, params, allowed.as_deref(), &denied)? {
                     if h.similarity > 0.0 {
                         let b = best.entry(h.record).or_insert(h.similarity);
                         *b = b.max(h.similarity);

@@ -319,18 +319,27 @@ impl Memdb {
         self.search_vectors_in(space, query, params, filter, false, None)
     }
 
-    /// [`Memdb::search_vectors`] that never returns a record of `denied`,
-    /// checked inside the graph walk (generic records' excluded tags).
-    pub(crate) fn search_vectors_denying(
+    /// A search of record space `space` (SPEC.md §13) with its allow-list
+    /// and deny-set already as ids, both checked inside the graph walk: no
+    /// filter to resolve, and no cap on `k` (a stage feeding another search
+    /// may ask for more than `MAX_LIMIT`; KuraDB's first stage asks for 5%
+    /// of the sources).
+    pub(crate) fn search_record_space(
         &self,
-        space: &str,
+        space: &VectorSpace,
         query: &[f32],
         params: crate::vector::index::VectorSearch,
-        filter: &VectorFilter,
+        allowed: Option<&HashSet<u128>>,
         denied: &HashSet<u128>,
     ) -> Result<Vec<VectorHit>> {
+        check_vector("query", space, query)?;
+        if self.vectors.take_damaged(space.id) {
+            self.compact_vectors(&space.name)?;
+        }
+        let index = self.vectors.ensure(&self.store, &space.name)?;
         Ok(self
-            .search_vectors_in(space, query, params, filter, false, Some(denied))?
+            .vectors
+            .search(&index, query, params, allowed, Some(denied))?
             .0)
     }
 
