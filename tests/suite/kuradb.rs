@@ -1081,6 +1081,16 @@ fn the_semantic_cutoff_is_calibrated_for_the_local_model() {
     assert!(semantic("the best recipe for banana bread").is_empty());
 }
 
+/// The sources a semantic `kb_search` of base `name` for `q` finds, best
+/// first.
+fn by_meaning(db: &Memdb, name: &str, q: &str) -> Vec<String> {
+    sources(
+        &db.kb_search(name, q, Some(RagTarget::Semantic), 10)
+            .unwrap()
+            .semantic,
+    )
+}
+
 #[test]
 fn semantic_search_runs_in_two_stages_over_summed_source_vectors() {
     use memdb::RecordFilter;
@@ -1136,10 +1146,7 @@ fn semantic_search_runs_in_two_stages_over_summed_source_vectors() {
     // needle's source vector is mostly gardening, so its source is not
     // among them and its chunk is not found by meaning, although a
     // one-stage search over the chunks puts it first (KuraDB's trade).
-    let q = db
-        .kb_search("two", "zebra quantum flux", Some(RagTarget::Semantic), 10)
-        .unwrap();
-    let found = sources(&q.semantic);
+    let found = by_meaning(&db, "two", "zebra quantum flux");
     assert_eq!(found.len(), 10, "{found:?}");
     assert!(found.iter().all(|s| s.starts_with("partial-")), "{found:?}");
     let chunks = RecordFilter {
@@ -1160,10 +1167,7 @@ fn semantic_search_runs_in_two_stages_over_summed_source_vectors() {
     // its chunks, and it comes first.
     write(inbox.path(), "needle.md", b"zebra quantum flux\n");
     sync(&db, "two");
-    let q = db
-        .kb_search("two", "zebra quantum flux", Some(RagTarget::Semantic), 10)
-        .unwrap();
-    assert_eq!(sources(&q.semantic)[0], "needle.md");
+    assert_eq!(by_meaning(&db, "two", "zebra quantum flux")[0], "needle.md");
 
     // A removed file's source is tagged dismissed: the first stage skips it
     // and none of its chunks comes back.
@@ -1176,10 +1180,7 @@ fn semantic_search_runs_in_two_stages_over_summed_source_vectors() {
         .find(|d| d.body["source"].as_str().unwrap().ends_with("needle.md"))
         .unwrap();
     assert_eq!(needle_doc.tags, vec![DISMISSED.to_string()]);
-    let q = db
-        .kb_search("two", "zebra quantum flux", Some(RagTarget::Semantic), 10)
-        .unwrap();
-    assert!(!sources(&q.semantic).contains(&"needle.md".to_string()));
+    assert!(!by_meaning(&db, "two", "zebra quantum flux").contains(&"needle.md".to_string()));
     assert!(db.check().unwrap().is_consistent());
     db.verify_vectors().unwrap();
 }
@@ -1328,28 +1329,15 @@ fn a_long_chunk_is_embedded_as_passages_that_all_point_at_it() {
     sync(&db, "long");
     assert_eq!(e.texts.load(Ordering::SeqCst) - before, 1);
     assert_eq!(passage_vectors(&db), 6);
-    let q = db
-        .kb_search(
-            "long",
-            "saffron from la mancha in spain",
-            Some(RagTarget::Semantic),
-            10,
-        )
-        .unwrap();
-    assert_eq!(sources(&q.semantic), vec!["recipe.md"]);
+    assert_eq!(
+        by_meaning(&db, "long", "saffron from la mancha in spain"),
+        vec!["recipe.md"]
+    );
     // The long paragraph gone: its passages go with its chunk.
     write(inbox.path(), "recipe.md", b"serve with rice\n");
     sync(&db, "long");
     assert_eq!(passage_vectors(&db), 0);
-    let q = db
-        .kb_search(
-            "long",
-            "saffron from la mancha in spain",
-            Some(RagTarget::Semantic),
-            10,
-        )
-        .unwrap();
-    assert!(q.semantic.unwrap().is_empty());
+    assert!(by_meaning(&db, "long", "saffron from la mancha in spain").is_empty());
     assert_eq!(h.count_record_vectors(CHUNK).unwrap(), 2);
     assert!(db.check().unwrap().is_consistent());
     db.verify_vectors().unwrap();

@@ -45,6 +45,19 @@ fn bookmark(db: &Memdb, shelf: Option<uuid::Uuid>, text: &str, tags: &[&str]) ->
     .id
 }
 
+/// A shelf (not embedded) with `text`.
+fn shelf(db: &Memdb, text: &str) -> uuid::Uuid {
+    db.create_record(
+        SHELF,
+        NewRecord {
+            text: text.into(),
+            ..Default::default()
+        },
+    )
+    .expect("create shelf")
+    .id
+}
+
 fn ids(hits: &[(uuid::Uuid, f32)]) -> Vec<uuid::Uuid> {
     hits.iter().map(|h| h.0).collect()
 }
@@ -60,16 +73,7 @@ fn filter(kinds: &[RecordKind]) -> RecordFilter {
 fn a_test_only_kind_is_stored_indexed_embedded_filtered_and_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    let shelf = db
-        .create_record(
-            SHELF,
-            NewRecord {
-                text: "reading list about databases".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .id;
+    let shelf = shelf(&db, "reading list about databases");
     let a = bookmark(
         &db,
         Some(shelf),
@@ -414,16 +418,7 @@ fn assert_close(got: Option<Vec<f32>>, want: Option<Vec<f32>>) {
 fn a_kind_with_a_vector_sum_rule_keeps_its_parents_vectors_current() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    let shelf = db
-        .create_record(
-            SHELF,
-            NewRecord {
-                text: "a shelf".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .id;
+    let shelf = shelf(&db, "a shelf");
     let card = |text: &str| {
         db.create_record(
             CARD,

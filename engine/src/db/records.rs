@@ -171,6 +171,23 @@ pub struct RecordSignals {
     pub semantic: bool,
 }
 
+/// Runs `keyword` (a keyword search) on a scoped thread while `other` runs
+/// on the caller's: they read independent indexes, so the slower of the two
+/// sets the latency. A panicking keyword search is an error, not a panic.
+pub(crate) fn keyword_beside<K: Send, O>(
+    keyword: impl FnOnce() -> Result<K> + Send,
+    other: impl FnOnce() -> Result<O>,
+) -> (Result<K>, Result<O>) {
+    std::thread::scope(|s| {
+        let k = s.spawn(keyword);
+        let o = other();
+        let k = k
+            .join()
+            .unwrap_or_else(|_| Err(Error::TextIndex("the keyword search panicked".into())));
+        (k, o)
+    })
+}
+
 impl RecordSignals {
     /// BM25 alone.
     pub const KEYWORD: RecordSignals = RecordSignals {
@@ -1283,14 +1300,7 @@ impl Memdb {
         }
         let vector = || self.record_vector_hits(query, filter, &codes, allowed.as_ref(), limit);
         let (keyword, vector) = if signals.keyword {
-            std::thread::scope(|s| {
-                let k = s.spawn(keyword);
-                let v = vector();
-                let k = k.join().unwrap_or_else(|_| {
-                    Err(Error::TextIndex("the keyword search panicked".into()))
-                });
-                (k, v)
-            })
+            keyword_beside(keyword, vector)
         } else {
             (Ok(Vec::new()), vector())
         };

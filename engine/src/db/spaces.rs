@@ -316,7 +316,7 @@ impl Memdb {
         params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
     ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
-        self.search_vectors_in(space, query, params, filter, false, None)
+        self.search_vectors_in(space, query, params, filter, false)
     }
 
     /// A search of record space `space` (SPEC.md §13) with its allow-list
@@ -333,14 +333,26 @@ impl Memdb {
         denied: &HashSet<u128>,
     ) -> Result<Vec<VectorHit>> {
         check_vector("query", space, query)?;
+        Ok(self
+            .search_index(space, query, params, allowed, Some(denied))?
+            .0)
+    }
+
+    /// The index search under every public one: rebuilds a generation the
+    /// background check after open found damaged, then searches.
+    fn search_index(
+        &self,
+        space: &VectorSpace,
+        query: &[f32],
+        params: crate::vector::index::VectorSearch,
+        allowed: Option<&HashSet<u128>>,
+        denied: Option<&HashSet<u128>>,
+    ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         if self.vectors.take_damaged(space.id) {
             self.compact_vectors(&space.name)?;
         }
         let index = self.vectors.ensure(&self.store, &space.name)?;
-        Ok(self
-            .vectors
-            .search(&index, query, params, allowed, Some(denied))?
-            .0)
+        self.vectors.search(&index, query, params, allowed, denied)
     }
 
     /// [`Memdb::search_vectors`] over a message space, limited to the
@@ -352,7 +364,7 @@ impl Memdb {
         params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
     ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
-        self.search_vectors_in(space, query, params, filter, true, None)
+        self.search_vectors_in(space, query, params, filter, true)
     }
 
     fn search_vectors_in(
@@ -362,7 +374,6 @@ impl Memdb {
         params: crate::vector::index::VectorSearch,
         filter: &VectorFilter,
         ns_bound: bool,
-        denied: Option<&HashSet<u128>>,
     ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         let sp = self.vector_space(space)?;
         check_vector("query", &sp, query)?;
@@ -383,14 +394,7 @@ impl Memdb {
             ));
         }
         let allowed = allowed_records(self, filter, ns_bound)?;
-        if self.vectors.take_damaged(sp.id) {
-            // The background check after open found this generation's
-            // sections damaged: rebuild it from the store before answering.
-            self.compact_vectors(space)?;
-        }
-        let index = self.vectors.ensure(&self.store, space)?;
-        self.vectors
-            .search(&index, query, params, allowed.as_ref(), denied)
+        self.search_index(&sp, query, params, allowed.as_ref(), None)
     }
 
     /// Counts and sizes of a space's index.

@@ -704,14 +704,7 @@ impl Memdb {
         };
         // With both, the two branches run at once.
         let (keyword, semantic) = if want_keyword && want_semantic {
-            std::thread::scope(|s| {
-                let k = s.spawn(keyword);
-                let v = semantic();
-                let k = k.join().unwrap_or_else(|_| {
-                    Err(Error::TextIndex("the keyword search panicked".into()))
-                });
-                (k, v)
-            })
+            crate::db::records::keyword_beside(keyword, semantic)
         } else {
             (keyword(), semantic())
         };

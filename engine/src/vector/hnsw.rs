@@ -449,47 +449,6 @@ impl Hnsw {
         }
     }
 
-    /// The `k` nearest records to `query` among those `filter` allows,
-    /// best first. `query` is validated (and normalized for cosine).
-    pub(crate) fn search(
-        &self,
-        query: &[f32],
-        params: SearchParams,
-        filter: Filter<'_>,
-    ) -> Result<Vec<Hit>, VectorError> {
-        self.search_with(query, params, filter, Strategy::Auto)
-    }
-
-    pub(crate) fn search_with(
-        &self,
-        query: &[f32],
-        params: SearchParams,
-        filter: Filter<'_>,
-        strategy: Strategy,
-    ) -> Result<Vec<Hit>, VectorError> {
-        Ok(self.search_planned(query, params, filter, strategy)?.0)
-    }
-
-    /// [`Self::search_with`] and the plan the search followed.
-    pub(crate) fn search_planned(
-        &self,
-        query: &[f32],
-        params: SearchParams,
-        filter: Filter<'_>,
-        strategy: Strategy,
-    ) -> Result<(Vec<Hit>, Plan), VectorError> {
-        super::planned_search(
-            self,
-            &self.pool,
-            self.metric,
-            self.dim,
-            query,
-            params,
-            filter,
-            strategy,
-        )
-    }
-
     /// Number of nodes.
     pub(crate) fn len(&self) -> usize {
         self.ids.len()
@@ -615,5 +574,26 @@ impl GraphStore for Hnsw {
     #[inline]
     fn prefetch_list(&self, node: u32, level: usize) {
         prefetch_lines(self.list(node, level), 1);
+    }
+}
+
+impl super::Searchable for Hnsw {
+    fn search_planned(
+        &self,
+        query: &[f32],
+        params: SearchParams,
+        filter: Filter<'_>,
+        strategy: Strategy,
+    ) -> Result<(Vec<Hit>, Plan), VectorError> {
+        super::planned_search(
+            self,
+            &self.pool,
+            self.metric,
+            self.dim,
+            query,
+            params,
+            filter,
+            strategy,
+        )
     }
 }

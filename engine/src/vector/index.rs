@@ -30,7 +30,8 @@ use crate::store::vectors::VectorRows;
 use crate::store::{self, Store};
 use crate::vector::spaces::{self, VectorHit};
 use crate::vector::{
-    self, Filter, Hnsw, HnswParams, MappedGeneration, NodeSet, SearchParams, Strategy, VectorError,
+    self, Filter, Hnsw, HnswParams, MappedGeneration, NodeSet, SearchParams, Searchable, Strategy,
+    VectorError,
 };
 
 /// A generation file's bytes, memory-mapped.

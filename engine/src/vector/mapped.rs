@@ -124,48 +124,6 @@ impl<B: AsRef<[u8]> + Sync> MappedGeneration<B> {
         Ok(self.view()?.verify_sections()?)
     }
 
-    /// The `k` nearest records to `query` among those `filter` allows (node
-    /// ids of this generation), best first.
-    pub(crate) fn search(
-        &self,
-        query: &[f32],
-        params: SearchParams,
-        filter: Filter<'_>,
-    ) -> Result<Vec<Hit>, VectorError> {
-        self.search_with(query, params, filter, Strategy::Auto)
-    }
-
-    pub(crate) fn search_with(
-        &self,
-        query: &[f32],
-        params: SearchParams,
-        filter: Filter<'_>,
-        strategy: Strategy,
-    ) -> Result<Vec<Hit>, VectorError> {
-        Ok(self.search_planned(query, params, filter, strategy)?.0)
-    }
-
-    /// [`Self::search_with`] and the plan the search followed.
-    pub(crate) fn search_planned(
-        &self,
-        query: &[f32],
-        params: SearchParams,
-        filter: Filter<'_>,
-        strategy: Strategy,
-    ) -> Result<(Vec<Hit>, Plan), VectorError> {
-        let store = ViewStore::new(self.view()?)?;
-        super::planned_search(
-            &store,
-            &self.pool,
-            self.metric,
-            self.dim,
-            query,
-            params,
-            filter,
-            strategy,
-        )
-    }
-
     /// The record id of `node`.
     pub(crate) fn record_id(&self, node: u32) -> Option<u128> {
         self.view().ok()?.record_id(node)
@@ -202,5 +160,27 @@ impl<B: AsRef<[u8]> + Sync> MappedGeneration<B> {
     /// The underlying bytes.
     pub(crate) fn bytes(&self) -> &B {
         &self.bytes
+    }
+}
+
+impl<B: AsRef<[u8]> + Sync> super::Searchable for MappedGeneration<B> {
+    fn search_planned(
+        &self,
+        query: &[f32],
+        params: SearchParams,
+        filter: Filter<'_>,
+        strategy: Strategy,
+    ) -> Result<(Vec<Hit>, Plan), VectorError> {
+        let store = ViewStore::new(self.view()?)?;
+        super::planned_search(
+            &store,
+            &self.pool,
+            self.metric,
+            self.dim,
+            query,
+            params,
+            filter,
+            strategy,
+        )
     }
 }

@@ -96,6 +96,42 @@ pub(crate) struct Hit {
     pub(crate) score: f32,
 }
 
+/// A graph queries are searched on: the in-memory HNSW and a mapped
+/// generation. Each supplies the planned search; the rest follow from it.
+pub(crate) trait Searchable {
+    /// The `k` nearest records to `query` among those `filter` allows,
+    /// best first, searched as `strategy` says, and the plan that found
+    /// them. `query` is validated (and normalized for cosine).
+    fn search_planned(
+        &self,
+        query: &[f32],
+        params: SearchParams,
+        filter: Filter<'_>,
+        strategy: Strategy,
+    ) -> Result<(Vec<Hit>, search::Plan), VectorError>;
+
+    /// [`Searchable::search_planned`] without the plan.
+    fn search_with(
+        &self,
+        query: &[f32],
+        params: SearchParams,
+        filter: Filter<'_>,
+        strategy: Strategy,
+    ) -> Result<Vec<Hit>, VectorError> {
+        Ok(self.search_planned(query, params, filter, strategy)?.0)
+    }
+
+    /// [`Searchable::search_with`] as the planner chooses.
+    fn search(
+        &self,
+        query: &[f32],
+        params: SearchParams,
+        filter: Filter<'_>,
+    ) -> Result<Vec<Hit>, VectorError> {
+        self.search_with(query, params, filter, Strategy::Auto)
+    }
+}
+
 /// The shared body of both graphs' searches: prepares `query` for a graph
 /// of `metric` and `dim`, runs [`search::knn`] over `g`, and returns the
 /// hits with the plan that found them.
