@@ -514,6 +514,34 @@ fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
 }
 
 #[test]
+fn a_foreground_drain_that_empties_the_queue_leaves_no_large_delta() {
+    let d = tmp();
+    let mut config = Config::with_embedder(hashing(32));
+    config.embed_on_write = false;
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    let texts: Vec<String> = (0..150).map(|i| format!("note number {i}")).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for c in 0..8 {
+        conv(&db, &format!("c{c}"), "/", &texts);
+    }
+    let space = db.embedding_status().unwrap().active.unwrap().space;
+    // A bounded pass (the background worker's) leaves its delta: 600 is
+    // under the default backlog of 20,000.
+    let report = db.embed_pending(Some(600), &mut |_| {}).unwrap();
+    assert_eq!((report.embedded, report.compactions), (600, 0));
+    assert_eq!(db.vector_stats(&space).unwrap().delta, 600);
+    // The unbounded drain that empties the queue folds its 1,200 into a
+    // generation, so a reopen replays nothing.
+    let report = db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!((report.embedded, report.remaining), (600, 0));
+    assert_eq!(report.compactions, 1);
+    let stats = db.vector_stats(&space).unwrap();
+    assert_eq!((stats.generation_nodes, stats.delta), (1200, 0));
+    // Nothing left to fold: another drain compacts nothing.
+    assert_eq!(db.embed_pending(None, &mut |_| {}).unwrap().compactions, 0);
+}
+
+#[test]
 fn deletes_remove_queued_and_embedded_messages() {
     let d = tmp();
     let mut config = Config::with_embedder(hashing(64));

@@ -112,6 +112,32 @@ impl Signal {
     }
 }
 
+/// When a space the pipeline writes is compacted (its delta plus
+/// tombstones is the backlog, its generation's nodes the base).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backlog {
+    /// During a drain: the backlog reached `Config::vector_compact_backlog`
+    /// and the base (the geometric rule: a bulk embed of n vectors costs
+    /// O(log n) compactions).
+    Due,
+    /// At the end of a foreground drain that emptied the queue: a backlog
+    /// of at least [`SETTLE_MIN`] nodes and a quarter of the base. Still
+    /// geometric (each settle folds in at least a quarter more).
+    Settle,
+}
+
+/// The smallest delta a settling drain compacts.
+const SETTLE_MIN: u64 = 1_000;
+
+impl Backlog {
+    fn due(self, backlog: u64, base: u64, threshold: u64) -> bool {
+        match self {
+            Backlog::Due => backlog >= threshold.max(base),
+            Backlog::Settle => backlog >= SETTLE_MIN.max(base / 4),
+        }
+    }
+}
+
 /// Per-handle pipeline state kept by [`Memdb`].
 #[derive(Default)]
 pub(crate) struct Pipeline {
@@ -483,7 +509,7 @@ impl Memdb {
                 break;
             }
             done += n;
-            self.compact_if_due(&targets, &mut report)?;
+            self.compact_if_due(&targets, &mut report, Backlog::Due)?;
             progress(EmbedProgress {
                 done,
                 total: total.max(done),
@@ -491,26 +517,48 @@ impl Memdb {
         }
         report.switched = self.finish_rebuild(e)?;
         let (targets, _) = self.targets(e)?;
-        let txn = self.store.read()?;
-        for s in &targets {
-            report.remaining += queued(&txn, s.id)?;
+        {
+            let txn = self.store.read()?;
+            for s in &targets {
+                report.remaining += queued(&txn, s.id)?;
+            }
+        }
+        // A foreground drain that emptied the queue (a bulk load: `kb
+        // sync`, `memdb embed`) leaves no large delta behind: each later
+        // open would replay it into memory (seconds per CLI call at 100K
+        // chunks), and every search walks it beside the generation.
+        if limit.is_none() && report.remaining == 0 && done > 0 {
+            self.compact_if_due(&targets, &mut report, Backlog::Settle)?;
         }
         Ok(report)
     }
 
-    /// Compacts a target space whose delta (plus tombstones) reached
-    /// `Config::vector_compact_backlog` and the size of its current
-    /// generation: the geometric rule keeps a bulk embed of n vectors at
-    /// O(log n) compactions instead of n / threshold full rebuilds.
-    fn compact_if_due(&self, targets: &[VectorSpace], report: &mut EmbedReport) -> Result<()> {
+    /// Compacts a space the pipeline writes (a target, a target's passage
+    /// spaces, the space its vectors sum into) whose delta (plus
+    /// tombstones) reached `Config::vector_compact_backlog` and the size of
+    /// its current generation: the geometric rule keeps a bulk embed of n
+    /// vectors at O(log n) compactions instead of n / threshold full
+    /// rebuilds.
+    fn compact_if_due(
+        &self,
+        targets: &[VectorSpace],
+        report: &mut EmbedReport,
+        rule: Backlog,
+    ) -> Result<()> {
         let threshold = self.config().vector_compact_backlog;
         if threshold == 0 {
             return Ok(());
         }
+        let mut written = Vec::new();
         for s in targets {
+            written.push(s.clone());
+            written.extend(self.passage_spaces(s, 0)?);
+            written.extend(self.sum_space_of(s, false)?);
+        }
+        for s in &written {
             let index = self.vectors.ensure(&self.store, &s.name)?;
             let (backlog, base) = self.vectors.backlog(&index);
-            if backlog >= threshold.max(base) {
+            if rule.due(backlog, base, threshold) {
                 self.compact_vectors(&s.name)?;
                 report.compactions += 1;
             }

@@ -138,7 +138,7 @@ impl Memdb {
         Ok(KindSpaces {
             main: main.clone(),
             passages: self.passage_spaces(main, passages_upto)?,
-            sum: self.sum_space_of(main)?,
+            sum: self.sum_space_of(main, true)?,
         })
     }
 
@@ -172,8 +172,12 @@ impl Memdb {
     }
 
     /// The space of the parents of `child`'s records when `child` carries
-    /// a vector-sum rule, created when missing.
-    fn sum_space_of(&self, child: &VectorSpace) -> Result<Option<VectorSpace>> {
+    /// a vector-sum rule, created when missing if `create`.
+    pub(crate) fn sum_space_of(
+        &self,
+        child: &VectorSpace,
+        create: bool,
+    ) -> Result<Option<VectorSpace>> {
         let Some(code) = sums_into(child) else {
             return Ok(None);
         };
@@ -185,6 +189,6 @@ impl Memdb {
         else {
             return Ok(None);
         };
-        self.record_space_for(ns, code, &model_of(child)?, true, None)
+        self.record_space_for(ns, code, &model_of(child)?, create, None)
     }
 }

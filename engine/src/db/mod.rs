@@ -89,6 +89,8 @@ pub struct Engine {
     pub(crate) pipeline: crate::db::embedding::Pipeline,
     /// Decoded rows for hit resolution and context assembly.
     pub(crate) rows: RowCache,
+    /// Record children lists for allow-lists built per query.
+    pub(crate) children: crate::store::children_cache::ChildrenCache,
     /// How many namespaces the store has: with one, no search needs a
     /// namespace clause (every record is in it).
     pub(crate) namespace_count: std::sync::atomic::AtomicUsize,
@@ -166,6 +168,7 @@ impl Memdb {
             namespace_count,
             closed: std::sync::atomic::AtomicBool::new(false),
             rows: RowCache::new(config.row_cache_bytes),
+            children: Default::default(),
             config,
             store,
             text,

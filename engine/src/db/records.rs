@@ -30,6 +30,7 @@ use crate::store::embed_queue::{self, QueueWriter};
 use crate::store::records::{self as rows, RecordsView};
 use crate::store::vectors::VectorRows;
 use crate::text::RecordTextFilter;
+use crate::util::idhash::IdSet;
 use crate::util::ids::new_id;
 use crate::util::time::{from_micros, now, to_micros};
 use crate::vector::index::VectorSearch;
@@ -559,7 +560,7 @@ impl Memdb {
         for p in &mut prepared {
             p.row.namespace = ns;
         }
-        let keys: HashSet<u128> = prepared.iter().map(|p| p.key).collect();
+        let keys: IdSet = prepared.iter().map(|p| p.key).collect();
         if keys.len() != prepared.len() {
             return Err(Error::invalid("records", "two records have the same id"));
         }
@@ -1009,12 +1010,22 @@ impl Memdb {
     /// allow-list for a search of one kind, where ids of other kinds never
     /// match. The parents must be of this namespace (their children are).
     pub fn record_child_ids(&self, parents: &[Uuid]) -> Result<HashSet<Uuid>> {
+        Ok(self
+            .child_id_set(parents)?
+            .into_iter()
+            .map(Uuid::from_u128)
+            .collect())
+    }
+
+    /// [`Memdb::record_child_ids`] as the set a vector search takes.
+    pub(crate) fn child_id_set(&self, parents: &[Uuid]) -> Result<IdSet> {
         let txn = self.store.read()?;
         let view = RecordsView::open(&txn)?;
-        let mut out = HashSet::new();
-        for p in parents {
-            out.extend(view.children(p.as_u128())?.into_iter().map(Uuid::from_u128));
-        }
+        let version = crate::store::records::children_version(&txn)?;
+        let parents: Vec<u128> = parents.iter().map(|p| p.as_u128()).collect();
+        let mut out = IdSet::default();
+        self.children
+            .children_into(version, &view, &parents, &mut out)?;
         Ok(out)
     }
 
@@ -1035,13 +1046,33 @@ impl Memdb {
         if k == 0 || self.config().embedder.is_none() || !crate::text::natural::has_words(query) {
             return Ok(Vec::new());
         }
-        let allowed: Option<HashSet<u128>> = filter
+        let allowed: Option<IdSet> = filter
             .allowed
             .as_ref()
             .map(|a| a.iter().map(|u| u.as_u128()).collect());
+        self.nearest_records_in(query, filter, allowed.as_ref(), k)
+    }
+
+    /// [`Memdb::nearest_records`] with the allow-list given as the set a
+    /// vector search takes (`filter.allowed` is not read): a stage that
+    /// feeds another builds it once, with no conversion.
+    pub(crate) fn nearest_records_in(
+        &self,
+        query: &str,
+        filter: &RecordFilter,
+        allowed: Option<&IdSet>,
+        k: usize,
+    ) -> Result<Vec<(Uuid, f32)>> {
+        if filter.kinds.is_empty() {
+            return Err(Error::invalid("kinds", "at least one record kind"));
+        }
+        crate::text::budget::check_natural(query)?;
+        if k == 0 || self.config().embedder.is_none() || !crate::text::natural::has_words(query) {
+            return Ok(Vec::new());
+        }
         let codes: Vec<u16> = filter.kinds.iter().map(|k| k.code).collect();
         Ok(self
-            .record_vector_hits(query, filter, &codes, allowed.as_ref(), k)?
+            .record_vector_hits(query, filter, &codes, allowed, k)?
             .0)
     }
 
@@ -1131,7 +1162,7 @@ impl Memdb {
             let ids: Vec<u128> = {
                 let txn = self.store.read()?;
                 let rows = VectorRows::open(&txn)?;
-                let have: HashSet<u128> = rows.ids(target.id)?.into_iter().collect();
+                let have: IdSet = rows.ids(target.id)?.into_iter().collect();
                 rows.ids(old.id)?
                     .into_iter()
                     .filter(|id| !have.contains(id))
@@ -1261,7 +1292,7 @@ impl Memdb {
         crate::text::budget::check_natural(query)?;
         // One allow-list for both signals: explicit ids, then (vector side)
         // the scope's descendants and the tags.
-        let allowed: Option<HashSet<u128>> = filter
+        let allowed: Option<IdSet> = filter
             .allowed
             .as_ref()
             .map(|a| a.iter().map(|u| u.as_u128()).collect());
@@ -1320,11 +1351,11 @@ impl Memdb {
         query: &str,
         filter: &RecordFilter,
         codes: &[u16],
-        allowed: Option<&HashSet<u128>>,
+        allowed: Option<&IdSet>,
         limit: usize,
     ) -> Result<VectorHits> {
         // Borrowed unless tags or a scope narrow it (no copy per query).
-        let mut allowed: Option<std::borrow::Cow<'_, HashSet<u128>>> =
+        let mut allowed: Option<std::borrow::Cow<'_, IdSet>> =
             allowed.map(std::borrow::Cow::Borrowed);
         // Excluded tags: a deny-set checked inside the graph walk, read from
         // the tag index (only the tagged records).
@@ -1340,7 +1371,7 @@ impl Memdb {
         // The keyword side filtered by the `rscope` term; the vector side
         // needs the scope's descendants as a set.
         if let Some(scope) = filter.scope {
-            let s: HashSet<u128> = self
+            let s: IdSet = self
                 .record_descendants(scope)?
                 .into_iter()
                 .map(|u| u.as_u128())
@@ -1392,15 +1423,15 @@ impl Memdb {
 
     /// Records of `kinds` in this namespace carrying every tag in `tags`
     /// (from the tag index).
-    fn tagged(&self, kinds: &[u16], tags: &[String]) -> Result<HashSet<u128>> {
+    fn tagged(&self, kinds: &[u16], tags: &[String]) -> Result<IdSet> {
         let txn = self.store.read()?;
         let view = RecordsView::open(&txn)?;
         let ns = self.ns_read()?;
-        let mut out = HashSet::new();
+        let mut out = IdSet::default();
         for k in kinds {
-            let mut common: Option<HashSet<u128>> = None;
+            let mut common: Option<IdSet> = None;
             for t in tags {
-                let ids: HashSet<u128> = view.tagged(ns, *k, t)?.into_iter().collect();
+                let ids: IdSet = view.tagged(ns, *k, t)?.into_iter().collect();
                 common = Some(match common {
                     Some(c) => c.intersection(&ids).copied().collect(),
                     None => ids,
@@ -1413,8 +1444,8 @@ impl Memdb {
 
     /// Records of `kinds` in this namespace carrying any tag in `tags`
     /// (from the tag index).
-    fn tagged_any(&self, kinds: &[u16], tags: &[String]) -> Result<HashSet<u128>> {
-        let mut out = HashSet::new();
+    fn tagged_any(&self, kinds: &[u16], tags: &[String]) -> Result<IdSet> {
+        let mut out = IdSet::default();
         if tags.is_empty() {
             return Ok(out);
         }

@@ -2,7 +2,7 @@
 //! approximate search, stats, compaction and verification, each one redb
 //! transaction (rows + oplog) followed by the index apply.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use memdb_format::SpaceRecord;
 use uuid::Uuid;
@@ -13,6 +13,7 @@ use crate::model::metric::MAX_DIMENSION;
 use crate::model::types::{Filter, VectorPlan};
 use crate::store;
 use crate::store::vectors::{FilterRows, VectorRows};
+use crate::util::idhash::IdSet;
 use crate::vector::spaces::{
     SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome, check_vector, similarity,
     space_from, unknown_space,
@@ -28,7 +29,7 @@ pub(crate) fn allowed_records(
     db: &Memdb,
     filter: &VectorFilter,
     ns_bound: bool,
-) -> Result<Option<HashSet<u128>>> {
+) -> Result<Option<IdSet>> {
     let ns_bound = ns_bound && db.ns_clause()?.is_some();
     if filter.is_empty() && !ns_bound {
         return Ok(None);
@@ -37,11 +38,11 @@ pub(crate) fn allowed_records(
         records: None,
         ..filter.clone()
     };
-    let mut allowed: Option<HashSet<u128>> = None;
+    let mut allowed: Option<IdSet> = None;
     if !scope_only.is_empty() || ns_bound {
         let txn = db.store.read()?;
         let tables = FilterRows::open(&txn)?;
-        let mut set = HashSet::new();
+        let mut set = IdSet::default();
         let conv_scope = Filter {
             since: None,
             until: None,
@@ -72,7 +73,7 @@ pub(crate) fn allowed_records(
         allowed = Some(set);
     }
     if let Some(records) = &filter.records {
-        let listed: HashSet<u128> = records.iter().map(|r| r.as_u128()).collect();
+        let listed: IdSet = records.iter().map(|r| r.as_u128()).collect();
         allowed = Some(match allowed {
             Some(a) => a.intersection(&listed).copied().collect(),
             None => listed,
@@ -329,8 +330,8 @@ impl Memdb {
         space: &VectorSpace,
         query: &[f32],
         params: crate::vector::index::VectorSearch,
-        allowed: Option<&HashSet<u128>>,
-        denied: &HashSet<u128>,
+        allowed: Option<&IdSet>,
+        denied: &IdSet,
     ) -> Result<Vec<VectorHit>> {
         check_vector("query", space, query)?;
         Ok(self
@@ -345,8 +346,8 @@ impl Memdb {
         space: &VectorSpace,
         query: &[f32],
         params: crate::vector::index::VectorSearch,
-        allowed: Option<&HashSet<u128>>,
-        denied: Option<&HashSet<u128>>,
+        allowed: Option<&IdSet>,
+        denied: Option<&IdSet>,
     ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         if self.vectors.take_damaged(space.id) {
             self.compact_vectors(&space.name)?;

@@ -728,10 +728,10 @@ impl Memdb {
         };
         let cut = min_similarity(&embedder.identity());
         let sources = self.indexed_record_vectors(DOCUMENT)?;
-        let mut filter = chunks.clone();
         // N = S keeps every source: the first stage would select them all,
         // and the second is then the one-stage search.
         let n = (sources / 20).max(20).min(sources);
+        let mut allowed = None;
         if n < sources {
             let docs = RecordFilter {
                 kinds: vec![DOCUMENT],
@@ -743,10 +743,10 @@ impl Memdb {
                 .into_iter()
                 .map(|(id, _)| id)
                 .collect();
-            filter.allowed = Some(self.record_child_ids(&top)?);
+            allowed = Some(self.child_id_set(&top)?);
         }
         Ok(self
-            .nearest_records(query, &filter, limit)?
+            .nearest_records_in(query, chunks, allowed.as_ref(), limit)?
             .into_iter()
             .take_while(|(_, s)| *s >= cut)
             .map(|(id, _)| id)

@@ -5,6 +5,7 @@
 //! transaction as the data it describes, so the oplog can never disagree
 //! with the tables it indexes.
 
+pub(crate) mod children_cache;
 pub(crate) mod conversations;
 pub(crate) mod namespaces;
 

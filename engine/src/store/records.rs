@@ -11,7 +11,30 @@ use memdb_format::{ItemRecord, Op};
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::error::Result;
-use crate::store::OpBatch;
+use crate::store::{META, OpBatch};
+
+/// META key: how many writes have changed `record_children` (a child
+/// added, removed or moved to another parent). Written in the same
+/// transaction as the change, so a snapshot's version names exactly its
+/// parent → child index: the children cache (`children_cache.rs`) serves
+/// what it read at one version only to readers seeing that version.
+const KEY_CHILDREN_VERSION: &str = "record_children_version";
+
+/// The `record_children` version of a read snapshot (0 before any change
+/// was counted).
+pub(crate) fn children_version(txn: &ReadTransaction) -> Result<u64> {
+    Ok(txn
+        .open_table(META)?
+        .get(KEY_CHILDREN_VERSION)?
+        .map_or(0, |v| v.value()))
+}
+
+fn bump_children_version(txn: &WriteTransaction) -> Result<()> {
+    let mut meta = txn.open_table(META)?;
+    let v = meta.get(KEY_CHILDREN_VERSION)?.map_or(0, |v| v.value());
+    meta.insert(KEY_CHILDREN_VERSION, v + 1)?;
+    Ok(())
+}
 
 /// Record id → envelope(`ItemRecord`).
 pub(crate) const RECORDS: TableDefinition<u128, &[u8]> = TableDefinition::new("records");
@@ -153,6 +176,10 @@ pub(crate) fn put(
     for t in &rec.tags {
         by_tag.insert((rec.namespace, rec.kind, t.as_str(), id), ())?;
     }
+    drop((children, by_kind, by_tag));
+    if old.as_ref().and_then(|o| o.parent) != rec.parent {
+        bump_children_version(txn)?;
+    }
     ops.push(Op::PutRecord(id.to_le_bytes()));
     Ok(())
 }
@@ -174,6 +201,7 @@ pub(crate) fn delete(
     if let Some(p) = old.parent {
         txn.open_table(RECORD_CHILDREN)?
             .remove((u128::from_le_bytes(p), id))?;
+        bump_children_version(txn)?;
     }
     txn.open_table(RECORDS_BY_KIND)?
         .remove((old.namespace, old.kind, old.created_at, id))?;

@@ -23,13 +23,13 @@
 //! the previous old one is dropped; a hit in the old generation moves the
 //! entry back to the young one. That approximates LRU with O(1) work.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use memdb_format::ConversationRecord;
 
 use crate::model::types::Message;
+use crate::util::idhash::IdMap;
 
 /// Bookkeeping bytes charged per entry on top of its strings.
 const ENTRY_OVERHEAD: usize = 128;
@@ -48,10 +48,6 @@ struct Inner {
     young: Generation,
     old: Generation,
 }
-
-/// Ids are hashed with foldhash (seeded per process): SipHash was a third
-/// of a cache hit.
-type IdMap<V> = HashMap<u128, V, foldhash::fast::RandomState>;
 
 #[derive(Default)]
 struct Generation {

@@ -5,8 +5,6 @@
 //! (a conversation row, its messages in a time window). The HNSW index in `vector/` is derived from
 //! these rows; it reads and writes them only through this module.
 
-use std::collections::HashSet;
-
 use memdb_format::{ConversationRecord, Op, SpaceRecord, encode_vector};
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, WriteTransaction};
 
@@ -17,6 +15,7 @@ use crate::store::{
     CONV_MESSAGES, CONVERSATIONS, MESSAGES, META, OpBatch, VECTOR_SPACES, VECTOR_TOMBSTONES,
     VECTORS,
 };
+use crate::util::idhash::IdSet;
 
 /// META key: the id the next vector space gets.
 const NEXT_SPACE_ID: &str = "next_vector_space_id";
@@ -364,7 +363,7 @@ impl FilterRows {
         lo: i64,
         hi: i64,
         role: Option<&str>,
-        out: &mut HashSet<u128>,
+        out: &mut IdSet,
     ) -> Result<()> {
         if hi == i64::MIN {
             return Ok(());

@@ -25,7 +25,7 @@ pub(crate) mod pairs;
 pub(crate) mod plainquery;
 pub(crate) mod softdir;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -58,6 +58,7 @@ use crate::store::{self, Store};
 use crate::text::natural::NaturalQueries;
 use crate::text::pairs::{PAIRS_TOKENIZER, PairTokenizer};
 use crate::text::plainquery::PlainQueries;
+use crate::util::idhash::IdSet;
 use softdir::SoftDirectory;
 
 /// Bumped when the tantivy schema or analysis changes; an index built with
@@ -281,7 +282,7 @@ pub(crate) struct RecordTextFilter<'a> {
     /// Never records carrying any of these tags.
     pub(crate) exclude_tags: &'a [String],
     /// Only these records.
-    pub(crate) allowed: Option<&'a HashSet<u128>>,
+    pub(crate) allowed: Option<&'a IdSet>,
 }
 
 /// How [`TextIndex::search`] reads the query text.
@@ -639,7 +640,7 @@ impl TextIndex {
         let f = self.fields;
         let mut scopes: HashMap<u128, Option<Scope>> = HashMap::new();
         // Messages this call added a document for.
-        let mut added: HashSet<u128> = HashSet::new();
+        let mut added: IdSet = IdSet::default();
         // Sent to tantivy in batches: one batch goes to one indexing thread,
         // so a small write makes one segment, not one per thread (each
         // costs a commit several MB of buffers); big applies still spread.

@@ -1,4 +1,5 @@
-//! Leaf utilities every layer may use: ids of new rows, time parsing, dates in free text, the directory lock,
+//! Leaf utilities every layer may use: ids of new rows and sets keyed by
+//! them, time parsing, dates in free text, the directory lock,
 //! the blocking HTTP client for remote providers (cargo feature `openai`),
 //! function-word lists, token counting and the folder watcher shared by
 //! KuraDB and the import folder (`watch.rs`). Nothing here knows about
@@ -7,6 +8,7 @@
 pub(crate) mod dates;
 #[cfg(feature = "openai")]
 pub(crate) mod http;
+pub(crate) mod idhash;
 pub(crate) mod ids;
 pub(crate) mod keywords;
 pub(crate) mod lock;

@@ -28,6 +28,7 @@ use crate::model::metric::Metric;
 use crate::model::types::{IndexPart, VectorPlan};
 use crate::store::vectors::VectorRows;
 use crate::store::{self, Store};
+use crate::util::idhash::{IdMap, IdSet};
 use crate::vector::spaces::{self, VectorHit};
 use crate::vector::{
     self, Filter, Hnsw, HnswParams, MappedGeneration, NodeSet, SearchParams, Searchable, Strategy,
@@ -138,9 +139,13 @@ pub(crate) struct SpaceIndex {
     /// Vectors written after `generation_lsn`; overwritten records leave
     /// stale nodes, so `live` says which node is current.
     delta: Hnsw,
-    live: HashMap<u128, u32>,
+    live: IdMap<u32>,
+    /// The delta's current nodes as a bitmap (bit `n` set when node `n` is
+    /// some record's `live` node): the search's test per visited node, no
+    /// hashing.
+    live_nodes: Vec<u64>,
     /// Records whose copy in `current` must not be returned.
-    tombstoned: HashSet<u128>,
+    tombstoned: IdSet,
     applied_lsn: u64,
 }
 
@@ -221,8 +226,9 @@ impl SpaceIndex {
                 space.dimension as usize,
                 Self::delta_params_of(rec),
             )?,
-            live: HashMap::new(),
-            tombstoned: HashSet::new(),
+            live: IdMap::default(),
+            live_nodes: Vec::new(),
+            tombstoned: IdSet::default(),
             applied_lsn: rec.generation_lsn,
         };
         idx.load_tombstones(store)?;
@@ -281,10 +287,15 @@ impl SpaceIndex {
                 match vectors.get(space, rid, self.dim as u32)? {
                     Some(v) => {
                         let node = self.delta.insert(rid, &v)?;
-                        self.live.insert(rid, node);
+                        if let Some(old) = self.live.insert(rid, node) {
+                            set_bit(&mut self.live_nodes, old, false);
+                        }
+                        set_bit(&mut self.live_nodes, node, true);
                     }
                     None => {
-                        self.live.remove(&rid);
+                        if let Some(old) = self.live.remove(&rid) {
+                            set_bit(&mut self.live_nodes, old, false);
+                        }
                     }
                 }
             }
@@ -312,8 +323,8 @@ impl SpaceIndex {
         &self,
         query: &[f32],
         params: VectorSearch,
-        allowed: Option<&HashSet<u128>>,
-        denied: Option<&HashSet<u128>>,
+        allowed: Option<&IdSet>,
+        denied: Option<&IdSet>,
     ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         let denied = denied.filter(|d| !d.is_empty());
         let admitted = |rid: u128| {
@@ -332,11 +343,9 @@ impl SpaceIndex {
             let keep = |rid: u128| !self.tombstoned.contains(&rid) && admitted(rid);
             let found = match allowed {
                 Some(a) if a.len() < n / 8 => {
-                    let nodes = a
-                        .iter()
-                        .filter(|&&r| keep(r))
-                        .filter_map(|&r| view.node_of(r));
-                    let set = NodeSet::new(n, nodes);
+                    let mut ids: Vec<u128> = a.iter().copied().filter(|&r| keep(r)).collect();
+                    ids.sort_unstable();
+                    let set = NodeSet::new(n, view.nodes_of_sorted(&ids));
                     current.search_planned(query, sp, Filter::Nodes(&set), auto)?
                 }
                 _ if allowed.is_none() && denied.is_none() && self.tombstoned.is_empty() => {
@@ -356,14 +365,31 @@ impl SpaceIndex {
             }
         }
         if !self.live.is_empty() {
-            let current = |node: u32| {
-                self.delta
-                    .record_id(node)
-                    .is_some_and(|rid| self.live.get(&rid) == Some(&node) && admitted(rid))
+            let found = match allowed {
+                // A short allow-list becomes the delta's node set through
+                // `live` (one lookup per allowed id, not one per node).
+                Some(a) if a.len() < self.delta.len() => {
+                    let nodes = a.iter().filter_map(|r| {
+                        self.live
+                            .get(r)
+                            .copied()
+                            .filter(|_| denied.is_none_or(|d| !d.contains(r)))
+                    });
+                    let set = NodeSet::new(self.delta.len(), nodes);
+                    self.delta
+                        .search_planned(query, sp, Filter::Nodes(&set), auto)?
+                }
+                _ => {
+                    let current = |node: u32| {
+                        bit(&self.live_nodes, node)
+                            && (allowed.is_none() && denied.is_none()
+                                || self.delta.record_id(node).is_some_and(admitted))
+                    };
+                    self.delta
+                        .search_planned(query, sp, Filter::Predicate(&current), auto)?
+                }
             };
-            let (found, plan) =
-                self.delta
-                    .search_planned(query, sp, Filter::Predicate(&current), auto)?;
+            let (found, plan) = found;
             plans.push(plan.public(IndexPart::Delta));
             for h in found {
                 if let Some(rid) = self.delta.record_id(h.node) {
@@ -382,6 +408,26 @@ impl SpaceIndex {
             })
             .collect();
         Ok((hits, plans))
+    }
+}
+
+/// Whether bit `n` of `bits` is set.
+#[inline]
+fn bit(bits: &[u64], n: u32) -> bool {
+    bits.get(n as usize / 64)
+        .is_some_and(|w| w & (1 << (n % 64)) != 0)
+}
+
+/// Sets or clears bit `n` of `bits`, growing it as needed.
+fn set_bit(bits: &mut Vec<u64>, n: u32, on: bool) {
+    let w = n as usize / 64;
+    if w >= bits.len() {
+        bits.resize(w + 1, 0);
+    }
+    if on {
+        bits[w] |= 1 << (n % 64);
+    } else {
+        bits[w] &= !(1 << (n % 64));
     }
 }
 
@@ -569,8 +615,8 @@ impl VectorIndexes {
         space: &Arc<RwLock<SpaceIndex>>,
         query: &[f32],
         params: VectorSearch,
-        allowed: Option<&HashSet<u128>>,
-        denied: Option<&HashSet<u128>>,
+        allowed: Option<&IdSet>,
+        denied: Option<&IdSet>,
     ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         let s = space.read().unwrap_or_else(|e| e.into_inner());
         s.search(query, params, allowed, denied)
@@ -585,12 +631,15 @@ impl VectorIndexes {
         generation.saturating_sub(s.tombstoned.len() as u64) + s.live.len() as u64
     }
 
-    /// (vectors in the in-memory delta plus tombstones, nodes in the current
-    /// generation): the work a compaction would fold in, and its base.
+    /// (nodes in the in-memory delta plus tombstones, nodes in the current
+    /// generation): the work a compaction would fold in, and its base. The
+    /// delta's nodes include the superseded copies of overwritten vectors
+    /// (a source's summed vector is rewritten once per batch of its
+    /// chunks): a reopen replays them and a search walks them.
     pub(crate) fn backlog(&self, space: &Arc<RwLock<SpaceIndex>>) -> (u64, u64) {
         let s = space.read().unwrap_or_else(|e| e.into_inner());
         (
-            (s.live.len() + s.tombstoned.len()) as u64,
+            (s.delta.len() + s.tombstoned.len()) as u64,
             s.current.as_ref().map_or(0, |g| g.len() as u64),
         )
     }
