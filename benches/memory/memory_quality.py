@@ -53,6 +53,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# The query `weights` of this run (--weights), None for the defaults.
+WEIGHTS = None
 WORD = re.compile(r"[A-Za-z][A-Za-z']+")
 STOP = set(
     """a about above after again against all am an and any are aren't as at be
@@ -229,6 +231,8 @@ def run_set(client, queries, mode):
     ranks, sess_hits, lat = [], 0, []
     for q in queries:
         body = {"query": q["query"], "limit": 10, "mode": mode, "filters": {"folder": f"/{q['sample']}"}}
+        if WEIGHTS:
+            body["weights"] = WEIGHTS
         t0 = time.perf_counter()
         out = client.call("POST", "/api/v1/query", body)
         lat.append(time.perf_counter() - t0)
@@ -288,8 +292,11 @@ def main():
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--context", type=int, default=0, help="also assemble context for this many questions per set")
     ap.add_argument("--budget", type=int, default=2000, help="token budget of --context")
+    ap.add_argument("--weights", help="a JSON object sent as the query's `weights` (memdb extension: keyword, semantic, neighbours, per_conversation)")
     ap.add_argument("--json")
     a = ap.parse_args()
+    global WEIGHTS
+    WEIGHTS = json.loads(a.weights) if a.weights else None
     samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples)
     client = Client(a.url, a.key)
     sessions = sum(len(s["sessions"]) for s in samples)

@@ -163,6 +163,12 @@ pub enum Op {
     PutRecord([u8; 16]),
     /// A generic record was removed: drop it from every index.
     DeleteRecord([u8; 16]),
+    /// A generic record that did not exist before this entry was created:
+    /// index it. Like [`Op::PutRecord`], but no earlier document can exist
+    /// for the id, so the text index may skip the delete (the rule of
+    /// [`Op::InsertMessage`]): a bulk load's deletes each held a query
+    /// weight in tantivy's delete queue until the next commit.
+    InsertRecord([u8; 16]),
 }
 
 /// A vector space (table `vector_spaces`, key = its name): one embedding
@@ -302,6 +308,9 @@ mod tests {
             (Op::DeleteVector(7, [1; 16]), 5),
             (Op::InsertMessage([1; 16]), 6),
             (Op::PutSummary([1; 16]), 7),
+            (Op::PutRecord([1; 16]), 8),
+            (Op::DeleteRecord([1; 16]), 9),
+            (Op::InsertRecord([1; 16]), 10),
         ];
         for (op, index) in cases {
             let entry = OplogEntry {

@@ -34,6 +34,8 @@ pub struct Spec {
     pub min_similarity: Option<f32>,
     /// Attach each hit's score explanation.
     pub explain: bool,
+    /// Hybrid fusion weights (the engine checks them).
+    pub weights: memdb::FusionWeights,
 }
 
 /// Hits, the mode used and the engine's notes.
@@ -115,6 +117,7 @@ pub fn run(db: &Memdb, spec: Spec) -> Result<Outcome, ApiError> {
     req.offset = spec.offset;
     req.min_similarity = spec.min_similarity;
     req.explain = spec.explain;
+    req.weights = spec.weights;
     let out = db.search(&req)?;
     Ok(Outcome {
         hits: out.hits,

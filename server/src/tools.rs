@@ -316,6 +316,7 @@ pub fn memory_search(db: &Memdb, args: MemorySearchArgs) -> Result<SearchData, A
             offset: 0,
             min_similarity: None,
             explain: false,
+            weights: memdb::FusionWeights::default(),
         },
     )?;
     let results: Vec<ToolSearchResult> = out

@@ -250,6 +250,40 @@ pub struct QueryBody {
     /// (`explain`, SPEC §18.4). Default false.
     #[serde(default)]
     pub explain: Option<bool>,
+    /// memdb extension: hybrid fusion settings (SPEC §18.2, §18.3); each
+    /// absent field keeps its default.
+    #[serde(default)]
+    pub weights: Option<QueryWeights>,
+}
+
+/// `weights` of `POST /api/v1/query` (memdb extension).
+#[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryWeights {
+    /// Weight of the keyword ranking, 0..=100 (default 1).
+    pub keyword: Option<f32>,
+    /// Weight of the semantic ranking, 0..=100 (default 1).
+    pub semantic: Option<f32>,
+    /// Share of a top hit's score its neighbouring turns enter with, 0..=1
+    /// (default 0.5; 0 off).
+    pub neighbours: Option<f32>,
+    /// At most this many of the first 50 hits from one conversation; the
+    /// rest move behind them, 0..=1000 (default 0: off).
+    pub per_conversation: Option<u32>,
+}
+
+impl QueryWeights {
+    /// The engine's weights: the defaults, with what was given.
+    pub fn to_engine(self) -> memdb::FusionWeights {
+        let d = memdb::FusionWeights::default();
+        memdb::FusionWeights {
+            keyword: self.keyword.unwrap_or(d.keyword),
+            semantic: self.semantic.unwrap_or(d.semantic),
+            neighbours: self.neighbours.unwrap_or(d.neighbours),
+            per_conversation: self.per_conversation.unwrap_or(d.per_conversation),
+            ..d
+        }
+    }
 }
 
 /// `POST /api/v1/search/fts` body.

@@ -1068,6 +1068,54 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 
+/// Session spread (`weights.per_conversation`): with a cap of 1, the first
+/// hits come from distinct conversations, the rest follow in their fused
+/// order; off by default; a cap over 1,000 is refused.
+#[test]
+fn session_spread_puts_other_conversations_first() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    let long = conv(
+        &db,
+        "long",
+        "/",
+        &[
+            "the orchard apples were ripe",
+            "apples from the orchard again",
+            "we picked orchard apples all day",
+        ],
+    );
+    let other = conv(&db, "other", "/", &["an apple from the market"]);
+    let third = conv(&db, "third", "/", &["orchard visit in spring"]);
+    let mut req = SearchRequest::new("orchard apples");
+    req.weights.neighbours = 0.0;
+    let convs = |r: &memdb::SearchResults| -> Vec<uuid::Uuid> {
+        r.hits.iter().map(|h| h.message.conversation_id).collect()
+    };
+    let plain = db.search(&req).unwrap();
+    let by_plain = convs(&plain);
+    // Unspread, the long conversation's three turns lead.
+    assert_eq!(&by_plain[..3], &[long.conversation.id; 3], "{by_plain:?}");
+    req.weights.per_conversation = 1;
+    let spread = db.search(&req).unwrap();
+    let by_spread = convs(&spread);
+    let firsts: std::collections::HashSet<_> = by_spread[..3].iter().collect();
+    assert_eq!(firsts.len(), 3, "{by_spread:?}");
+    assert!(firsts.contains(&other.conversation.id) && firsts.contains(&third.conversation.id));
+    // The same hits, only reordered; the long conversation's others
+    // follow in their fused order.
+    let ids = |r: &memdb::SearchResults| -> Vec<uuid::Uuid> {
+        r.hits.iter().map(|h| h.message.id).collect()
+    };
+    let (mut a, mut b) = (ids(&plain), ids(&spread));
+    assert_eq!(b[3..], a[1..3]);
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    req.weights.per_conversation = 1_001;
+    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+}
+
 /// `embedding_id` (issue 19): null while a message waits in the queue, the
 /// message's id once it has a vector in the active space (Sekha's Chroma id),
 /// and null in a store without an embedder.

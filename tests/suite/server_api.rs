@@ -382,6 +382,42 @@ fn query_min_similarity_drops_distant_semantic_hits() {
 }
 
 #[test]
+fn query_weights_reach_the_fusion_and_bad_ones_are_refused() {
+    let hashing = std::sync::Arc::new(memdb::Hashing::new(256).unwrap());
+    let s = TestServer::start_with(config(), memdb::Config::with_embedder(hashing));
+    create(&s, "Bread", "/", "sourdough bread baking with a starter");
+    create(&s, "Loaf", "/", "a bread loaf from the bakery");
+    let run = |weights: serde_json::Value| {
+        s.send(
+            "POST",
+            "/api/v1/query",
+            &json!({"query": "sourdough bread", "limit": 10, "explain": true, "weights": weights}),
+        )
+    };
+    // Both weights 0: every fused score is 0; and no neighbour entered.
+    let out = run(json!({"keyword": 0, "semantic": 0, "neighbours": 0})).json();
+    let r = out["results"].as_array().unwrap();
+    assert!(!r.is_empty(), "{out}");
+    assert!(r.iter().all(|h| h["explain"]["fused"] == 0.0), "{out}");
+    assert!(
+        r.iter().all(|h| h["explain"]["neighbour_of"].is_null()),
+        "{out}"
+    );
+    let out = run(json!({})).json();
+    assert!(
+        out["results"][0]["explain"]["fused"].as_f64().unwrap() > 0.0,
+        "{out}"
+    );
+    // One hit per conversation first: the two leaders differ.
+    let out = run(json!({"per_conversation": 1, "neighbours": 0})).json();
+    let r = out["results"].as_array().unwrap();
+    assert_ne!(r[0]["conversation_id"], r[1]["conversation_id"], "{out}");
+    assert_error(&run(json!({"per_conversation": 5000})), 400);
+    assert_error(&run(json!({"neighbours": 2})), 400);
+    assert_error(&run(json!({"nieghbours": 0})), 400);
+}
+
+#[test]
 fn health_metrics_and_openapi() {
     let s = TestServer::start(config());
     create(&s, "M", "/", "metrics please");

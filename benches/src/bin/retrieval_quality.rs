@@ -128,6 +128,7 @@ const fn hybrid(
             rrf_k,
             method,
             neighbours: 0.5,
+            per_conversation: 0,
         },
     }
 }
@@ -138,6 +139,7 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     rrf_k: 60.0,
     method: FusionMethod::RelativeScore,
     neighbours: 0.5,
+    per_conversation: 0,
 };
 
 /// The settings every set is run with: the three modes at their defaults,

@@ -167,7 +167,15 @@ pub struct FusionWeights {
     /// off). SPEC.md §18.3.
     #[serde(default = "default_neighbours")]
     pub neighbours: f32,
+    /// Session spread: at most this many hits of one conversation among
+    /// the first [`SPREAD_WINDOW`] of the fused list; the others move after
+    /// them, in order (0 = off, the default). SPEC.md §18.3.
+    #[serde(default)]
+    pub per_conversation: u32,
 }
+
+/// How deep the session spread reorders the fused list.
+pub const SPREAD_WINDOW: usize = 50;
 
 fn default_neighbours() -> f32 {
     0.5
@@ -181,6 +189,7 @@ impl Default for FusionWeights {
             rrf_k: 60.0,
             method: FusionMethod::RelativeScore,
             neighbours: default_neighbours(),
+            per_conversation: 0,
         }
     }
 }
@@ -456,6 +465,12 @@ impl Memdb {
                 format!("{} is outside 0..=1", w.neighbours),
             ));
         }
+        if w.per_conversation > 1_000 {
+            return Err(Error::invalid(
+                "weights.per_conversation",
+                format!("{} is outside 0..=1000", w.per_conversation),
+            ));
+        }
         if !(w.rrf_k.is_finite() && (0.0..=10_000.0).contains(&w.rrf_k)) {
             return Err(Error::invalid(
                 "weights.rrf_k",
@@ -714,6 +729,39 @@ impl Memdb {
         Ok(())
     }
 
+    /// Session spread ([`FusionWeights::per_conversation`]): within the
+    /// first [`SPREAD_WINDOW`] candidates, a conversation's hits after its
+    /// first `cap` move behind the others (kept in order), so the top of
+    /// the list reaches more sessions. Scores are unchanged.
+    fn spread_conversations(
+        &self,
+        fused: &mut Vec<(u128, f32, ScoreExplain)>,
+        cap: usize,
+    ) -> Result<()> {
+        let window = fused.len().min(SPREAD_WINDOW);
+        let rows = self.row_reader();
+        let mut seen: HashMap<u128, usize> = HashMap::new();
+        let mut kept = Vec::with_capacity(fused.len());
+        let mut later = Vec::new();
+        for x in fused.drain(..window) {
+            let conv = rows.message(x.0)?.map(|m| m.conversation_id.as_u128());
+            let n = conv.map_or(0, |c| {
+                let n = seen.entry(c).or_default();
+                *n += 1;
+                *n
+            });
+            if n <= cap {
+                kept.push(x);
+            } else {
+                later.push(x);
+            }
+        }
+        kept.append(&mut later);
+        kept.append(fused);
+        *fused = kept;
+        Ok(())
+    }
+
     fn hybrid(
         &self,
         req: &SearchRequest,
@@ -862,6 +910,9 @@ impl Memdb {
             && filter.until.is_none()
         {
             self.expand_neighbours(&mut fused, req.weights.neighbours)?;
+        }
+        if req.weights.per_conversation > 0 {
+            self.spread_conversations(&mut fused, req.weights.per_conversation as usize)?;
         }
         let page: Vec<(u128, f32, ScoreExplain)> =
             fused.into_iter().skip(req.offset).take(req.limit).collect();

@@ -4,7 +4,7 @@
 //! per-namespace, per-kind listing in creation order.
 //!
 //! Writes record their own oplog entries ([`Op::PutRecord`],
-//! [`Op::DeleteRecord`]), so no caller can forget one; the text index
+//! [`Op::InsertRecord`], [`Op::DeleteRecord`]), so no caller can forget one; the text index
 //! applies them by reading the row back.
 
 use memdb_format::{ItemRecord, Op};
@@ -142,7 +142,7 @@ pub(crate) fn children_for_write(txn: &WriteTransaction, parent: u128) -> Result
 }
 
 /// Writes record `id` (insert or replace) with its index entries, and
-/// records [`Op::PutRecord`]. A replaced row's old index entries are
+/// records [`Op::PutRecord`] ([`Op::InsertRecord`] for a new id). A replaced row's old index entries are
 /// removed first, so a changed parent or creation time moves it.
 pub(crate) fn put(
     txn: &WriteTransaction,
@@ -180,7 +180,10 @@ pub(crate) fn put(
     if old.as_ref().and_then(|o| o.parent) != rec.parent {
         bump_children_version(txn)?;
     }
-    ops.push(Op::PutRecord(id.to_le_bytes()));
+    ops.push(match old {
+        Some(_) => Op::PutRecord(id.to_le_bytes()),
+        None => Op::InsertRecord(id.to_le_bytes()),
+    });
     Ok(())
 }
 

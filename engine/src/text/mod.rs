@@ -674,13 +674,21 @@ impl TextIndex {
                         }
                     }
                     Op::PutVector(..) | Op::DeleteVector(..) | Op::PutSummary(..) => {}
-                    Op::PutRecord(id) | Op::DeleteRecord(id) => {
+                    Op::PutRecord(id) | Op::DeleteRecord(id) | Op::InsertRecord(id) => {
                         let id = u128::from_le_bytes(*id);
-                        batch.push(UserOperation::Delete(self.id_term(id)));
+                        // As for messages: a new record needs no delete
+                        // unless a replay may already hold it.
+                        let fresh = matches!(op, Op::InsertRecord(_))
+                            && *lsn > read_before
+                            && !added.contains(&id);
+                        if !fresh {
+                            batch.push(UserOperation::Delete(self.id_term(id)));
+                        }
                         if let Some(rec) = records.get(id)? {
                             batch.push(UserOperation::Add(
                                 self.record_document(id, &rec, &records)?,
                             ));
+                            added.insert(id);
                         }
                     }
                     Op::PutConversation(cid) | Op::DeleteConversation(cid) => {

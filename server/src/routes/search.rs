@@ -64,6 +64,7 @@ async fn run_query(
         offset,
         min_similarity: body.min_similarity,
         explain: body.explain.unwrap_or(false),
+        weights: body.weights.unwrap_or_default().to_engine(),
     };
     let out = s.run(move |db| search::run(db, spec)).await?;
     let results: Vec<SearchResultOut> = out
@@ -115,6 +116,7 @@ pub async fn memory_search(
         mode: body.mode,
         min_similarity: None,
         explain: None,
+        weights: None,
     };
     run_query(s, query, filter, None, None).await
 }
@@ -142,6 +144,7 @@ pub async fn fts(
         offset: 0,
         min_similarity: None,
         explain: false,
+        weights: memdb::FusionWeights::default(),
     };
     let out = s.run(move |db| search::run(db, spec)).await?;
     let results: Vec<FtsHitOut> = out
