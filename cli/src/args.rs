@@ -686,7 +686,7 @@ pub struct QueryArgs {
     #[arg(long, default_value_t = 1.0, value_name = "W")]
     pub keyword_weight: f32,
     /// Hybrid weight of the semantic ranking.
-    #[arg(long, default_value_t = 1.0, value_name = "W")]
+    #[arg(long, default_value_t = memdb::DEFAULT_SEMANTIC_WEIGHT, value_name = "W")]
     pub semantic_weight: f32,
     /// Hybrid fusion: relative (normalised scores, summed) or rrf
     /// (reciprocal rank, k = 60).

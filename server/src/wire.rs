@@ -262,7 +262,7 @@ pub struct QueryBody {
 pub struct QueryWeights {
     /// Weight of the keyword ranking, 0..=100 (default 1).
     pub keyword: Option<f32>,
-    /// Weight of the semantic ranking, 0..=100 (default 1).
+    /// Weight of the semantic ranking, 0..=100 (default 0.5).
     pub semantic: Option<f32>,
     /// Share of a top hit's score its neighbouring turns enter with, 0..=1
     /// (default 0.5; 0 off).

@@ -217,9 +217,11 @@ fn hybrid_explains_and_fuses_both_rankings() {
     let e = top.explain.expect("explained");
     assert_eq!(e.keyword_rank, Some(1));
     assert_eq!(e.semantic_rank, Some(1));
-    // Top of both rankings: 1 + 1 under relative score fusion.
+    // Top of both rankings: 1 · 1 + 0.5 · 1 under relative score fusion
+    // with the default weights.
     let fused = e.fused.expect("fused score");
-    assert!((fused - 2.0).abs() < 1e-6, "fused {fused}");
+    let want = 1.0 + memdb::DEFAULT_SEMANTIC_WEIGHT;
+    assert!((fused - want).abs() < 1e-6, "fused {fused}");
     assert!((top.score - fused).abs() < 1e-9);
     // The login message has no keyword hit but is semantically close: it is
     // still in the fused list, after the keyword+semantic hit.

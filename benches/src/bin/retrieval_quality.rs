@@ -135,7 +135,7 @@ const fn hybrid(
 
 const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     keyword: 1.0,
-    semantic: 1.0,
+    semantic: memdb::DEFAULT_SEMANTIC_WEIGHT,
     rrf_k: 60.0,
     method: FusionMethod::RelativeScore,
     neighbours: 0.5,
@@ -144,7 +144,7 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
 
 /// The settings every set is run with: the three modes at their defaults,
 /// then other hybrid fusion settings (for the diagnosis, not the verdict).
-const SETTINGS: [Setting; 9] = [
+const SETTINGS: [Setting; 12] = [
     Setting {
         name: "keyword",
         mode: SearchMode::Keyword,
@@ -155,12 +155,39 @@ const SETTINGS: [Setting; 9] = [
         mode: SearchMode::Semantic,
         weights: DEFAULT_WEIGHTS,
     },
-    hybrid("hybrid", FusionMethod::RelativeScore, 1.0, 1.0, 60.0),
+    hybrid(
+        "hybrid",
+        FusionMethod::RelativeScore,
+        1.0,
+        memdb::DEFAULT_SEMANTIC_WEIGHT,
+        60.0,
+    ),
+    hybrid(
+        "hybrid relative sem=1 (before)",
+        FusionMethod::RelativeScore,
+        1.0,
+        1.0,
+        60.0,
+    ),
     hybrid(
         "hybrid relative kw=2",
         FusionMethod::RelativeScore,
         2.0,
         1.0,
+        60.0,
+    ),
+    hybrid(
+        "hybrid relative sem=0.7",
+        FusionMethod::RelativeScore,
+        1.0,
+        0.7,
+        60.0,
+    ),
+    hybrid(
+        "hybrid relative sem=0.3",
+        FusionMethod::RelativeScore,
+        1.0,
+        0.3,
         60.0,
     ),
     hybrid(

@@ -154,7 +154,8 @@ pub enum FusionMethod {
 pub struct FusionWeights {
     /// Weight of the keyword ranking (default 1).
     pub keyword: f32,
-    /// Weight of the semantic ranking (default 1).
+    /// Weight of the semantic ranking (default 0.5: keyword counts twice
+    /// as much as meaning; SPEC.md §18.2 has the measurements).
     pub semantic: f32,
     /// The RRF constant (default 60, as in Cormack et al. 2009; used by
     /// [`FusionMethod::Rrf`] only).
@@ -174,6 +175,10 @@ pub struct FusionWeights {
     pub per_conversation: u32,
 }
 
+/// The default weight of the semantic ranking in hybrid fusion (the
+/// keyword ranking's is 1).
+pub const DEFAULT_SEMANTIC_WEIGHT: f32 = 0.5;
+
 /// How deep the session spread reorders the fused list.
 pub const SPREAD_WINDOW: usize = 50;
 
@@ -185,7 +190,7 @@ impl Default for FusionWeights {
     fn default() -> Self {
         FusionWeights {
             keyword: 1.0,
-            semantic: 1.0,
+            semantic: DEFAULT_SEMANTIC_WEIGHT,
             rrf_k: 60.0,
             method: FusionMethod::RelativeScore,
             neighbours: default_neighbours(),
@@ -938,10 +943,19 @@ impl Memdb {
 mod tests {
     use super::*;
 
+    /// Equal weights (the fusion arithmetic these tests check; the
+    /// default gives meaning half the keyword ranking's weight).
+    fn equal() -> FusionWeights {
+        FusionWeights {
+            semantic: 1.0,
+            ..FusionWeights::default()
+        }
+    }
+
     fn rrf() -> FusionWeights {
         FusionWeights {
             method: FusionMethod::Rrf,
-            ..FusionWeights::default()
+            ..equal()
         }
     }
 
@@ -969,12 +983,12 @@ mod tests {
         // Without fills (4 has no vector): keyword over its list [1, 9]:
         // 1 -> 1, 2 -> 0.5, 4 -> 0, 3 (not in it) -> 0; semantic over
         // [0.5, 0.9]: 2 -> 1, 3 -> 0.75, 1 -> 0, 4 -> 0.
-        let out = fuse(&kw, &sem, &none(), FusionWeights::default());
+        let out = fuse(&kw, &sem, &none(), equal());
         assert_scores(&out, &[(2, 1.5), (1, 1.0), (3, 0.75), (4, 0.0)]);
         // 4's real cosine, 0.3, widens the semantic range to [0.3, 0.9]:
         // 2 -> 1, 3 -> 5/6, 1 -> 1/3, 4 -> 0.
         let fill = HashMap::from([(4, 0.3)]);
-        let out = fuse(&kw, &sem, &fill, FusionWeights::default());
+        let out = fuse(&kw, &sem, &fill, equal());
         assert_scores(&out, &[(2, 1.5), (1, 4.0 / 3.0), (3, 5.0 / 6.0), (4, 0.0)]);
         // The explanation shows the filled-in similarity, with no rank.
         let four = out.iter().find(|x| x.0 == 4).map(|x| x.2);
@@ -991,7 +1005,7 @@ mod tests {
         let w = FusionWeights {
             keyword: 0.5,
             semantic: 2.0,
-            ..FusionWeights::default()
+            ..equal()
         };
         let out = fuse(&kw, &sem, &fill, w);
         assert_eq!(out[0].0, 2);
@@ -1007,10 +1021,10 @@ mod tests {
         // far above 3's 0.1) it wins.
         let kw = vec![(1, 10.0), (2, 9.0), (3, 1.0)];
         let sem = vec![(4, 0.8), (2, 0.6), (5, 0.55)];
-        let unfilled = fuse(&kw, &sem, &none(), FusionWeights::default());
+        let unfilled = fuse(&kw, &sem, &none(), equal());
         assert_eq!(unfilled[0].0, 2, "{:?}", scores(&unfilled));
         let fill = HashMap::from([(1, 0.54), (3, 0.1)]);
-        let out = fuse(&kw, &sem, &fill, FusionWeights::default());
+        let out = fuse(&kw, &sem, &fill, equal());
         assert_eq!(out[0].0, 1, "{:?}", scores(&out));
         // Semantic over [0.1, 0.8]: 1 scores 1 + 0.44 / 0.7.
         assert!((out[0].1 - (1.0 + 0.44 / 0.7)).abs() < 1e-5);
@@ -1019,31 +1033,21 @@ mod tests {
     #[test]
     fn degenerate_signals() {
         // A list of one normalises to 1.
-        let out = fuse(&vec![(7, 0.3)], &vec![], &none(), FusionWeights::default());
+        let out = fuse(&vec![(7, 0.3)], &vec![], &none(), equal());
         assert_eq!(out[0].1, 1.0);
         // No keyword ranking (skipped): the keyword side adds nothing.
-        let out = fuse(
-            &vec![],
-            &vec![(1, 0.9), (2, 0.5)],
-            &none(),
-            FusionWeights::default(),
-        );
+        let out = fuse(&vec![], &vec![(1, 0.9), (2, 0.5)], &none(), equal());
         assert_scores(&out, &[(1, 1.0), (2, 0.0)]);
         // Equal scores: all 1.
         let out = fuse(
             &vec![(1, 2.0), (2, 2.0)],
             &vec![(2, 0.5), (1, 0.5)],
             &none(),
-            FusionWeights::default(),
+            equal(),
         );
         assert_scores(&out, &[(1, 2.0), (2, 2.0)]);
         // No candidate has a vector: the semantic side adds nothing.
-        let out = fuse(
-            &vec![(1, 4.0), (2, 2.0)],
-            &vec![],
-            &none(),
-            FusionWeights::default(),
-        );
+        let out = fuse(&vec![(1, 4.0), (2, 2.0)], &vec![], &none(), equal());
         assert_scores(&out, &[(1, 1.0), (2, 0.0)]);
     }
 
