@@ -62,6 +62,18 @@ pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("create temp dir")
 }
 
+/// Copies the files (not subfolders) of `from` into `to`: an index
+/// folder as a crash leaves it.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
 /// Creates a conversation with one message per text, all from `user`.
 pub fn conv(
     db: &Memdb,

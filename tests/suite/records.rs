@@ -510,16 +510,6 @@ fn a_kind_with_a_vector_sum_rule_keeps_its_parents_vectors_current() {
 /// One write of a crash-replay test, given the ids made so far.
 type Step = Box<dyn Fn(&Memdb, &mut Vec<uuid::Uuid>)>;
 
-fn copy_files(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_file() {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
 /// New records skip the text index's delete (`Op::InsertRecord`, SPEC
 /// §4 and §7.3). Creates, an update, a re-parenting replace and a delete,
 /// with the text index rolled back to its commit after step `i` (as a
@@ -569,13 +559,13 @@ fn inserted_records_replay_without_duplicates() {
                 step(&db, &mut ids);
                 if i == crash_after {
                     db.flush().unwrap();
-                    copy_files(&dir.join("text"), &snap);
+                    crate::copy_dir(&dir.join("text"), &snap);
                 }
             }
         }
         let text = dir.join("text");
         std::fs::remove_dir_all(&text).unwrap();
-        copy_files(&snap, &text);
+        crate::copy_dir(&snap, &text);
         let db = Memdb::open_with(&dir, config).unwrap();
         let count = |word: &str| {
             db.search_records(word, &filter(&[BOOKMARK]), 10, false)

@@ -108,7 +108,7 @@ fn stale_index_catches_up_from_the_oplog() {
     conv(&db, "early", "/", &["first batch"]);
     db.close().unwrap();
     let saved = d.path().join("text-saved");
-    copy_dir(&d.path().join("text"), &saved);
+    crate::copy_dir(&d.path().join("text"), &saved);
     let db = Memdb::open(d.path()).unwrap();
     let later = conv(&db, "later", "/", &["second batch"]);
     db.delete_conversation(later.conversation.id).unwrap();
@@ -272,7 +272,7 @@ fn soft_commits_stay_in_memory_and_a_crash_replays_them() {
         assert_eq!(segment_files(&text), on_disk);
         // What a crash (or power loss) leaves: the disk as it is now.
         let saved = d.path().join("saved");
-        copy_dir(&text, &saved);
+        crate::copy_dir(&text, &saved);
         db.flush().unwrap();
         assert_ne!(segment_files(&text), on_disk, "flush wrote nothing");
         drop(db);
@@ -324,14 +324,4 @@ fn a_marked_index_is_verified_and_a_damaged_one_rebuilt() {
     query.limit = 50;
     assert_eq!(db.search_text(&query).unwrap().len(), 20);
     assert!(!text.join("memdb-unsynced").exists());
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_file() {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }

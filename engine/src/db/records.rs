@@ -1039,13 +1039,6 @@ impl Memdb {
         filter: &RecordFilter,
         k: usize,
     ) -> Result<Vec<(Uuid, f32)>> {
-        if filter.kinds.is_empty() {
-            return Err(Error::invalid("kinds", "at least one record kind"));
-        }
-        crate::text::budget::check_natural(query)?;
-        if k == 0 || self.config().embedder.is_none() || !crate::text::natural::has_words(query) {
-            return Ok(Vec::new());
-        }
         let allowed: Option<IdSet> = filter
             .allowed
             .as_ref()
