@@ -115,7 +115,7 @@ impl Signal {
 /// When a space the pipeline writes is compacted (its delta plus
 /// tombstones is the backlog, its generation's nodes the base).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Backlog {
+pub(crate) enum Backlog {
     /// During a drain: the backlog reached `Config::vector_compact_backlog`
     /// and the base (the geometric rule: a bulk embed of n vectors costs
     /// O(log n) compactions).
@@ -545,8 +545,7 @@ impl Memdb {
         report: &mut EmbedReport,
         rule: Backlog,
     ) -> Result<()> {
-        let threshold = self.config().vector_compact_backlog;
-        if threshold == 0 {
+        if self.config().vector_compact_backlog == 0 {
             return Ok(());
         }
         let mut written = Vec::new();
@@ -556,14 +555,27 @@ impl Memdb {
             written.extend(self.sum_space_of(s, false)?);
         }
         for s in &written {
-            let index = self.vectors.ensure(&self.store, &s.name)?;
-            let (backlog, base) = self.vectors.backlog(&index);
-            if rule.due(backlog, base, threshold) {
-                self.compact_vectors(&s.name)?;
+            if self.compact_when(s, rule)? {
                 report.compactions += 1;
             }
         }
         Ok(())
+    }
+
+    /// Builds a new generation of `space` when `rule` says its backlog is
+    /// due (never with `Config::vector_compact_backlog` 0); whether it did.
+    pub(crate) fn compact_when(&self, space: &VectorSpace, rule: Backlog) -> Result<bool> {
+        let threshold = self.config().vector_compact_backlog;
+        if threshold == 0 {
+            return Ok(false);
+        }
+        let index = self.vectors.ensure(&self.store, &space.name)?;
+        let (backlog, base) = self.vectors.backlog(&index);
+        if !rule.due(backlog, base, threshold) {
+            return Ok(false);
+        }
+        self.compact_vectors(&space.name)?;
+        Ok(true)
     }
 
     /// Embeds up to `max` queue entries; returns how many were handled.

@@ -22,6 +22,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::db::Memdb;
+use crate::db::embedding::Backlog;
 use crate::db::embedding::model_of;
 use crate::db::kind_spaces::{KindSpaces, describe_sum, sums_into};
 use crate::embed::ModelIdentity;
@@ -788,32 +789,15 @@ impl Memdb {
         Ok(())
     }
 
-    /// After a durable write of vectors: compact the space when due. A
-    /// failure is maintenance (logged, retried by the next write), not the
+    /// After a durable write of vectors: compact the space when due (the
+    /// pipeline's geometric rule, SPEC §9.2). A failure is maintenance (logged, retried by the next write), not the
     /// caller's error.
     fn after_vector_write(&self, space: Option<&VectorSpace>) {
         if let Some(space) = space
-            && let Err(e) = self.compact_record_space_if_due(space)
+            && let Err(e) = self.compact_when(space, Backlog::Due)
         {
             self.maintenance_failed("compacting a record vector space", &e);
         }
-    }
-
-    /// Builds a new generation of a record space whose delta (plus
-    /// tombstones) reached `Config::vector_compact_backlog` and the size of
-    /// its generation (the message pipeline's geometric rule, SPEC §9.2),
-    /// so the oplog can be trimmed and a reopen replays little.
-    fn compact_record_space_if_due(&self, space: &VectorSpace) -> Result<()> {
-        let threshold = self.config().vector_compact_backlog;
-        if threshold == 0 {
-            return Ok(());
-        }
-        let index = self.vectors.ensure(&self.store, &space.name)?;
-        let (backlog, base) = self.vectors.backlog(&index);
-        if backlog >= threshold.max(base) {
-            self.compact_vectors(&space.name)?;
-        }
-        Ok(())
     }
 
     /// Record `id` of this namespace, whatever its kind.

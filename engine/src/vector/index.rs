@@ -381,7 +381,7 @@ impl SpaceIndex {
                 }
                 _ => {
                     let current = |node: u32| {
-                        bit(&self.live_nodes, node)
+                        vector::search::bit(&self.live_nodes, node)
                             && (allowed.is_none() && denied.is_none()
                                 || self.delta.record_id(node).is_some_and(admitted))
                     };
@@ -409,13 +409,6 @@ impl SpaceIndex {
             .collect();
         Ok((hits, plans))
     }
-}
-
-/// Whether bit `n` of `bits` is set.
-#[inline]
-fn bit(bits: &[u64], n: u32) -> bool {
-    bits.get(n as usize / 64)
-        .is_some_and(|w| w & (1 << (n % 64)) != 0)
 }
 
 /// Sets or clears bit `n` of `bits`, growing it as needed.

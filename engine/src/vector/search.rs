@@ -378,6 +378,13 @@ pub(crate) fn search_layer_two_hop<G: GraphStore, A: Fn(u32) -> bool>(
     finish(s);
 }
 
+/// Whether bit `n` of the bitmap `bits` is set (false past its end).
+#[inline]
+pub(crate) fn bit(bits: &[u64], n: u32) -> bool {
+    bits.get(n as usize / 64)
+        .is_some_and(|w| w & (1 << (n % 64)) != 0)
+}
+
 /// A set of allowed node ids: a bitmap for membership plus the list, for
 /// exact search over small sets.
 #[derive(Debug, Clone, Default)]
@@ -404,9 +411,7 @@ impl NodeSet {
 
     #[inline]
     pub(crate) fn contains(&self, n: u32) -> bool {
-        self.bits
-            .get(n as usize / 64)
-            .is_some_and(|w| w & (1 << (n % 64)) != 0)
+        bit(&self.bits, n)
     }
 
     pub(crate) fn len(&self) -> usize {
