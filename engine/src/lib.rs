@@ -57,7 +57,7 @@ mod text;
 mod util;
 mod vector;
 
-pub use config::Config;
+pub use config::{Config, DEFAULT_STORE_CACHE_BYTES};
 pub use conversations::context::{
     AssembledContext, Citation, ContextMessage, ContextRequest, Ranking, RecallCounts,
     RecallSource, pack, rank_score, recency,

@@ -179,8 +179,9 @@ pub struct ServerConfig {
     /// space keeps its rule until `memdb rebuild-embeddings`.
     pub message_passage: memdb::Passage,
     /// redb's page cache in MiB (`memdb::Config::store_cache_bytes`;
-    /// default 1024, redb's own). Lower it to bound the memory of a large
-    /// knowledge-base ingest; bulk imports slow down (benches/README.md).
+    /// default 128). Lower it to bound the memory of a large
+    /// knowledge-base ingest further; bulk imports slow down
+    /// (benches/README.md).
     pub store_cache_mb: u64,
     /// The chat model of summaries, label suggestions and importance
     /// scores (`[chat]`; none by default: extractive and heuristic).

@@ -755,6 +755,9 @@ pub(crate) fn build_generation(root: &Path, store: &Store, name: &str) -> Result
         drop(w);
         file.sync_all().map_err(Error::io(&tmp))?;
     }
+    // The graph goes before the file is read back: the check maps every
+    // page of the file, and holding both was the build's memory peak.
+    drop(graph);
     // Read the file back and check every section before it can become
     // current: a bad write is caught here, not at some later search.
     MappedGeneration::open(map_file(&tmp)?)?.verify()?;
