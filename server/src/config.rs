@@ -226,7 +226,7 @@ impl Default for ServerConfig {
             kb_watch_secs: 10,
             kuradb_open: false,
             message_passage: memdb::Config::default().message_passage,
-            store_cache_mb: (memdb::Config::default().store_cache_bytes >> 20) as u64,
+            store_cache_mb: (memdb::DEFAULT_STORE_CACHE_BYTES >> 20) as u64,
             chat: crate::chat::ChatSettings::default(),
             proxy: crate::proxy::ProxySettings::default(),
             config_file: None,

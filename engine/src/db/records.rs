@@ -790,8 +790,8 @@ impl Memdb {
     }
 
     /// After a durable write of vectors: compact the space when due (the
-    /// pipeline's geometric rule, SPEC §9.2). A failure is maintenance (logged, retried by the next write), not the
-    /// caller's error.
+    /// pipeline's geometric rule, SPEC §9.2). A failure is maintenance
+    /// (logged, retried by the next write), not the caller's error.
     fn after_vector_write(&self, space: Option<&VectorSpace>) {
         if let Some(space) = space
             && let Err(e) = self.compact_when(space, Backlog::Due)

@@ -46,6 +46,7 @@ impl Default for Storage {
     }
 }
 
+/// A growable, 64-byte-aligned `f32` buffer (see the module comment).
 #[derive(Debug, Default)]
 pub(crate) struct AlignedF32 {
     storage: Storage,
@@ -59,6 +60,7 @@ impl Clone for AlignedF32 {
 }
 
 impl AlignedF32 {
+    /// The stored floats, in order.
     #[inline]
     pub(crate) fn as_slice(&self) -> &[f32] {
         let bytes: &[u8] = match &self.storage {
@@ -69,6 +71,7 @@ impl AlignedF32 {
         all.get(..self.len).unwrap_or_default()
     }
 
+    /// The stored floats, to change in place.
     pub(crate) fn as_mut_slice(&mut self) -> &mut [f32] {
         let len = self.len;
         let bytes: &mut [u8] = match &mut self.storage {
@@ -79,11 +82,12 @@ impl AlignedF32 {
         all.get_mut(..len).unwrap_or_default()
     }
 
+    /// Number of floats stored.
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// Capacity in floats.
+    /// Floats the buffer can hold without growing.
     pub(crate) fn capacity(&self) -> usize {
         match &self.storage {
             Storage::Heap(blocks) => blocks.capacity() * LANES,
@@ -99,6 +103,7 @@ impl AlignedF32 {
         }
     }
 
+    /// Appends `v`.
     pub(crate) fn extend_from_slice(&mut self, v: &[f32]) {
         let (old_len, new_len) = (self.len, self.len + v.len());
         if new_len > self.capacity() {
@@ -171,6 +176,8 @@ impl AlignedF32 {
         }
     }
 
+    /// Asks for huge pages under the buffer (see `pages.rs`); call after
+    /// it grows.
     pub(crate) fn advise_huge(&self) {
         match &self.storage {
             Storage::Heap(blocks) => super::pages::advise_huge(blocks),
