@@ -44,6 +44,7 @@ enum Outcome {
 }
 
 fn main() -> ExitCode {
+    memdb::limit_malloc_arenas(memdb::MALLOC_ARENAS);
     let outcome = match Cli::try_parse() {
         Err(e) => Outcome::Usage(e),
         Ok(Cli {

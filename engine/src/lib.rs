@@ -115,6 +115,7 @@ pub use query::{
 pub use text::budget::{
     QueryLimits, QueryShape, check as check_query, check_with as check_query_with,
 };
+pub use util::malloc::{MALLOC_ARENAS, limit_malloc_arenas};
 pub use util::time::parse_timestamp;
 pub use util::tokens::{TokenCounter, estimate_tokens};
 pub use vector::index::{VectorSearch, VectorStats};

@@ -322,6 +322,7 @@ pub fn run(config: ServerConfig) -> Result<(), ServerError> {
 
 /// The `memdb-server` binary: parse, run, map the outcome to an exit code.
 pub fn main_entry() -> std::process::ExitCode {
+    memdb::limit_malloc_arenas(memdb::MALLOC_ARENAS);
     let cli = ServerCli::parse();
     let result = cli
         .serve

@@ -171,6 +171,53 @@ fn concurrent_sessions_agree_with_one() {
     });
 }
 
+/// Sessions are made when needed: one to start, more only while calls
+/// overlap, never more than asked for; a call mixing long and short texts
+/// (batched by length internally) returns its vectors in input order.
+#[test]
+fn sessions_are_made_lazily_and_mixed_lengths_keep_their_order() {
+    let pool =
+        LocalOnnx::open_with(&models_dir(), LocalOnnxOptions::default().sessions(3)).unwrap();
+    assert_eq!(pool.sessions_created(), 1);
+    for i in 0..5 {
+        pool.embed(&[&format!("one query at a time {i}")]).unwrap();
+    }
+    assert_eq!(
+        pool.sessions_created(),
+        1,
+        "sequential calls share one session"
+    );
+
+    let long = (0..80)
+        .map(|i| format!("Paragraph sentence {i} talks about storage engines."))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let texts: Vec<String> = (0..20)
+        .map(|i| match i % 4 {
+            0 => long.clone(),
+            1 => format!("short {i}"),
+            2 => format!("a medium length sentence number {i} about vector search and ranking"),
+            _ => format!("{i}: {}", &long[..400]),
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let all = pool.embed(&refs).unwrap();
+    assert!(
+        pool.sessions_created() >= 2,
+        "a bulk call works on more than one session"
+    );
+    assert!(pool.sessions_created() <= 3);
+    for (i, t) in refs.iter().enumerate() {
+        let single = model().embed(&[t]).unwrap().remove(0);
+        let worst = single
+            .iter()
+            .zip(&all[i])
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-5, "text {i} differs by {worst}: out of order?");
+    }
+}
+
 #[test]
 fn local_model_reports_truncation() {
     let m = model();

@@ -19,6 +19,16 @@
 //! fixed padding to 128 is replaced), run in batches, mean-pooled over the
 //! attention mask and L2-normalised. Intra-op spinning is off: on a small
 //! shared machine spinning threads slowed inference down.
+//!
+//! Memory: the export keeps its weights as int8 and folds them to float32
+//! when a session loads (90 MB), so the model is optimized once per process
+//! and every session reads that one copy in place ([`shared_weights`]).
+//! Sessions are made when first needed (a process that embeds one text at a
+//! time keeps one); each still holds about 42 MB of weights ONNX Runtime
+//! re-packs for its matrix kernels (turning that off saved the 42 MB and
+//! cost 50% of query speed). A call's texts are batched by length, under an
+//! attention budget ([`plan_batches`]), so a batch pads little and long
+//! texts go a few at a time.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -64,19 +74,19 @@ static ENVIRONMENT: Mutex<Option<Environment>> = Mutex::new(None);
 pub struct LocalOnnxOptions {
     /// ONNX Runtime intra-op threads per session (default 1).
     pub intra_threads: usize,
-    /// Inference sessions (default: the machine's cores plus one, at most
-    /// 5). Each holds its own copy of the model (about 25 MB for the int8
-    /// export); a call takes a free one. A call of more than one batch runs
-    /// its batches on all sessions but one at once (a bulk embedding uses
-    /// every core), and that one stays free, so a short query never waits
-    /// behind a bulk embedding.
+    /// Inference sessions, at most (default: the machine's cores plus one,
+    /// at most 5). They are made when calls overlap, share the model's
+    /// weights and hold about 42 MB each of their own; a call takes a free
+    /// one. A call of more than one batch runs its batches on all sessions
+    /// but one at once (a bulk embedding uses every core), and that one
+    /// stays free, so a short query never waits behind a bulk embedding.
     pub sessions: usize,
-    /// Texts per inference call (default 8). A batch is padded to its
-    /// longest text and attention grows with the square of the length, so
-    /// small batches waste less: on 2 cores, 4,000 chitchat messages
-    /// embedded at 272/s with 8, 221/s with 16 and 186/s with 32, and 1,500
-    /// long turns peaked at 1.0 GB resident with 8 against 1.7 GB with 32
-    /// (benches/README.md).
+    /// Texts per inference call, at most (default 8; long texts go fewer
+    /// at a time, see [`LocalOnnx`]'s module notes). A batch is padded to
+    /// its longest text and attention grows with the square of the length,
+    /// so small batches waste less: on 2 cores, 4,000 chitchat messages
+    /// embedded at 272/s with 8, 221/s with 16 and 186/s with 32
+    /// (benches/README.md, before batches were sorted by length).
     pub batch_size: usize,
     /// Token limit per text, special tokens included (default and maximum
     /// 256, the limit sentence-transformers applies to this model).
@@ -128,10 +138,18 @@ impl LocalOnnxOptions {
 /// all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, cosine) run in-process by
 /// ONNX Runtime. Identity: provider `local-onnx`, name `all-MiniLM-L6-v2`.
 ///
-/// Thread-safe: it holds [`LocalOnnxOptions::sessions`] inference sessions
-/// and each call runs on a free one (or waits for one when all are busy).
+/// Thread-safe: it holds up to [`LocalOnnxOptions::sessions`] inference
+/// sessions, made when needed, and each call runs on a free one (or waits
+/// for one when all are made and busy).
 pub struct LocalOnnx {
-    sessions: Vec<Mutex<Session>>,
+    /// Up to [`LocalOnnxOptions::sessions`] slots; the first `created` hold
+    /// a session, the rest are made on demand (a process that never embeds
+    /// two texts at once keeps one).
+    sessions: Vec<Mutex<Option<Session>>>,
+    created: AtomicUsize,
+    /// Held while a session is being made.
+    grow: Mutex<()>,
+    factory: SessionFactory,
     /// Where the next call starts looking for a free session.
     next: AtomicUsize,
     tokenizer: Tokenizer,
@@ -148,7 +166,88 @@ impl std::fmt::Debug for LocalOnnx {
         f.debug_struct("LocalOnnx")
             .field("output", &self.output)
             .field("options", &self.options)
+            .field(
+                "shared_weights",
+                &matches!(self.factory.weights, Weights::Shared(_)),
+            )
+            .field("sessions_created", &self.sessions_created())
             .finish_non_exhaustive()
+    }
+}
+
+/// A locked session slot that holds a session.
+struct SessionGuard<'a>(std::sync::MutexGuard<'a, Option<Session>>);
+
+impl SessionGuard<'_> {
+    fn session(&mut self) -> Result<&mut Session> {
+        self.0
+            .as_mut()
+            .ok_or_else(|| Error::Embedding("an inference session was not made".into()))
+    }
+}
+
+/// The model's weights as the sessions load them.
+enum Weights {
+    /// The process's optimized model ([`shared_weights`]), read in place.
+    Shared(&'static [u8]),
+    /// The model file's bytes; each session optimizes its own copy.
+    Own(Vec<u8>),
+}
+
+/// Makes inference sessions, all alike.
+struct SessionFactory {
+    env: Environment,
+    weights: Weights,
+    intra_threads: usize,
+    model_path: PathBuf,
+}
+
+impl SessionFactory {
+    fn build(&self) -> Result<Session> {
+        let onnx = |what: &'static str| {
+            move |e: ort::Error<ort::session::builder::SessionBuilder>| {
+                Error::Embedding(format!("ONNX Runtime {what}: {e}"))
+            }
+        };
+        let builder = Session::builder(&self.env)
+            .map_err(|e| Error::Embedding(format!("ONNX Runtime session: {e}")))?
+            .with_optimization_level(GraphOptimizationLevel::All)
+            .map_err(onnx("optimization level"))?
+            .with_intra_threads(self.intra_threads)
+            .map_err(onnx("intra threads"))?
+            .with_inter_threads(1)
+            .map_err(onnx("inter threads"))?
+            .with_intra_op_spinning(false)
+            .map_err(onnx("intra-op spinning"))?
+            .with_inter_op_spinning(false)
+            .map_err(onnx("inter-op spinning"))?
+            // Inputs change shape with every batch (length, count): a
+            // memory pattern planned for one shape and the CPU arena keep
+            // every peak, which held 2.5 GB for 1,500 long texts.
+            .with_memory_pattern(false)
+            .map_err(onnx("memory pattern"))?
+            .with_execution_providers([ort::ep::CPU::default().with_arena_allocator(false).build()])
+            .map_err(onnx("CPU execution provider"))?;
+        let (mut builder, bytes): (_, &[u8]) = match &self.weights {
+            // The bytes are `'static`, so the session may keep borrowing
+            // them (ort's `commit_from_memory_directly` would tie them to a
+            // lifetime instead).
+            Weights::Shared(bytes) => (
+                builder
+                    .with_config_entry("session.use_ort_model_bytes_directly", "1")
+                    .map_err(onnx("shared weights"))?
+                    .with_config_entry("session.use_ort_model_bytes_for_initializers", "1")
+                    .map_err(onnx("shared weights"))?,
+                bytes,
+            ),
+            Weights::Own(bytes) => (builder, bytes),
+        };
+        builder.commit_from_memory(bytes).map_err(|e| {
+            Error::Embedding(format!(
+                "ONNX Runtime cannot load {}: {e}",
+                self.model_path.display()
+            ))
+        })
     }
 }
 
@@ -235,43 +334,20 @@ impl LocalOnnx {
             .map_err(|e| Error::Embedding(format!("tokenizer truncation: {e}")))?;
 
         let env = environment(&runtime)?;
-        let onnx = |what: &str| {
-            let what = what.to_string();
-            move |e: ort::Error<ort::session::builder::SessionBuilder>| {
-                Error::Embedding(format!("ONNX Runtime {what}: {e}"))
-            }
+        // Every session runs from the one shared, already optimized copy of
+        // the weights when it can be made; otherwise each session folds its
+        // own (about 95 MB each).
+        let weights = match shared_weights(&env, &model) {
+            Some(bytes) => Weights::Shared(bytes),
+            None => Weights::Own(model),
         };
-        let build = || {
-            Session::builder(&env)
-                .map_err(|e| Error::Embedding(format!("ONNX Runtime session: {e}")))?
-                .with_optimization_level(GraphOptimizationLevel::All)
-                .map_err(onnx("optimization level"))?
-                .with_intra_threads(options.intra_threads)
-                .map_err(onnx("intra threads"))?
-                .with_inter_threads(1)
-                .map_err(onnx("inter threads"))?
-                .with_intra_op_spinning(false)
-                .map_err(onnx("intra-op spinning"))?
-                .with_inter_op_spinning(false)
-                .map_err(onnx("inter-op spinning"))?
-                // Inputs change shape with every batch (length, count): a
-                // memory pattern planned for one shape and the CPU arena
-                // keep every peak, which held 2.5 GB for 1,500 long texts.
-                .with_memory_pattern(false)
-                .map_err(onnx("memory pattern"))?
-                .with_execution_providers([ort::ep::CPU::default()
-                    .with_arena_allocator(false)
-                    .build()])
-                .map_err(onnx("CPU execution provider"))?
-                .commit_from_memory(&model)
-                .map_err(|e| {
-                    Error::Embedding(format!(
-                        "ONNX Runtime cannot load {}: {e}",
-                        model_path.display()
-                    ))
-                })
+        let factory = SessionFactory {
+            env,
+            weights,
+            intra_threads: options.intra_threads,
+            model_path: model_path.clone(),
         };
-        let session = build()?;
+        let session = factory.build()?;
 
         let mut inputs = Vec::new();
         for input in session.inputs() {
@@ -296,13 +372,14 @@ impl LocalOnnx {
             .map(str::to_string)
             .ok_or_else(|| Error::Embedding(format!("{} has no outputs", model_path.display())))?;
         let mut sessions = Vec::with_capacity(options.sessions);
-        sessions.push(Mutex::new(session));
-        for _ in 1..options.sessions {
-            sessions.push(Mutex::new(build()?));
-        }
+        sessions.push(Mutex::new(Some(session)));
+        sessions.resize_with(options.sessions, || Mutex::new(None));
 
         Ok(LocalOnnx {
             sessions,
+            created: AtomicUsize::new(1),
+            grow: Mutex::new(()),
+            factory,
             next: AtomicUsize::new(0),
             tokenizer,
             whole,
@@ -317,23 +394,40 @@ impl LocalOnnx {
         &self.options
     }
 
-    /// A free session, or the next one in turn (waiting for it) when all
-    /// are busy.
-    fn session(&self) -> Result<std::sync::MutexGuard<'_, Session>> {
-        let n = self.sessions.len();
+    /// Inference sessions made so far (they are made when first needed).
+    pub fn sessions_created(&self) -> usize {
+        self.created.load(Ordering::Acquire)
+    }
+
+    /// A free session; when all made ones are busy, a new one if fewer
+    /// than [`LocalOnnxOptions::sessions`] exist, else the next one in
+    /// turn (waiting for it).
+    fn session(&self) -> Result<SessionGuard<'_>> {
+        let poisoned = || Error::Embedding("an earlier inference panicked".into());
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        for i in 0..n {
-            match self.sessions[(start + i) % n].try_lock() {
-                Ok(guard) => return Ok(guard),
+        let made = self.created.load(Ordering::Acquire);
+        for i in 0..made {
+            match self.sessions[(start + i) % made].try_lock() {
+                Ok(guard) => return Ok(SessionGuard(guard)),
                 Err(std::sync::TryLockError::WouldBlock) => {}
-                Err(std::sync::TryLockError::Poisoned(_)) => {
-                    return Err(Error::Embedding("an earlier inference panicked".into()));
-                }
+                Err(std::sync::TryLockError::Poisoned(_)) => return Err(poisoned()),
             }
         }
-        self.sessions[start % n]
+        if made < self.sessions.len() {
+            let _grow = self.grow.lock().map_err(|_| poisoned())?;
+            let index = self.created.load(Ordering::Acquire);
+            if index < self.sessions.len() {
+                let mut slot = self.sessions[index].lock().map_err(|_| poisoned())?;
+                *slot = Some(self.factory.build()?);
+                self.created.store(index + 1, Ordering::Release);
+                return Ok(SessionGuard(slot));
+            }
+        }
+        let made = self.created.load(Ordering::Acquire);
+        self.sessions[start % made]
             .lock()
-            .map_err(|_| Error::Embedding("an earlier inference panicked".into()))
+            .map(SessionGuard)
+            .map_err(|_| poisoned())
     }
 
     /// Embeds one batch (at most `batch_size` texts) into `out`.
@@ -371,8 +465,9 @@ impl LocalOnnx {
             });
         }
 
-        let mut session = self.session()?;
-        let outputs = session
+        let mut guard = self.session()?;
+        let outputs = guard
+            .session()?
             .run(inputs)
             .map_err(|e| Error::Embedding(format!("inference: {e}")))?;
         let value = outputs
@@ -432,59 +527,71 @@ impl Embedder for LocalOnnx {
     }
 
     fn embed_report(&self, texts: &[&str]) -> Result<Embeddings> {
+        let batches = plan_batches(texts, self.options.batch_size, self.options.max_tokens);
+        let mut slots: Vec<Option<(Vec<f32>, bool)>> = vec![None; texts.len()];
+        let mut place = |batch: &[usize], part: Embeddings| -> Result<()> {
+            if part.vectors.len() != batch.len() || part.truncated.len() != batch.len() {
+                return Err(Error::Embedding("a batch came back short".into()));
+            }
+            for ((&i, v), t) in batch.iter().zip(part.vectors).zip(part.truncated) {
+                slots[i] = Some((v, t));
+            }
+            Ok(())
+        };
+        let run = |batch: &[usize]| -> Result<Embeddings> {
+            let group: Vec<&str> = batch.iter().map(|&i| texts[i]).collect();
+            let mut part = Embeddings {
+                vectors: Vec::with_capacity(group.len()),
+                truncated: Vec::with_capacity(group.len()),
+            };
+            self.run_batch(&group, &mut part).map(|()| part)
+        };
+        // All sessions but one (kept for queries) work through the batches.
+        let workers = self.sessions.len().saturating_sub(1).min(batches.len());
+        if workers <= 1 {
+            for batch in &batches {
+                place(batch, run(batch)?)?;
+            }
+        } else {
+            let done: Vec<Mutex<Option<Result<Embeddings>>>> =
+                batches.iter().map(|_| Mutex::new(None)).collect();
+            let next = AtomicUsize::new(0);
+            std::thread::scope(|scope| {
+                for _ in 0..workers {
+                    scope.spawn(|| {
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(batch) = batches.get(i) else { break };
+                            let r = run(batch);
+                            let failed = r.is_err();
+                            *done[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                            if failed {
+                                // Stop handing out batches: the call fails anyway.
+                                next.store(batches.len(), Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                    });
+                }
+            });
+            // After a failure later batches were not run: the first failure
+            // in batch order is what the call returns.
+            for (batch, slot) in batches.iter().zip(done) {
+                match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                    Some(Ok(part)) => place(batch, part)?,
+                    Some(Err(e)) => return Err(e),
+                    None => return Err(Error::Embedding("a batch was not embedded".into())),
+                }
+            }
+        }
         let mut out = Embeddings {
             vectors: Vec::with_capacity(texts.len()),
             truncated: Vec::with_capacity(texts.len()),
         };
-        let chunks: Vec<&[&str]> = texts.chunks(self.options.batch_size).collect();
-        // All sessions but one (kept for queries) work through the batches.
-        let workers = self.sessions.len().saturating_sub(1).min(chunks.len());
-        if workers <= 1 {
-            for chunk in chunks {
-                self.run_batch(chunk, &mut out)?;
-            }
-            return Ok(out);
-        }
-        let done: Vec<Mutex<Option<Result<Embeddings>>>> =
-            chunks.iter().map(|_| Mutex::new(None)).collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(chunk) = chunks.get(i) else { break };
-                        let mut part = Embeddings {
-                            vectors: Vec::with_capacity(chunk.len()),
-                            truncated: Vec::with_capacity(chunk.len()),
-                        };
-                        let r = self.run_batch(chunk, &mut part).map(|()| part);
-                        let failed = r.is_err();
-                        *done[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                        if failed {
-                            // Stop handing out batches: the call fails anyway.
-                            next.store(chunks.len(), Ordering::Relaxed);
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        // In input order; after a failure, later batches were not run: the
-        // failure is what the call returns.
-        let mut missing = false;
-        for slot in done {
-            match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                Some(Ok(part)) => {
-                    out.vectors.extend(part.vectors);
-                    out.truncated.extend(part.truncated);
-                }
-                Some(Err(e)) => return Err(e),
-                None => missing = true,
-            }
-        }
-        if missing {
-            return Err(Error::Embedding("a batch was not embedded".into()));
+        for slot in slots {
+            let (v, t) = slot.ok_or_else(|| Error::Embedding("a text was not embedded".into()))?;
+            out.vectors.push(v);
+            out.truncated.push(t);
         }
         Ok(out)
     }
@@ -516,6 +623,38 @@ impl Embedder for LocalOnnx {
     }
 }
 
+/// Attention work and memory per batch grow with texts x tokens², so a
+/// batch holds at most this many (8 texts of 128 tokens; 2 of 256).
+const BATCH_ATTENTION_BUDGET: usize = 8 * 128 * 128;
+
+/// Groups `texts` into inference batches, as indices into `texts`: sorted by
+/// length so a batch pads little, at most `batch_size` texts, and at most
+/// [`BATCH_ATTENTION_BUDGET`] texts x tokens² (tokens estimated from the
+/// length as one per 3 bytes, which over-counts English and matches CJK,
+/// capped at `max_tokens`). Shorter texts come first; results are put back
+/// in input order by the caller.
+fn plan_batches(texts: &[&str], batch_size: usize, max_tokens: usize) -> Vec<Vec<usize>> {
+    let tokens = |i: usize| (texts[i].len() / 3 + 2).min(max_tokens).max(1);
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| (texts[i].len(), i));
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    for i in order {
+        // Sorted ascending, so this text is the batch's longest.
+        let longest = tokens(i);
+        let fits = current.len() < batch_size
+            && (current.len() + 1) * longest * longest <= BATCH_ATTENTION_BUDGET;
+        if !fits && !current.is_empty() {
+            batches.push(std::mem::take(&mut current));
+        }
+        current.push(i);
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    batches
+}
+
 /// Reads `path` and checks its SHA-256 against `expected` (lowercase hex).
 fn read_verified(path: &Path, expected: &str) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).map_err(Error::io(path))?;
@@ -532,6 +671,70 @@ fn read_verified(path: &Path, expected: &str) -> Result<Vec<u8>> {
         });
     }
     Ok(bytes)
+}
+
+/// The model after ONNX Runtime's graph optimizations, in ONNX Runtime's
+/// own format, made once per process and kept for its lifetime (the model
+/// file is pinned, so it is always the same bytes); `None` when it cannot be
+/// made, and then each session optimizes the model itself.
+///
+/// Why: the export stores its weights as int8 with a cast and a scale in
+/// the graph, and constant folding turns them into float32 initializers,
+/// 90 MB per session. In the `.ort` format those initializers are already
+/// folded, and with `session.use_ort_model_bytes_for_initializers` every
+/// session reads them in place from these bytes: one copy for all sessions
+/// (the same outputs and speed; the resident memory of a knowledge-base
+/// sync fell by about 200 MB, benches/README.md). Saved at the extended level,
+/// which has no hardware-specific rewrites; sessions still load it at the
+/// full level.
+static OPTIMIZED: Mutex<Option<&'static [u8]>> = Mutex::new(None);
+
+/// [`OPTIMIZED`], making it from `model` the first time: ONNX Runtime writes
+/// the optimized model to a file in a private temporary directory, which is
+/// read back and removed. A failure is logged and gives `None`.
+fn shared_weights(env: &Environment, model: &[u8]) -> Option<&'static [u8]> {
+    let mut slot = OPTIMIZED.lock().ok()?;
+    if let Some(bytes) = *slot {
+        return Some(bytes);
+    }
+    match optimize(env, model) {
+        Ok(bytes) => {
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            *slot = Some(bytes);
+            Some(bytes)
+        }
+        Err(e) => {
+            tracing::warn!("each embedding session keeps its own weights: {e}");
+            None
+        }
+    }
+}
+
+/// Runs ONNX Runtime's extended graph optimizations over `model` and returns
+/// the result in the `.ort` format.
+fn optimize(env: &Environment, model: &[u8]) -> Result<Vec<u8>> {
+    let dir = tempfile::Builder::new()
+        .prefix("memdb-model-")
+        .tempdir()
+        .map_err(|e| Error::Embedding(format!("temporary directory: {e}")))?;
+    let path = dir.path().join("model.ort");
+    let fail = |e: ort::Error<ort::session::builder::SessionBuilder>| {
+        Error::Embedding(format!("ONNX Runtime optimization: {e}"))
+    };
+    let session = Session::builder(env)
+        .map_err(|e| Error::Embedding(format!("ONNX Runtime session: {e}")))?
+        .with_optimization_level(GraphOptimizationLevel::Level2)
+        .map_err(fail)?
+        .with_intra_threads(1)
+        .map_err(fail)?
+        .with_config_entry("session.save_model_format", "ORT")
+        .map_err(fail)?
+        .with_optimized_model_path(&path)
+        .map_err(fail)?
+        .commit_from_memory(model)
+        .map_err(|e| Error::Embedding(format!("ONNX Runtime optimization: {e}")))?;
+    drop(session);
+    std::fs::read(&path).map_err(Error::io(&path))
 }
 
 /// The process's ONNX Runtime environment, loading the runtime library from
@@ -556,4 +759,60 @@ fn environment(library: &Path) -> Result<Environment> {
         .map_err(|e| Error::Embedding(format!("ONNX Runtime environment: {e}")))?;
     *slot = Some(env.clone());
     Ok(env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(texts: &[&str], batch_size: usize, max_tokens: usize) -> Vec<Vec<usize>> {
+        let batches = plan_batches(texts, batch_size, max_tokens);
+        let mut seen: Vec<usize> = batches.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..texts.len()).collect::<Vec<_>>(), "each text once");
+        let tokens = |i: usize| (texts[i].len() / 3 + 2).min(max_tokens).max(1);
+        for b in &batches {
+            assert!(!b.is_empty() && b.len() <= batch_size, "{b:?}");
+            let longest = b.iter().map(|&i| tokens(i)).max().unwrap_or(0);
+            // A single text over the budget still gets a batch of its own.
+            assert!(
+                b.len() == 1 || b.len() * longest * longest <= BATCH_ATTENTION_BUDGET,
+                "{b:?} over budget"
+            );
+        }
+        batches
+    }
+
+    #[test]
+    fn plans_short_texts_into_full_batches_in_length_order() {
+        let texts = ["ccc", "a", "bb", "dddd", "e", "ff", "ggg", "h", "ii", "j"];
+        let batches = check(&texts, 4, 256);
+        assert_eq!(batches.len(), 3);
+        let lengths: Vec<usize> = batches.iter().flatten().map(|&i| texts[i].len()).collect();
+        assert!(lengths.windows(2).all(|w| w[0] <= w[1]), "{lengths:?}");
+    }
+
+    #[test]
+    fn plans_long_texts_into_small_batches() {
+        let long = "x".repeat(3_000); // capped at 256 tokens: 2 per batch
+        let mid = "y".repeat(300); // about 102 tokens: 12 fit the budget
+        let mut texts: Vec<&str> = vec![&long; 5];
+        texts.extend(std::iter::repeat_n(mid.as_str(), 20));
+        texts.push("");
+        let batches = check(&texts, 8, 256);
+        let long_batches: Vec<&Vec<usize>> = batches
+            .iter()
+            .filter(|b| b.iter().any(|&i| i < 5))
+            .collect();
+        assert!(
+            long_batches.iter().all(|b| b.len() <= 2),
+            "{long_batches:?}"
+        );
+        assert_eq!(long_batches.len(), 3);
+        // A batch size of 1 gives one text per batch whatever the lengths.
+        check(&texts, 1, 256)
+            .iter()
+            .for_each(|b| assert_eq!(b.len(), 1));
+        assert!(plan_batches(&[], 8, 256).is_empty());
+    }
 }

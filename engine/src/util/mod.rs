@@ -1,7 +1,8 @@
 //! Leaf utilities every layer may use: ids of new rows and sets keyed by
 //! them, time parsing, dates in free text, the directory lock,
 //! the blocking HTTP client for remote providers (cargo feature `openai`),
-//! function-word lists, token counting and the folder watcher shared by
+//! function-word lists, token counting, the C allocator's arena limit for
+//! the binaries (`malloc.rs`) and the folder watcher shared by
 //! KuraDB and the import folder (`watch.rs`). Nothing here knows about
 //! records, tables or indexes.
 
@@ -12,6 +13,7 @@ pub(crate) mod idhash;
 pub(crate) mod ids;
 pub(crate) mod keywords;
 pub(crate) mod lock;
+pub(crate) mod malloc;
 pub(crate) mod time;
 pub(crate) mod tokens;
 pub(crate) mod watch;
