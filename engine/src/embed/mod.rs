@@ -53,6 +53,12 @@ mod windows;
 pub use hashing::Hashing;
 #[cfg(feature = "local-onnx")]
 pub use local::{LocalOnnx, LocalOnnxOptions};
+
+/// The local model's identity (`LocalOnnx::PROVIDER`, `LocalOnnx::NAME`),
+/// known without the `local-onnx` feature too: a store keeps its vectors
+/// and their identity whichever build opens it.
+pub(crate) const LOCAL_PROVIDER: &str = "local-onnx";
+pub(crate) const LOCAL_NAME: &str = "all-MiniLM-L6-v2";
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 pub use passage::{NEIGHBOUR_CHARS, Passage};

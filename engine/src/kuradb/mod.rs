@@ -71,9 +71,7 @@ pub const MINILM_MIN_SIMILARITY: f32 = 0.25;
 
 /// The semantic cutoff of `kb_search` for vectors of `model`.
 pub fn min_similarity(model: &crate::embed::ModelIdentity) -> f32 {
-    if model.provider == crate::embed::LocalOnnx::PROVIDER
-        && model.name == crate::embed::LocalOnnx::NAME
-    {
+    if model.provider == crate::embed::LOCAL_PROVIDER && model.name == crate::embed::LOCAL_NAME {
         MINILM_MIN_SIMILARITY
     } else {
         MIN_SIMILARITY
