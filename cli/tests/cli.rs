@@ -1866,3 +1866,115 @@ fn import_watch_moves_good_files_and_leaves_bad_ones() {
         .json();
     assert_eq!(hits["results"].as_array().map(Vec::len), Some(2), "{hits}");
 }
+
+/// The local model's optimized weights are cached beside the model: the
+/// first process writes the cache and its digest, the next reads it, and a
+/// damaged cache is made again rather than used.
+#[test]
+fn the_optimized_model_is_cached_and_a_damaged_cache_is_remade() {
+    let installed = memdb::default_models_dir().expect("models directory");
+    let models = tempfile::tempdir().expect("tempdir");
+    for name in memdb::LocalOnnx::FILES {
+        std::fs::copy(installed.join(name), models.path().join(name)).expect("copy model file");
+    }
+    // The cache files (name, content digest or text), in name order.
+    let cached = || -> Vec<(PathBuf, String)> {
+        let mut files: Vec<(PathBuf, String)> = std::fs::read_dir(models.path())
+            .expect("read models dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().contains(".ort"))
+            .map(|p| {
+                let bytes = std::fs::read(&p).expect("read cache file");
+                let seen = if p.to_string_lossy().ends_with(".sha256") {
+                    String::from_utf8_lossy(&bytes).into_owned()
+                } else {
+                    sha256_hex(&bytes)
+                };
+                (p, seen)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let models_arg = models.path().to_str().expect("utf-8 path");
+    let db = Db::new();
+    let store = |text: &str| {
+        let body = json!({"label": "cache", "folder": "/",
+                          "messages": [{"role": "user", "content": text}]});
+        db.run_stdin(
+            &[
+                "--models",
+                models_arg,
+                "--embedder",
+                "local",
+                "--json",
+                "store",
+            ],
+            Some(body.to_string().as_bytes()),
+        )
+        .ok();
+    };
+    store("Sourdough needs a lively starter and a long cold proof.");
+    let first = cached();
+    assert_eq!(first.len(), 2, "the model and its digest: {first:?}");
+    let (model_path, model_digest) = &first[0];
+    let (digest_path, digest) = &first[1];
+    assert!(model_path.to_string_lossy().ends_with(".ort"));
+    assert!(digest_path.to_string_lossy().ends_with(".ort.sha256"));
+    assert_eq!(
+        model_digest, digest,
+        "the digest file names the cache's content"
+    );
+    let size = std::fs::metadata(model_path).expect("cache size").len();
+    assert!(size > 1 << 20, "{size} bytes");
+
+    // A second process reads the cache and leaves it as it is (not even
+    // rewritten: the same modification time).
+    let modified = || {
+        std::fs::metadata(model_path)
+            .and_then(|m| m.modified())
+            .expect("mtime")
+    };
+    let before = modified();
+    store("Rye flour ferments faster than wheat.");
+    assert_eq!(cached(), first);
+    assert_eq!(modified(), before);
+
+    // Damage the cache: the next process remakes it and still embeds.
+    let mut damaged = std::fs::read(model_path).expect("read cache");
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0xff;
+    let damaged_digest = sha256_hex(&damaged);
+    std::fs::write(model_path, &damaged).expect("damage the cache");
+    store("Bread flour has more protein than cake flour.");
+    let remade = cached();
+    assert_eq!(remade.len(), 2);
+    assert_ne!(
+        remade[0].1, damaged_digest,
+        "the damaged cache was replaced"
+    );
+    assert_eq!(remade[0].1, remade[1].1, "and its digest file agrees");
+    let out = db
+        .run(&[
+            "--models",
+            models_arg,
+            "--embedder",
+            "local",
+            "--json",
+            "query",
+            "baking a loaf at home",
+            "--mode",
+            "semantic",
+        ])
+        .ok()
+        .json();
+    assert_eq!(out["results"].as_array().map(Vec::len), Some(3), "{out}");
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -22,7 +22,8 @@
 //!
 //! Memory: the export keeps its weights as int8 and folds them to float32
 //! when a session loads (90 MB), so the model is optimized once per process
-//! and every session reads that one copy in place ([`shared_weights`]).
+//! (or read from the models directory's cache of it) and every session
+//! reads that one copy in place ([`shared_weights`]).
 //! Sessions are made when first needed (a process that embeds one text at a
 //! time keeps one); each still holds about 42 MB of weights ONNX Runtime
 //! re-packs for its matrix kernels (turning that off saved the 42 MB and
@@ -337,7 +338,8 @@ impl LocalOnnx {
         // Every session runs from the one shared, already optimized copy of
         // the weights when it can be made; otherwise each session folds its
         // own (about 95 MB each).
-        let weights = match shared_weights(&env, &model) {
+        let cache = cache_path(models_dir, &options);
+        let weights = match shared_weights(&env, &model, cache.as_deref()) {
             Some(bytes) => Weights::Shared(bytes),
             None => Weights::Own(model),
         };
@@ -658,8 +660,7 @@ fn plan_batches(texts: &[&str], batch_size: usize, max_tokens: usize) -> Vec<Vec
 /// Reads `path` and checks its SHA-256 against `expected` (lowercase hex).
 fn read_verified(path: &Path, expected: &str) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).map_err(Error::io(path))?;
-    let digest = Sha256::digest(&bytes);
-    let found: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let found = hex_sha256(&bytes);
     if found != expected {
         return Err(Error::Corrupted {
             what: format!("embedding model file {}", path.display()),
@@ -674,9 +675,10 @@ fn read_verified(path: &Path, expected: &str) -> Result<Vec<u8>> {
 }
 
 /// The model after ONNX Runtime's graph optimizations, in ONNX Runtime's
-/// own format, made once per process and kept for its lifetime (the model
-/// file is pinned, so it is always the same bytes); `None` when it cannot be
-/// made, and then each session optimizes the model itself.
+/// own format, loaded once per process (from the models directory's cache,
+/// else made) and kept for its lifetime (the model file is pinned, so it is
+/// always the same bytes); `None` when it cannot be made, and then each
+/// session optimizes the model itself.
 ///
 /// Why: the export stores its weights as int8 with a cast and a scale in
 /// the graph, and constant folding turns them into float32 initializers,
@@ -689,25 +691,91 @@ fn read_verified(path: &Path, expected: &str) -> Result<Vec<u8>> {
 /// full level.
 static OPTIMIZED: Mutex<Option<&'static [u8]>> = Mutex::new(None);
 
-/// [`OPTIMIZED`], making it from `model` the first time: ONNX Runtime writes
-/// the optimized model to a file in a private temporary directory, which is
-/// read back and removed. A failure is logged and gives `None`.
-fn shared_weights(env: &Environment, model: &[u8]) -> Option<&'static [u8]> {
+/// [`OPTIMIZED`], the first time from the cache file in the models
+/// directory ([`read_cache`]) or else made from `model` ([`optimize`]) and
+/// then written there for the next process ([`write_cache`]; a read-only
+/// directory only costs the next process the same work). A failure to make
+/// it is logged and gives `None`.
+fn shared_weights(env: &Environment, model: &[u8], cache: Option<&Path>) -> Option<&'static [u8]> {
     let mut slot = OPTIMIZED.lock().ok()?;
     if let Some(bytes) = *slot {
         return Some(bytes);
     }
-    match optimize(env, model) {
-        Ok(bytes) => {
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            *slot = Some(bytes);
-            Some(bytes)
-        }
-        Err(e) => {
-            tracing::warn!("each embedding session keeps its own weights: {e}");
-            None
-        }
+    let bytes = match cache.and_then(read_cache) {
+        Some(bytes) => bytes,
+        None => match optimize(env, model) {
+            Ok(bytes) => {
+                if let Some(path) = cache
+                    && let Err(e) = write_cache(path, &bytes)
+                {
+                    tracing::info!("optimized model not cached at {}: {e}", path.display());
+                }
+                bytes
+            }
+            Err(e) => {
+                tracing::warn!("each embedding session keeps its own weights: {e}");
+                return None;
+            }
+        },
+    };
+    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+    *slot = Some(bytes);
+    Some(bytes)
+}
+
+/// Where the optimized model is cached: beside the model, named by the
+/// pinned runtime's file name and the model's digest, so another runtime
+/// version or model never reads it. Only with the models directory's own
+/// runtime (a runtime loaded from elsewhere may be another version).
+fn cache_path(models_dir: &Path, options: &LocalOnnxOptions) -> Option<PathBuf> {
+    if options.runtime_library.is_some() {
+        return None;
     }
+    Some(models_dir.join(format!(
+        "model-{}-{}.ort",
+        RUNTIME_FILE,
+        &MODEL_SHA256[..16]
+    )))
+}
+
+/// The digest file of a cached optimized model.
+fn digest_path(cache: &Path) -> PathBuf {
+    let mut name = cache.as_os_str().to_owned();
+    name.push(".sha256");
+    PathBuf::from(name)
+}
+
+/// The cached optimized model, if it and its digest file are there and
+/// agree (a damaged or half-written cache is made again, never used).
+fn read_cache(path: &Path) -> Option<Vec<u8>> {
+    let expected = std::fs::read_to_string(digest_path(path)).ok()?;
+    let bytes = std::fs::read(path).ok()?;
+    (hex_sha256(&bytes) == expected.trim()).then_some(bytes)
+}
+
+/// Writes the optimized model and then its digest, each to a temporary
+/// file in the same directory renamed into place, so a reader sees whole
+/// files or none, and a crash between the two leaves a digest that does not
+/// match (and the cache is made again).
+fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let put = |target: &Path, data: &[u8]| -> std::io::Result<()> {
+        let mut file = tempfile::NamedTempFile::new_in(dir)?;
+        file.write_all(data)?;
+        file.as_file().sync_all()?;
+        file.persist(target).map(drop).map_err(|e| e.error)
+    };
+    put(path, bytes)?;
+    put(&digest_path(path), hex_sha256(bytes).as_bytes())
+}
+
+/// Lowercase hex SHA-256.
+fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Runs ONNX Runtime's extended graph optimizations over `model` and returns
