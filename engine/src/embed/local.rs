@@ -753,21 +753,55 @@ fn read_cache(path: &Path) -> Option<Vec<u8>> {
     (hex_sha256(&bytes) == expected.trim()).then_some(bytes)
 }
 
+/// Prefix of the temporary files [`write_cache`] renames into place.
+const CACHE_TEMP_PREFIX: &str = ".memdb-cache-";
+
+/// A temporary cache file this old was left by a process that died while
+/// writing it (a write takes well under a second).
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Writes the optimized model and then its digest, each to a temporary
 /// file in the same directory renamed into place, so a reader sees whole
 /// files or none, and a crash between the two leaves a digest that does not
-/// match (and the cache is made again).
+/// match (and the cache is made again). Temporary files a killed process
+/// left behind (older than [`STALE_TEMP`]) are removed first.
 fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
+    remove_stale_temps(dir);
     let put = |target: &Path, data: &[u8]| -> std::io::Result<()> {
-        let mut file = tempfile::NamedTempFile::new_in(dir)?;
+        let mut file = tempfile::Builder::new()
+            .prefix(CACHE_TEMP_PREFIX)
+            .tempfile_in(dir)?;
         file.write_all(data)?;
         file.as_file().sync_all()?;
         file.persist(target).map(drop).map_err(|e| e.error)
     };
     put(path, bytes)?;
     put(&digest_path(path), hex_sha256(bytes).as_bytes())
+}
+
+/// Removes [`CACHE_TEMP_PREFIX`] files in `dir` older than [`STALE_TEMP`];
+/// best effort (an error leaves them for the next writer).
+fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(CACHE_TEMP_PREFIX)
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > STALE_TEMP);
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Lowercase hex SHA-256.
@@ -849,6 +883,35 @@ mod tests {
             );
         }
         batches
+    }
+
+    #[test]
+    fn only_stale_cache_temporaries_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(format!("{CACHE_TEMP_PREFIX}old"));
+        let fresh = dir.path().join(format!("{CACHE_TEMP_PREFIX}fresh"));
+        let other = dir.path().join("model.onnx");
+        for p in [&old, &fresh, &other] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - 2 * STALE_TEMP;
+        for p in [&old, &other] {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        remove_stale_temps(dir.path());
+        assert!(!old.exists());
+        assert!(fresh.exists() && other.exists());
+
+        let cache = dir.path().join("m.ort");
+        write_cache(&cache, b"optimized").unwrap();
+        assert_eq!(read_cache(&cache).as_deref(), Some(&b"optimized"[..]));
+        std::fs::write(&cache, b"damaged!!").unwrap();
+        assert_eq!(read_cache(&cache), None);
     }
 
     #[test]
