@@ -82,12 +82,13 @@ pub struct LocalOnnxOptions {
     /// but one at once (a bulk embedding uses every core), and that one
     /// stays free, so a short query never waits behind a bulk embedding.
     pub sessions: usize,
-    /// Texts per inference call, at most (default 8; long texts go fewer
-    /// at a time, see [`LocalOnnx`]'s module notes). A batch is padded to
-    /// its longest text and attention grows with the square of the length,
-    /// so small batches waste less: on 2 cores, 4,000 chitchat messages
-    /// embedded at 272/s with 8, 221/s with 16 and 186/s with 32
-    /// (benches/README.md, before batches were sorted by length).
+    /// Texts per inference call, at most (default 8; a call's texts are
+    /// batched by length and long texts go fewer at a time, at most 8 x
+    /// 128² texts x tokens² per batch). A batch is padded to its longest
+    /// text and attention grows with the square of the length, so small
+    /// batches waste less: on 2 cores, 4,000 chitchat messages embedded at
+    /// 272/s with 8, 221/s with 16 and 186/s with 32 (benches/README.md,
+    /// before batches were sorted by length).
     pub batch_size: usize,
     /// Token limit per text, special tokens included (default and maximum
     /// 256, the limit sentence-transformers applies to this model).
@@ -636,7 +637,7 @@ const BATCH_ATTENTION_BUDGET: usize = 8 * 128 * 128;
 /// capped at `max_tokens`). Shorter texts come first; results are put back
 /// in input order by the caller.
 fn plan_batches(texts: &[&str], batch_size: usize, max_tokens: usize) -> Vec<Vec<usize>> {
-    let tokens = |i: usize| (texts[i].len() / 3 + 2).min(max_tokens).max(1);
+    let tokens = |i: usize| estimated_tokens(texts[i], max_tokens);
     let mut order: Vec<usize> = (0..texts.len()).collect();
     order.sort_by_key(|&i| (texts[i].len(), i));
     let mut batches: Vec<Vec<usize>> = Vec::new();
@@ -655,6 +656,12 @@ fn plan_batches(texts: &[&str], batch_size: usize, max_tokens: usize) -> Vec<Vec
         batches.push(current);
     }
     batches
+}
+
+/// The tokens [`plan_batches`] budgets for `text`: one per 3 bytes plus
+/// `[CLS]` and `[SEP]`, capped at `max_tokens`.
+fn estimated_tokens(text: &str, max_tokens: usize) -> usize {
+    (text.len() / 3 + 2).min(max_tokens).max(1)
 }
 
 /// Reads `path` and checks its SHA-256 against `expected` (lowercase hex).
@@ -872,7 +879,7 @@ mod tests {
         let mut seen: Vec<usize> = batches.iter().flatten().copied().collect();
         seen.sort_unstable();
         assert_eq!(seen, (0..texts.len()).collect::<Vec<_>>(), "each text once");
-        let tokens = |i: usize| (texts[i].len() / 3 + 2).min(max_tokens).max(1);
+        let tokens = |i: usize| estimated_tokens(texts[i], max_tokens);
         for b in &batches {
             assert!(!b.is_empty() && b.len() <= batch_size, "{b:?}");
             let longest = b.iter().map(|&i| tokens(i)).max().unwrap_or(0);
