@@ -622,3 +622,182 @@ fn background_check_after_open_finds_damage_and_search_rebuilds() {
     let ids_of = |h: &[VectorHit]| h.iter().map(|h| h.record).collect::<Vec<_>>();
     assert_eq!(ids_of(&got), ids_of(&want));
 }
+
+/// Conversation-scope filters (folder, label, one conversation) search
+/// through the index's conversation postings (SPEC.md §9.4); a filter with
+/// a message-level part (role) resolves record ids as before. Both must
+/// agree with exact search, over generation and delta, after the postings
+/// were built and the store changed under them: new conversations, a
+/// deleted one, an overwritten vector, a conversation moved to another
+/// folder, and a compaction.
+#[test]
+fn conversation_filters_through_postings_agree_with_exact_search() {
+    let d = tmp();
+    let db = Memdb::open(d.path()).unwrap();
+    space(&db, "s", 16, Metric::Cosine);
+    let texts: Vec<String> = (0..40).map(|i| format!("message {i}")).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut convs = Vec::new();
+    for i in 0..60 {
+        convs.push(conv(
+            &db,
+            &format!("l{}", i % 3),
+            &format!("/f/{}", i % 2),
+            &texts,
+        ));
+    }
+    let messages: Vec<uuid::Uuid> = convs
+        .iter()
+        .flat_map(|c| c.messages.iter().map(|m| m.id))
+        .collect();
+    let data = clustered(messages.len() + 200, 16, 5);
+    let items: Vec<_> = messages.iter().copied().zip(data.iter().cloned()).collect();
+    // Two thirds in the generation, the rest in the delta.
+    db.upsert_vectors("s", &items[..1600]).unwrap();
+    db.compact_vectors("s").unwrap();
+    db.upsert_vectors("s", &items[1600..]).unwrap();
+    let queries = clustered(20, 16, 17);
+    let folder = |f: &str| VectorFilter {
+        scope: Filter {
+            folder: Some(f.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    type Within = Box<dyn Fn(&Conversation) -> bool>;
+    let in_folder = |f: &'static str| -> Within {
+        Box::new(move |c: &Conversation| c.folder == f || c.folder.starts_with(&format!("{f}/")))
+    };
+    let seventh = convs[7].conversation.id;
+    let filters: Vec<(&str, VectorFilter, Within)> = vec![
+        (
+            "folder /f/0 (graph walk)",
+            folder("/f/0"),
+            in_folder("/f/0"),
+        ),
+        ("folder /f", folder("/f"), in_folder("/f")),
+        (
+            "no such folder",
+            folder("/g"),
+            Box::new(|_: &Conversation| false),
+        ),
+        (
+            "label l1 (exact)",
+            VectorFilter {
+                scope: Filter {
+                    label: Some("l1".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            Box::new(|c: &Conversation| c.label == "l1"),
+        ),
+        (
+            "one conversation",
+            VectorFilter {
+                conversation_id: Some(seventh),
+                ..Default::default()
+            },
+            Box::new(move |c: &Conversation| c.id == seventh),
+        ),
+        (
+            "folder and role (record ids)",
+            VectorFilter {
+                role: Some("user".into()),
+                ..folder("/f/1")
+            },
+            in_folder("/f/1"),
+        ),
+    ];
+    let check = |db: &Memdb, stage: &str| {
+        for (name, f, within) in &filters {
+            for q in &queries {
+                let exact = db.search_vectors_exact("s", q, 10, f).unwrap();
+                let approx = db
+                    .search_vectors("s", q, VectorSearch::default(), f)
+                    .unwrap();
+                assert_eq!(approx.len(), exact.len(), "{stage}, {name}: hit count");
+                for h in &approx {
+                    let m = db.get_message(h.record).unwrap();
+                    let c = db.get_conversation(m.conversation_id).unwrap();
+                    assert!(
+                        within(&c),
+                        "{stage}, {name}: {} of {} is outside the filter",
+                        h.record,
+                        c.folder
+                    );
+                }
+            }
+            let r = recall(db, "s", &queries, f);
+            assert!(r >= 0.95, "{stage}, {name}: recall {r}");
+        }
+    };
+    check(&db, "first search");
+
+    // Changes after the postings exist.
+    let extra = conv(&db, "l1", "/f/0", &texts[..10]);
+    let extra_items: Vec<_> = extra
+        .messages
+        .iter()
+        .map(|m| m.id)
+        .zip(data[messages.len()..].iter().cloned())
+        .collect();
+    db.upsert_vectors("s", &extra_items).unwrap();
+    // Deleted: a conversation in the generation (/f/0) and one in the
+    // delta (/f/1); overwritten: a vector in each.
+    db.delete_conversation(convs[2].conversation.id).unwrap();
+    db.delete_conversation(convs[45].conversation.id).unwrap();
+    db.upsert_vector("s", messages[0], &queries[3]).unwrap();
+    db.upsert_vector("s", messages[1700], &queries[4]).unwrap();
+    db.update_conversation(
+        convs[1].conversation.id,
+        ConversationUpdate {
+            folder: Some("/f/0".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    check(&db, "after changes");
+    // The overwritten vector is found at its new place, the moved
+    // conversation under its new folder, the new one at all.
+    let top = db
+        .search_vectors("s", &queries[3], VectorSearch::default(), &folder("/f/0"))
+        .unwrap();
+    assert_eq!(top[0].record, messages[0]);
+    let moved = db
+        .search_vectors("s", &data[40], VectorSearch::default(), &folder("/f/0"))
+        .unwrap();
+    assert_eq!(moved[0].record, convs[1].messages[0].id);
+    let new = db
+        .search_vectors(
+            "s",
+            &data[messages.len()],
+            VectorSearch::default(),
+            &folder("/f/0"),
+        )
+        .unwrap();
+    assert_eq!(new[0].record, extra.messages[0].id);
+
+    // A deleted or overwritten vector's old copy is never returned, by
+    // its own old vector as the query (generation: messages 80 and 0;
+    // delta: message 1800 of conversation 45, message 1700).
+    for (old, f) in [(80, "/f/0"), (0, "/f/0"), (45 * 40, "/f/1"), (1700, "/f")] {
+        let hits = db
+            .search_vectors("s", &data[old], VectorSearch::default(), &folder(f))
+            .unwrap();
+        assert_eq!(hits.len(), 10);
+        for h in &hits {
+            assert!(
+                h.similarity < 0.9999,
+                "the stale copy of message {old} came back: {h:?}"
+            );
+            db.get_message(h.record).unwrap();
+        }
+    }
+
+    db.compact_vectors("s").unwrap();
+    check(&db, "after compaction");
+    db.close().unwrap();
+    let db = Memdb::open(d.path()).unwrap();
+    check(&db, "after reopen");
+}

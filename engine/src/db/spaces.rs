@@ -82,6 +82,60 @@ pub(crate) fn allowed_records(
     Ok(allowed)
 }
 
+/// What a filtered vector search may return, as resolved for the index.
+pub(crate) enum Allowed {
+    /// Every record.
+    All,
+    /// These record ids (a filter with message-level parts: role, message
+    /// time, a record list).
+    Ids(IdSet),
+    /// The messages of these conversations (a conversation-scope filter),
+    /// searched through the index's conversation postings: no message scan
+    /// per query (SPEC.md §9.4).
+    Conversations(Vec<u128>),
+}
+
+/// Resolves `filter` like [`allowed_records`], but leaves a filter that
+/// only selects conversations (folder, label, status, importance, pinned,
+/// one conversation, the handle's namespace) as the conversations.
+pub(crate) fn allowed_scope(db: &Memdb, filter: &VectorFilter, ns_bound: bool) -> Result<Allowed> {
+    let ns_bound = ns_bound && db.ns_clause()?.is_some();
+    if filter.is_empty() && !ns_bound {
+        return Ok(Allowed::All);
+    }
+    let conversation_level = filter.records.is_none()
+        && filter.role.is_none()
+        && filter.scope.since.is_none()
+        && filter.scope.until.is_none();
+    if !conversation_level {
+        return Ok(match allowed_records(db, filter, ns_bound)? {
+            Some(ids) => Allowed::Ids(ids),
+            None => Allowed::All,
+        });
+    }
+    let mut conversations = Vec::new();
+    match filter.conversation_id {
+        Some(c) => {
+            let txn = db.store.read()?;
+            let tables = FilterRows::open(&txn)?;
+            if let Some(rec) = tables.conversation(c.as_u128())?
+                && rec.namespace == db.ns_read()?
+                && crate::model::filter::matches_filter(&filter.scope, &rec)
+            {
+                conversations.push(c.as_u128());
+            }
+        }
+        None => {
+            conversations = store::conversations::matching_ids_in(
+                &db.store.read()?,
+                db.ns_read()?,
+                &filter.scope,
+            )?;
+        }
+    }
+    Ok(Allowed::Conversations(conversations))
+}
+
 impl Memdb {
     /// Creates a vector space, or returns the existing one if `spec` matches
     /// it exactly (name, dimension, metric). A space with the same name and a
@@ -339,8 +393,8 @@ impl Memdb {
             .0)
     }
 
-    /// The index search under every public one: rebuilds a generation the
-    /// background check after open found damaged, then searches.
+    /// The index search under every public one but the conversation-scoped
+    /// one ([`allowed_scope`]).
     fn search_index(
         &self,
         space: &VectorSpace,
@@ -349,11 +403,20 @@ impl Memdb {
         allowed: Option<&IdSet>,
         denied: Option<&IdSet>,
     ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
+        let index = self.searchable_index(space)?;
+        self.vectors.search(&index, query, params, allowed, denied)
+    }
+
+    /// The index of `space` for a search: rebuilt first when the background
+    /// check after open found its generation damaged.
+    fn searchable_index(
+        &self,
+        space: &VectorSpace,
+    ) -> Result<std::sync::Arc<std::sync::RwLock<crate::vector::index::SpaceIndex>>> {
         if self.vectors.take_damaged(space.id) {
             self.compact_vectors(&space.name)?;
         }
-        let index = self.vectors.ensure(&self.store, &space.name)?;
-        self.vectors.search(&index, query, params, allowed, denied)
+        self.vectors.ensure(&self.store, &space.name)
     }
 
     /// [`Memdb::search_vectors`] over a message space, limited to the
@@ -394,8 +457,20 @@ impl Memdb {
                 format!("{} is outside 0..=10000", params.ef),
             ));
         }
-        let allowed = allowed_records(self, filter, ns_bound)?;
-        self.search_index(&sp, query, params, allowed.as_ref(), None)
+        match allowed_scope(self, filter, ns_bound)? {
+            Allowed::All => self.search_index(&sp, query, params, None, None),
+            Allowed::Ids(ids) => self.search_index(&sp, query, params, Some(&ids), None),
+            Allowed::Conversations(conversations) => {
+                let index = self.searchable_index(&sp)?;
+                self.vectors.search_conversations(
+                    &self.store,
+                    &index,
+                    query,
+                    params,
+                    &conversations,
+                )
+            }
+        }
     }
 
     /// Counts and sizes of a space's index.

@@ -265,16 +265,11 @@ pub(crate) fn count_with_status(txn: &ReadTransaction, ns: u32, status: u8) -> R
     Ok(n)
 }
 
-/// [`Memdb::scan_matching`] over a given snapshot: visits the conversations
-/// matching `filter` (normalized), newest `updated_at` first.
-pub(crate) fn scan_matching_in(
-    txn: &redb::ReadTransaction,
-    ns: u32,
-    filter: &Filter,
-    mut visit: impl FnMut(u128, &ConversationRecord) -> Result<()>,
-) -> Result<()> {
-    let convs = txn.open_table(CONVERSATIONS)?;
-    let candidates: Option<Vec<u128>> = if let Some(label) = &filter.label {
+/// The ids a secondary index (label, folder subtree, importance) holds for
+/// `filter` in namespace `ns`, a superset of the matches; `None` when no
+/// index applies.
+fn index_candidates(txn: &ReadTransaction, ns: u32, filter: &Filter) -> Result<Option<Vec<u128>>> {
+    Ok(if let Some(label) = &filter.label {
         let t = txn.open_table(CONV_BY_LABEL)?;
         let mut ids = Vec::new();
         for row in t.range((ns, label.as_str(), 0u128)..=(ns, label.as_str(), u128::MAX))? {
@@ -307,7 +302,48 @@ pub(crate) fn scan_matching_in(
         Some(ids)
     } else {
         None
+    })
+}
+
+/// The ids of namespace `ns`'s conversations matching `filter`, in no
+/// particular order. A filter of only a label or only a folder is answered
+/// from its index alone (its keys are exactly the matches), without
+/// decoding a conversation row: a folder filter of a vector search costs a
+/// range scan, not a row per conversation.
+pub(crate) fn matching_ids_in(
+    txn: &ReadTransaction,
+    ns: u32,
+    filter: &Filter,
+) -> Result<Vec<u128>> {
+    let rest = Filter {
+        folder: None,
+        label: None,
+        ..filter.clone()
     };
+    let by_index_alone = rest == Filter::default()
+        && (filter.label.is_none() || filter.folder.is_none())
+        && (filter.label.is_some() || filter.folder.as_deref().is_some_and(|f| f != "/"));
+    if by_index_alone && let Some(ids) = index_candidates(txn, ns, filter)? {
+        return Ok(ids);
+    }
+    let mut ids = Vec::new();
+    scan_matching_in(txn, ns, filter, |id, _| {
+        ids.push(id);
+        Ok(())
+    })?;
+    Ok(ids)
+}
+
+/// [`Memdb::scan_matching`] over a given snapshot: visits the conversations
+/// matching `filter` (normalized), newest `updated_at` first.
+pub(crate) fn scan_matching_in(
+    txn: &redb::ReadTransaction,
+    ns: u32,
+    filter: &Filter,
+    mut visit: impl FnMut(u128, &ConversationRecord) -> Result<()>,
+) -> Result<()> {
+    let convs = txn.open_table(CONVERSATIONS)?;
+    let candidates = index_candidates(txn, ns, filter)?;
     match candidates {
         Some(ids) => {
             let mut recs = Vec::with_capacity(ids.len());

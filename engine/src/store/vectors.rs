@@ -355,6 +355,27 @@ impl FilterRows {
         crate::store::conversations::get_conversation(&self.conversations, id)
     }
 
+    /// Every (message, conversation) pair of the store, in index order
+    /// (conversation, time): one scan of `conv_messages`, for the
+    /// conversation postings of a vector generation (`vector/postings.rs`).
+    pub(crate) fn message_conversations(&self) -> Result<Vec<(u128, u128)>> {
+        let mut out = Vec::new();
+        for row in self.conv_messages.iter()? {
+            let (k, v) = row?;
+            out.push((v.value(), k.value().0));
+        }
+        Ok(out)
+    }
+
+    /// The conversation of message `id`, if it is a message of this
+    /// snapshot.
+    pub(crate) fn conversation_of(&self, id: u128) -> Result<Option<u128>> {
+        Ok(
+            crate::store::conversations::get_message(&self.messages, id)?
+                .map(|m| u128::from_le_bytes(m.conversation_id)),
+        )
+    }
+
     /// Adds to `out` the messages of conversation `conv` with a timestamp in
     /// `lo..hi` (µs) and, if given, role `role`.
     pub(crate) fn collect_messages(

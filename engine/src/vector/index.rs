@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use memdb_format::{Op, SpaceRecord};
 use serde::{Deserialize, Serialize};
@@ -26,9 +26,11 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use crate::model::metric::Metric;
 use crate::model::types::{IndexPart, VectorPlan};
-use crate::store::vectors::VectorRows;
+use crate::store::vectors::{FilterRows, VectorRows};
 use crate::store::{self, Store};
 use crate::util::idhash::{IdMap, IdSet};
+use crate::vector::postings::ConvPostings;
+use crate::vector::search::Plan;
 use crate::vector::spaces::{self, VectorHit};
 use crate::vector::{
     self, Filter, Hnsw, HnswParams, MappedGeneration, NodeSet, SearchParams, Searchable, Strategy,
@@ -147,6 +149,9 @@ pub(crate) struct SpaceIndex {
     /// Records whose copy in `current` must not be returned.
     tombstoned: IdSet,
     applied_lsn: u64,
+    /// Nodes by conversation, built by the first search filtered to
+    /// conversations (`postings.rs`).
+    postings: Mutex<ConvPostings>,
 }
 
 /// `ef_construction` of a delta graph (see `SpaceIndex::delta_params_of`).
@@ -230,6 +235,7 @@ impl SpaceIndex {
             live_nodes: Vec::new(),
             tombstoned: IdSet::default(),
             applied_lsn: rec.generation_lsn,
+            postings: Mutex::default(),
         };
         idx.load_tombstones(store)?;
         let Some(entries) = store.oplog_since(rec.generation_lsn)? else {
@@ -397,18 +403,99 @@ impl SpaceIndex {
                 }
             }
         }
-        hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        hits.dedup_by_key(|h| h.1);
-        hits.truncate(params.k);
-        let hits = hits
-            .into_iter()
-            .map(|(s, r)| VectorHit {
-                record: Uuid::from_u128(r),
-                similarity: s,
-            })
-            .collect();
-        Ok((hits, plans))
+        Ok((merge(hits, params.k), plans))
     }
+
+    /// [`SpaceIndex::search`] among the messages of `conversations`: their
+    /// postings (built or caught up here, from `rows`) are each graph's
+    /// allowed node set, less tombstoned and superseded nodes.
+    fn search_conversations(
+        &self,
+        rows: &FilterRows,
+        query: &[f32],
+        params: VectorSearch,
+        conversations: &[u128],
+    ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
+        let sp = SearchParams {
+            k: params.k,
+            ef: params.ef.max(params.k),
+        };
+        let (generation, delta) = {
+            let mut postings = self.postings.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(current) = &self.current
+                && postings.needs_generation()
+            {
+                let view = current.view()?;
+                postings.build_generation(rows.message_conversations()?, current.len(), |n| {
+                    view.record_id(n)
+                });
+            }
+            postings.catch_up_delta(self.delta.len(), |node| match self.delta.record_id(node) {
+                Some(rid) => rows.conversation_of(rid),
+                None => Ok(None),
+            })?;
+            let generation = match &self.current {
+                Some(current) => {
+                    let view = current.view()?;
+                    let n = current.len();
+                    let stale =
+                        NodeSet::new(n, self.tombstoned.iter().filter_map(|r| view.node_of(*r)));
+                    Some(NodeSet::new(
+                        n,
+                        postings
+                            .generation_nodes(conversations)
+                            .filter(|&node| !stale.contains(node)),
+                    ))
+                }
+                None => None,
+            };
+            let delta = NodeSet::new(
+                self.delta.len(),
+                postings
+                    .delta_nodes(conversations)
+                    .filter(|&node| vector::search::bit(&self.live_nodes, node)),
+            );
+            (generation, delta)
+        };
+        let mut hits: Vec<(f32, u128)> = Vec::new();
+        let mut plans = Vec::new();
+        let mut collect = |found: (Vec<vector::Hit>, Plan),
+                           part: IndexPart,
+                           record_id: &dyn Fn(u32) -> Option<u128>| {
+            plans.push(found.1.public(part));
+            for h in found.0 {
+                if let Some(rid) = record_id(h.node) {
+                    hits.push((h.score, rid));
+                }
+            }
+        };
+        if let (Some(current), Some(set)) = (&self.current, &generation) {
+            let view = current.view()?;
+            let found = current.search_planned(query, sp, Filter::Nodes(set), Strategy::Auto)?;
+            collect(found, IndexPart::Generation, &|n| view.record_id(n));
+        }
+        if !self.live.is_empty() {
+            let found =
+                self.delta
+                    .search_planned(query, sp, Filter::Nodes(&delta), Strategy::Auto)?;
+            collect(found, IndexPart::Delta, &|n| self.delta.record_id(n));
+        }
+        Ok((merge(hits, params.k), plans))
+    }
+}
+
+/// The best `k` of the (similarity, record) hits of a generation and its
+/// delta, one per record, best first (ties by record id).
+fn merge(mut hits: Vec<(f32, u128)>, k: usize) -> Vec<VectorHit> {
+    hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    hits.dedup_by_key(|h| h.1);
+    hits.truncate(k);
+    hits.into_iter()
+        .map(|(s, r)| VectorHit {
+            record: Uuid::from_u128(r),
+            similarity: s,
+        })
+        .collect()
 }
 
 /// Sets or clears bit `n` of `bits`, growing it as needed.
@@ -613,6 +700,23 @@ impl VectorIndexes {
     ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
         let s = space.read().unwrap_or_else(|e| e.into_inner());
         s.search(query, params, allowed, denied)
+    }
+
+    /// [`VectorIndexes::search`] among the messages of `conversations`
+    /// (resolved from a conversation-scope filter), through the space's
+    /// conversation postings.
+    pub(crate) fn search_conversations(
+        &self,
+        store: &Store,
+        space: &Arc<RwLock<SpaceIndex>>,
+        query: &[f32],
+        params: VectorSearch,
+        conversations: &[u128],
+    ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
+        let txn = store.read()?;
+        let rows = FilterRows::open(&txn)?;
+        let s = space.read().unwrap_or_else(|e| e.into_inner());
+        s.search_conversations(&rows, query, params, conversations)
     }
 
     /// The vectors the index serves, from its in-memory state (no store

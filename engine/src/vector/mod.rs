@@ -44,6 +44,7 @@ mod hnsw;
 pub(crate) mod index;
 mod mapped;
 mod pages;
+mod postings;
 mod search;
 pub(crate) mod spaces;
 
