@@ -768,6 +768,14 @@ fn conversation_filters_through_postings_agree_with_exact_search() {
         .search_vectors("s", &data[40], VectorSearch::default(), &folder("/f/0"))
         .unwrap();
     assert_eq!(moved[0].record, convs[1].messages[0].id);
+    let left = db
+        .search_vectors("s", &data[40], VectorSearch::default(), &folder("/f/1"))
+        .unwrap();
+    let moved_ids: std::collections::HashSet<_> = convs[1].messages.iter().map(|m| m.id).collect();
+    assert!(
+        left.iter().all(|h| !moved_ids.contains(&h.record)),
+        "a moved conversation is still found under its old folder"
+    );
     let new = db
         .search_vectors(
             "s",
