@@ -21,24 +21,12 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
-use memdb::{Filter, Memdb, NewConversation, NewMessage, Page, TextQuery};
+use memdb::{Filter, Memdb, NewConversation, Page, TextQuery};
 use memdb_benches::corpus::{self, Corpus};
 use memdb_benches::queries::{self, QueryKind};
 
 /// Messages in the search/list store.
 const STORE_MESSAGES: usize = 20_000;
-
-fn new_conversation(c: &corpus::Conversation) -> NewConversation {
-    let messages = c
-        .messages
-        .iter()
-        .map(|m| NewMessage {
-            timestamp: m.timestamp,
-            ..NewMessage::new(m.role, m.text.as_str())
-        })
-        .collect();
-    NewConversation::new(c.label.as_str(), messages).in_folder(c.folder.as_str())
-}
 
 fn bench_create(c: &mut Criterion, corpus: &Corpus) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -50,11 +38,12 @@ fn bench_create(c: &mut Criterion, corpus: &Corpus) {
         .take(500)
         .enumerate()
         .map(|(i, ms)| {
-            new_conversation(&corpus::Conversation {
+            corpus::Conversation {
                 label: format!("bench {i}"),
                 folder: corpus::FOLDER.to_string(),
                 messages: ms.iter().map(|m| (*m).clone()).collect(),
-            })
+            }
+            .to_new()
         })
         .collect();
     let mut g = c.benchmark_group("create_conversation");
@@ -74,7 +63,7 @@ fn build_store(corpus: &Corpus) -> (tempfile::TempDir, Memdb) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Memdb::open(dir.path()).expect("open");
     for (i, c) in corpus.conversations.iter().enumerate() {
-        let mut new = new_conversation(c);
+        let mut new = c.to_new();
         // Spread conversations over four folders for the filtered listing.
         new.folder = Some(format!("{}/{}", corpus::FOLDER, i % 4));
         db.create_conversation(new).expect("create");

@@ -49,6 +49,22 @@ pub struct Conversation {
     pub messages: Vec<Message>,
 }
 
+impl Conversation {
+    /// The conversation as memdb's input: its label, folder and messages
+    /// with their roles and timestamps.
+    pub fn to_new(&self) -> memdb::NewConversation {
+        let messages = self
+            .messages
+            .iter()
+            .map(|m| memdb::NewMessage {
+                timestamp: m.timestamp,
+                ..memdb::NewMessage::new(m.role, m.text.as_str())
+            })
+            .collect();
+        memdb::NewConversation::new(self.label.as_str(), messages).in_folder(self.folder.as_str())
+    }
+}
+
 /// A list of conversations.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Corpus {

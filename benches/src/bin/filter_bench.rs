@@ -16,9 +16,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 use clap::Parser;
-use memdb::{
-    Config, Filter, Hashing, Memdb, NewConversation, NewMessage, SearchMode, SearchRequest,
-};
+use memdb::{Config, Filter, Hashing, Memdb, SearchMode, SearchRequest};
 use memdb_benches::{corpus, queries};
 
 #[derive(Parser)]
@@ -53,15 +51,7 @@ fn main() -> Result<()> {
     if !seeded {
         let mut batch = Vec::new();
         for (i, c) in corpus.conversations.iter().enumerate() {
-            let messages = c
-                .messages
-                .iter()
-                .map(|m| NewMessage {
-                    timestamp: m.timestamp,
-                    ..NewMessage::new(m.role, m.text.as_str())
-                })
-                .collect();
-            batch.push(NewConversation::new(c.label.as_str(), messages).in_folder(folder_of(i)));
+            batch.push(c.to_new().in_folder(folder_of(i)));
             if batch.len() == 2_000 {
                 db.create_conversations(std::mem::take(&mut batch))?;
             }

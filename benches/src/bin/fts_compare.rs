@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Parser;
-use memdb::{Filter, Memdb, NewConversation, NewMessage, Page, TextQuery};
+use memdb::{Filter, Memdb, Page, TextQuery};
 use memdb_benches::corpus::{self, Corpus};
 use memdb_benches::fts5::Fts5Store;
 use memdb_benches::queries::{self, BenchQuery, QueryKind};
@@ -503,18 +503,6 @@ impl MemdbImport {
     }
 }
 
-fn new_conversation(c: &corpus::Conversation) -> NewConversation {
-    let messages = c
-        .messages
-        .iter()
-        .map(|m| NewMessage {
-            timestamp: m.timestamp,
-            ..NewMessage::new(m.role, m.text.as_str())
-        })
-        .collect();
-    NewConversation::new(c.label.as_str(), messages).in_folder(c.folder.as_str())
-}
-
 /// Imports `corpus` into a new store at `dir`, then flushes the text index:
 /// the import is done when everything is durable and searchable. Building the engine's input values is timed too.
 fn import_memdb(
@@ -537,7 +525,7 @@ fn import_memdb(
         match mode {
             Mode::Each => {
                 let t = Instant::now();
-                db.create_conversation(new_conversation(c))
+                db.create_conversation(c.to_new())
                     .with_context(|| format!("creating conversation {i} ({:?})", c.label))?;
                 calls.push(t.elapsed());
             }
@@ -546,7 +534,10 @@ fn import_memdb(
                 batch_messages += c.messages.len();
                 if batch_messages >= size || i + 1 == total {
                     let t = Instant::now();
-                    let news = batch.drain(..).map(new_conversation).collect();
+                    let news = batch
+                        .drain(..)
+                        .map(|c: &corpus::Conversation| c.to_new())
+                        .collect();
                     db.create_conversations(news)
                         .with_context(|| format!("creating conversations up to {i}"))?;
                     calls.push(t.elapsed());

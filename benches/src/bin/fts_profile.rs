@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use memdb::{Memdb, NewConversation, NewMessage, TextQuery};
+use memdb::{Memdb, TextQuery};
 use memdb_benches::corpus;
 use memdb_benches::queries::{self, QueryKind};
 
@@ -79,17 +79,7 @@ fn main() -> anyhow::Result<()> {
         let mut batch = Vec::new();
         let mut n = 0;
         for c in &corpus.conversations {
-            let messages = c
-                .messages
-                .iter()
-                .map(|m| NewMessage {
-                    timestamp: m.timestamp,
-                    ..NewMessage::new(m.role, m.text.as_str())
-                })
-                .collect();
-            batch.push(
-                NewConversation::new(c.label.as_str(), messages).in_folder(c.folder.as_str()),
-            );
+            batch.push(c.to_new());
             n += c.messages.len();
             if n >= 20_000 {
                 db.create_conversations(std::mem::take(&mut batch))?;

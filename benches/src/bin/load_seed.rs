@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, ValueEnum};
-use memdb::{Config, Embedder, Hashing, LocalOnnx, Memdb, NewConversation, NewMessage};
+use memdb::{Config, Embedder, Hashing, LocalOnnx, Memdb};
 use memdb_benches::corpus;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -74,15 +74,7 @@ fn main() -> Result<()> {
     let total = corpus.conversations.len();
     for (i, c) in corpus.conversations.iter().enumerate() {
         in_batch += c.messages.len();
-        let messages = c
-            .messages
-            .iter()
-            .map(|m| NewMessage {
-                timestamp: m.timestamp,
-                ..NewMessage::new(m.role, m.text.as_str())
-            })
-            .collect();
-        batch.push(NewConversation::new(c.label.as_str(), messages).in_folder(c.folder.as_str()));
+        batch.push(c.to_new());
         if in_batch >= args.batch_messages || i + 1 == total {
             db.create_conversations(std::mem::take(&mut batch))
                 .with_context(|| format!("creating conversations up to {i}"))?;

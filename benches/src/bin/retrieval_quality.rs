@@ -29,8 +29,8 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::Parser;
 use memdb::{
-    Config, FusionMethod, FusionWeights, LocalOnnx, LocalOnnxOptions, Memdb, NewConversation,
-    NewMessage, SearchMode, SearchRequest,
+    Config, FusionMethod, FusionWeights, LocalOnnx, LocalOnnxOptions, Memdb, SearchMode,
+    SearchRequest,
 };
 use memdb_benches::corpus::{self, Corpus};
 use memdb_benches::quality::{self, Pos, Query, Scores};
@@ -425,18 +425,6 @@ fn pick(corpus: &Corpus, n: usize, seed: u64) -> Corpus {
     }
 }
 
-fn new_conversation(c: &corpus::Conversation) -> NewConversation {
-    let messages = c
-        .messages
-        .iter()
-        .map(|m| NewMessage {
-            timestamp: m.timestamp,
-            ..NewMessage::new(m.role, m.text.as_str())
-        })
-        .collect();
-    NewConversation::new(c.label.as_str(), messages).in_folder(c.folder.as_str())
-}
-
 type Opened = (Memdb, StoredSubset, Option<f64>, Option<f64>);
 
 /// Opens the store of this subset at `dir`, or builds it: bulk import with
@@ -474,7 +462,7 @@ fn open_or_build(
     let mut batch = Vec::new();
     let mut batch_messages = 0;
     for (i, c) in subset.conversations.iter().enumerate() {
-        batch.push(new_conversation(c));
+        batch.push(c.to_new());
         batch_messages += c.messages.len();
         if batch_messages >= 20_000 || i + 1 == subset.conversations.len() {
             for created in db.create_conversations(std::mem::take(&mut batch))? {
