@@ -713,9 +713,13 @@ impl VectorIndexes {
         params: VectorSearch,
         conversations: &[u128],
     ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
+        // The index first, then the snapshot: every node the delta holds
+        // was applied after its commit, so this snapshot has its message.
+        // (The other order could miss a message committed in between and
+        // record its node as no conversation's for good.)
+        let s = space.read().unwrap_or_else(|e| e.into_inner());
         let txn = store.read()?;
         let rows = FilterRows::open(&txn)?;
-        let s = space.read().unwrap_or_else(|e| e.into_inner());
         s.search_conversations(&rows, query, params, conversations)
     }
 
