@@ -56,19 +56,8 @@ pub(crate) fn allowed_records(
             .scope
             .until
             .map_or(i64::MAX, |t| t.timestamp_micros());
-        let mut add_conv = |id: u128| -> Result<()> {
-            tables.collect_messages(id, lo, hi, filter.role.as_deref(), &mut set)
-        };
-        match filter.conversation_id {
-            Some(c) => {
-                if let Some(rec) = tables.conversation(c.as_u128())?
-                    && rec.namespace == db.ns_read()?
-                    && crate::model::filter::matches_filter(&conv_scope, &rec)
-                {
-                    add_conv(c.as_u128())?;
-                }
-            }
-            None => db.scan_matching(&conv_scope, |id, _| add_conv(id))?,
+        for id in matching_conversations(db, &txn, &tables, &conv_scope, filter.conversation_id)? {
+            tables.collect_messages(id, lo, hi, filter.role.as_deref(), &mut set)?;
         }
         allowed = Some(set);
     }
@@ -113,27 +102,37 @@ pub(crate) fn allowed_scope(db: &Memdb, filter: &VectorFilter, ns_bound: bool) -
             None => Allowed::All,
         });
     }
-    let mut conversations = Vec::new();
-    match filter.conversation_id {
-        Some(c) => {
-            let txn = db.store.read()?;
-            let tables = FilterRows::open(&txn)?;
-            if let Some(rec) = tables.conversation(c.as_u128())?
-                && rec.namespace == db.ns_read()?
-                && crate::model::filter::matches_filter(&filter.scope, &rec)
-            {
-                conversations.push(c.as_u128());
-            }
-        }
-        None => {
-            conversations = store::conversations::matching_ids_in(
-                &db.store.read()?,
-                db.ns_read()?,
-                &filter.scope,
-            )?;
-        }
+    let txn = db.store.read()?;
+    let tables = FilterRows::open(&txn)?;
+    Ok(Allowed::Conversations(matching_conversations(
+        db,
+        &txn,
+        &tables,
+        &filter.scope,
+        filter.conversation_id,
+    )?))
+}
+
+/// The handle's conversations that `scope` (its conversation-level fields)
+/// selects, limited to `conversation` when given, in no particular order,
+/// from one snapshot (`txn`, `tables` opened on it).
+fn matching_conversations(
+    db: &Memdb,
+    txn: &redb::ReadTransaction,
+    tables: &FilterRows,
+    scope: &Filter,
+    conversation: Option<Uuid>,
+) -> Result<Vec<u128>> {
+    let ns = db.ns_read()?;
+    match conversation {
+        Some(c) => Ok(tables
+            .conversation(c.as_u128())?
+            .filter(|rec| rec.namespace == ns && crate::model::filter::matches_filter(scope, rec))
+            .map(|_| c.as_u128())
+            .into_iter()
+            .collect()),
+        None => store::conversations::matching_ids_in(txn, ns, scope),
     }
-    Ok(Allowed::Conversations(conversations))
 }
 
 impl Memdb {

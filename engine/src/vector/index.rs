@@ -148,6 +148,9 @@ pub(crate) struct SpaceIndex {
     live_nodes: Vec<u64>,
     /// Records whose copy in `current` must not be returned.
     tombstoned: IdSet,
+    /// The same, as a bitmap over `current`'s nodes (kept beside it as
+    /// `live_nodes` is beside `live`), for node-set filters.
+    tombstoned_nodes: Vec<u64>,
     applied_lsn: u64,
     /// Nodes by conversation, built by the first search filtered to
     /// conversations (`postings.rs`).
@@ -234,6 +237,7 @@ impl SpaceIndex {
             live: IdMap::default(),
             live_nodes: Vec::new(),
             tombstoned: IdSet::default(),
+            tombstoned_nodes: Vec::new(),
             applied_lsn: rec.generation_lsn,
             postings: Mutex::default(),
         };
@@ -250,10 +254,23 @@ impl SpaceIndex {
 
     fn load_tombstones(&mut self, store: &Store) -> Result<()> {
         self.tombstoned.clear();
+        self.tombstoned_nodes.clear();
         let txn = store.read()?;
-        self.tombstoned
-            .extend(store::vectors::tombstones(&txn, self.id)?);
+        for rid in store::vectors::tombstones(&txn, self.id)? {
+            // Every stored tombstone counts (stats, the compaction backlog);
+            // only those with a copy in the generation have a node.
+            self.tombstoned.insert(rid);
+            self.tombstone(rid);
+        }
         Ok(())
+    }
+
+    /// Marks `rid`'s copy in the generation stale, if it has one.
+    fn tombstone(&mut self, rid: u128) {
+        if let Some(node) = self.current.as_ref().and_then(|g| g.node_of(rid)) {
+            self.tombstoned.insert(rid);
+            set_bit(&mut self.tombstoned_nodes, node, true);
+        }
     }
 
     /// Removes generation files other than the current one (left by a
@@ -283,13 +300,7 @@ impl SpaceIndex {
                 if space != self.id {
                     continue;
                 }
-                if self
-                    .current
-                    .as_ref()
-                    .is_some_and(|g| g.node_of(rid).is_some())
-                {
-                    self.tombstoned.insert(rid);
-                }
+                self.tombstone(rid);
                 match vectors.get(space, rid, self.dim as u32)? {
                     Some(v) => {
                         let node = self.delta.insert(rid, &v)?;
@@ -362,13 +373,9 @@ impl SpaceIndex {
                     current.search_planned(query, sp, Filter::Predicate(&pred), auto)?
                 }
             };
-            let (found, plan) = found;
-            plans.push(plan.public(IndexPart::Generation));
-            for h in found {
-                if let Some(rid) = view.record_id(h.node) {
-                    hits.push((h.score, rid));
-                }
-            }
+            gather(&mut hits, &mut plans, found, IndexPart::Generation, |n| {
+                view.record_id(n)
+            });
         }
         if !self.live.is_empty() {
             let found = match allowed {
@@ -395,13 +402,9 @@ impl SpaceIndex {
                         .search_planned(query, sp, Filter::Predicate(&current), auto)?
                 }
             };
-            let (found, plan) = found;
-            plans.push(plan.public(IndexPart::Delta));
-            for h in found {
-                if let Some(rid) = self.delta.record_id(h.node) {
-                    hits.push((h.score, rid));
-                }
-            }
+            gather(&mut hits, &mut plans, found, IndexPart::Delta, |n| {
+                self.delta.record_id(n)
+            });
         }
         Ok((merge(hits, params.k), plans))
     }
@@ -420,35 +423,30 @@ impl SpaceIndex {
             k: params.k,
             ef: params.ef.max(params.k),
         };
+        let view = self.current.as_ref().map(|g| g.view()).transpose()?;
         let (generation, delta) = {
             let mut postings = self.postings.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(current) = &self.current
+            if let Some(view) = &view
                 && postings.needs_generation()
             {
-                let view = current.view()?;
-                postings.build_generation(rows.message_conversations()?, current.len(), |n| {
-                    view.record_id(n)
-                });
+                postings.build_generation(
+                    rows.message_conversations()?,
+                    view.node_count() as usize,
+                    |n| view.record_id(n),
+                );
             }
             postings.catch_up_delta(self.delta.len(), |node| match self.delta.record_id(node) {
                 Some(rid) => rows.conversation_of(rid),
                 None => Ok(None),
             })?;
-            let generation = match &self.current {
-                Some(current) => {
-                    let view = current.view()?;
-                    let n = current.len();
-                    let stale =
-                        NodeSet::new(n, self.tombstoned.iter().filter_map(|r| view.node_of(*r)));
-                    Some(NodeSet::new(
-                        n,
-                        postings
-                            .generation_nodes(conversations)
-                            .filter(|&node| !stale.contains(node)),
-                    ))
-                }
-                None => None,
-            };
+            let generation = view.as_ref().map(|v| {
+                NodeSet::new(
+                    v.node_count() as usize,
+                    postings
+                        .generation_nodes(conversations)
+                        .filter(|&node| !vector::search::bit(&self.tombstoned_nodes, node)),
+                )
+            });
             let delta = NodeSet::new(
                 self.delta.len(),
                 postings
@@ -459,29 +457,39 @@ impl SpaceIndex {
         };
         let mut hits: Vec<(f32, u128)> = Vec::new();
         let mut plans = Vec::new();
-        let mut collect = |found: (Vec<vector::Hit>, Plan),
-                           part: IndexPart,
-                           record_id: &dyn Fn(u32) -> Option<u128>| {
-            plans.push(found.1.public(part));
-            for h in found.0 {
-                if let Some(rid) = record_id(h.node) {
-                    hits.push((h.score, rid));
-                }
-            }
-        };
-        if let (Some(current), Some(set)) = (&self.current, &generation) {
-            let view = current.view()?;
+        if let (Some(current), Some(view), Some(set)) = (&self.current, &view, &generation) {
             let found = current.search_planned(query, sp, Filter::Nodes(set), Strategy::Auto)?;
-            collect(found, IndexPart::Generation, &|n| view.record_id(n));
+            gather(&mut hits, &mut plans, found, IndexPart::Generation, |n| {
+                view.record_id(n)
+            });
         }
         if !self.live.is_empty() {
             let found =
                 self.delta
                     .search_planned(query, sp, Filter::Nodes(&delta), Strategy::Auto)?;
-            collect(found, IndexPart::Delta, &|n| self.delta.record_id(n));
+            gather(&mut hits, &mut plans, found, IndexPart::Delta, |n| {
+                self.delta.record_id(n)
+            });
         }
         Ok((merge(hits, params.k), plans))
     }
+}
+
+/// Adds one graph's search result to `hits` (as record ids) and its plan
+/// to `plans`.
+fn gather(
+    hits: &mut Vec<(f32, u128)>,
+    plans: &mut Vec<VectorPlan>,
+    (found, plan): (Vec<vector::Hit>, Plan),
+    part: IndexPart,
+    record_id: impl Fn(u32) -> Option<u128>,
+) {
+    plans.push(plan.public(part));
+    hits.extend(
+        found
+            .into_iter()
+            .filter_map(|h| record_id(h.node).map(|rid| (h.score, rid))),
+    );
 }
 
 /// The best `k` of the (similarity, record) hits of a generation and its
