@@ -684,6 +684,61 @@ fn the_background_worker_embeds_bulk_imports() {
     assert_eq!(db.vector_stats(&space).unwrap().count, 300);
 }
 
+/// Writers embedding inline and the background worker (at its lower CPU
+/// priority) together: after a concurrent load the in-memory index holds
+/// exactly the store's vectors, and messages find themselves.
+#[test]
+fn concurrent_writers_and_the_worker_leave_the_index_equal_to_the_store() {
+    const WRITERS: usize = 8;
+    const EACH: usize = 40;
+    let d = tmp();
+    let mut config = Config::with_embedder(hashing(512));
+    config.embed_inline_max = 16;
+    let db = Arc::new(Memdb::open_with(d.path(), config).unwrap());
+    let worker = EmbedWorker::spawn(db.clone()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..WRITERS {
+            let db = &db;
+            s.spawn(move || {
+                for i in 0..EACH {
+                    db.create_conversation(NewConversation::new(
+                        format!("writer {t} conversation {i}"),
+                        vec![
+                            NewMessage::new("user", format!("writer{t} asks question{i}")),
+                            NewMessage::new("assistant", format!("answer{i} for writer{t}")),
+                        ],
+                    ))
+                    .unwrap();
+                }
+            });
+        }
+    });
+    let start = Instant::now();
+    while db.embedding_status().unwrap().active.unwrap().pending > 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "worker stalled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(worker);
+    let space = db.embedding_status().unwrap().active.unwrap().space;
+    let st = db.vector_stats(&space).unwrap();
+    let total = (WRITERS * EACH * 2) as u64;
+    assert_eq!(st.count, total, "{st:?}");
+    assert_eq!(
+        st.generation_nodes - st.tombstones + st.delta,
+        total,
+        "the in-memory index lost or doubled vectors: {st:?}"
+    );
+    for (t, i) in [(0, 0), (3, 17), (7, 39)] {
+        let mut req = SearchRequest::new(format!("answer{i} for writer{t}"));
+        req.mode = SearchMode::Semantic;
+        let hits = db.search(&req).unwrap().hits;
+        assert_eq!(
+            hits.first().map(|h| h.message.content.text()),
+            Some(format!("answer{i} for writer{t}"))
+        );
+    }
+}
+
 #[test]
 fn sigkill_during_a_bulk_embed_resumes_and_embeds_each_message_once() {
     const N: usize = 600;

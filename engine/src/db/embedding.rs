@@ -1017,6 +1017,13 @@ impl EmbedWorker {
         let thread = std::thread::Builder::new()
             .name("memdb-embed".into())
             .spawn(move || {
+                // Background work: requests come first on a small machine
+                // (SPEC §7.1.1). Its applies never hold the write lock
+                // while they insert into the graph, so a writer does not
+                // wait on this thread's lower priority.
+                crate::util::priority::lower_current_thread_priority(
+                    crate::util::priority::BACKGROUND_NICE,
+                );
                 while !stop2.load(std::sync::atomic::Ordering::Acquire) {
                     let handled = db.embed_pending(Some(1024), &mut |_| {});
                     let idle = match handled {

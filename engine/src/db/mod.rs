@@ -68,6 +68,11 @@ pub struct Engine {
     text: Arc<RwLock<Arc<TextIndex>>>,
     checkpointer: Mutex<Checkpointer>,
     write_lock: Mutex<()>,
+    /// Orders vector-index applies: taken under the write lock by a commit
+    /// that wrote vectors, held past the write lock's release while the
+    /// HNSW inserts run (§7.1.1), so applies keep commit order while other
+    /// writers commit.
+    vector_apply: Mutex<()>,
     /// The store's last LSN, deferred commits included (written under the
     /// write lock).
     last_lsn: AtomicU64,
@@ -174,6 +179,7 @@ impl Memdb {
             text,
             checkpointer: Mutex::new(checkpointer),
             write_lock: Mutex::new(()),
+            vector_apply: Mutex::new(()),
             last_lsn: AtomicU64::new(last),
             visible_lsn: AtomicU64::new(last),
             pending: Mutex::new(Vec::new()),
@@ -329,7 +335,7 @@ impl Memdb {
         &self,
         f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
     ) -> Result<(T, u64, bool)> {
-        let _g = self.lock_writes();
+        let writes = self.lock_writes();
         let text = self.text();
         // The oplog keeps what any derived index may still need to replay.
         let trim = text
@@ -355,29 +361,45 @@ impl Memdb {
             .invalidate(&changed.conversations, &changed.removed);
         self.last_lsn.store(lsn, Ordering::Release);
         let inserted = recorded.iter().any(|op| matches!(op, Op::InsertMessage(_)));
-        // The in-memory vector index takes the write at once (it is never
-        // persisted ahead of the store: a generation is recorded by a
-        // durable commit); the text index waits for the settle, since its
-        // commits persist what it holds.
-        if recorded
+        let vector_ops: Vec<Op> = recorded
             .iter()
-            .any(|op| matches!(op, Op::PutVector(..) | Op::DeleteVector(..)))
-            && let Err(e) = self.vectors.apply(&self.store, lsn, &recorded)
-        {
-            self.maintenance_failed("applying the write to the vector index", &e);
-            for op in &recorded {
-                if let Op::PutVector(s, _) | Op::DeleteVector(s, _) = op {
-                    self.vectors.forget(*s);
-                }
-            }
-        }
+            .filter(|op| matches!(op, Op::PutVector(..) | Op::DeleteVector(..)))
+            .cloned()
+            .collect();
         if !recorded.is_empty() {
             self.pending
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push((lsn, recorded));
         }
+        if vector_ops.is_empty() {
+            return Ok((value, seq, inserted));
+        }
+        // The in-memory vector index takes the write before this returns
+        // (it is never persisted ahead of the store: a generation is
+        // recorded by a durable commit); the text index waits for the
+        // settle, since its commits persist what it holds. The HNSW inserts
+        // run after the write lock is released, so other writers commit
+        // meanwhile; the apply lock, taken before the release, keeps
+        // applies in commit order.
+        let applying = self.vector_apply.lock().unwrap_or_else(|e| e.into_inner());
+        drop(writes);
+        if let Err(e) = self.vectors.apply(&self.store, lsn, &vector_ops) {
+            self.maintenance_failed("applying the write to the vector index", &e);
+            for op in &vector_ops {
+                if let Op::PutVector(s, _) | Op::DeleteVector(s, _) = op {
+                    self.vectors.forget(*s);
+                }
+            }
+        }
+        drop(applying);
         Ok((value, seq, inserted))
+    }
+
+    /// Waits for a vector apply that committed under the write lock and
+    /// runs past it; the caller holds the write lock, so none starts.
+    pub(crate) fn lock_vector_applies(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.vector_apply.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Makes every deferred commit durable (one fsync), applies their

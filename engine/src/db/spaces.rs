@@ -487,6 +487,7 @@ impl Memdb {
             crate::vector::index::build_generation(self.vectors.root(), &self.store, space)?;
         {
             let _g = self.lock_writes();
+            let _applied = self.lock_vector_applies();
             self.vectors.install(&self.store, &built)?;
         }
         self.vector_stats(space)

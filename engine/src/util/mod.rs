@@ -2,7 +2,8 @@
 //! them, time parsing, dates in free text, the directory lock,
 //! the blocking HTTP client for remote providers (cargo feature `openai`),
 //! function-word lists, token counting, the C allocator's arena limit for
-//! the binaries (`malloc.rs`) and the folder watcher shared by
+//! the binaries (`malloc.rs`), background threads' CPU priority
+//! (`priority.rs`) and the folder watcher shared by
 //! KuraDB and the import folder (`watch.rs`). Nothing here knows about
 //! records, tables or indexes.
 
@@ -14,6 +15,7 @@ pub(crate) mod ids;
 pub(crate) mod keywords;
 pub(crate) mod lock;
 pub(crate) mod malloc;
+pub(crate) mod priority;
 pub(crate) mod time;
 pub(crate) mod tokens;
 pub(crate) mod watch;

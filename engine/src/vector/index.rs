@@ -765,7 +765,8 @@ impl VectorIndexes {
     }
 
     /// Records a built generation in redb and swaps it in. The caller holds
-    /// the write lock, so no entry is applied concurrently.
+    /// the write lock and the apply lock (`Engine::lock_vector_applies`), so
+    /// no entry is committed or applied concurrently.
     pub(crate) fn install(&self, store: &Store, built: &Built) -> Result<()> {
         commit_generation(store, built)?;
         let reopened = SpaceIndex::open(&self.root, store, &built.name, &built.record)?
