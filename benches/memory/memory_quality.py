@@ -26,6 +26,11 @@ of people are the dated sessions of one long history.
      barely holds: this is the "Yes, last Tuesday!" case.
    - dated: a fact query that also names the month and year of the
      target's session ("... in May 2018").
+   - paraphrased: a fact query (on other turns) with two of its three
+     words replaced by WordNet synonyms (`benches/src/bin/synonyms.rs`,
+     the lookup `retrieval_quality` uses; Debian's wordnet-base), so it
+     shares one content word and the speaker's name with its evidence.
+     Skipped when the tool or WordNet is missing.
 5. Runs every query with limit 10 and the sample's folder filter in
    keyword, semantic and hybrid mode and prints turn recall@5/@10, session
    recall@10 (the evidence turn's session among the sessions of the top
@@ -45,8 +50,10 @@ import collections
 import datetime as dt
 import hashlib
 import json
+import os
 import random
 import re
+import subprocess
 import sys
 import time
 import urllib.request
@@ -188,9 +195,27 @@ def wait_embedded(client, timeout=3600):
     raise SystemExit("embedding did not finish")
 
 
+def synonyms(words):
+    """WordNet synonyms through `benches/src/bin/synonyms.rs` (the lookup
+    `retrieval_quality` uses), or None when the tool or WordNet is missing."""
+    tool = os.environ.get("SYNONYMS_BIN") or str(
+        Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release/synonyms"
+    )
+    try:
+        out = subprocess.run([tool], input="\n".join(sorted(words)), capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"paraphrased set skipped: {e}", file=sys.stderr)
+        return None
+    return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+
+
 def make_queries(samples, per_set, seed):
     rng = random.Random(seed)
-    sets = {"fact": [], "context": [], "dated": []}
+    prng = random.Random(seed + 1)
+    sets = {"fact": [], "context": [], "dated": [], "paraphrased": []}
+    syn_of = synonyms({w for s in samples for sess in s["sessions"] for t in sess["turns"]
+                       for w in content_words(t["text"])})
     for s in samples:
         seen = collections.Counter(t["text"].lower() for sess in s["sessions"] for t in sess["turns"])
         facts, contexts = [], []
@@ -218,6 +243,22 @@ def make_queries(samples, per_set, seed):
                 f"in {month.strftime('%B')} {month.year}?"
             )
             sets["dated"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
+        # Paraphrased: a fact question about a later stretch of the pool,
+        # two of its three words swapped for WordNet synonyms, so it shares
+        # one content word (and the name) with its evidence. Its own random
+        # stream, so the other sets stay as they were.
+        if syn_of is not None:
+            for i, j, t, words in facts[2 * per_set :]:
+                if sum(1 for q in sets["paraphrased"] if q["sample"] == s["name"]) == per_set:
+                    break
+                with_syn = [w for w in words if syn_of.get(w)]
+                if len(with_syn) < 3:
+                    continue
+                picked = prng.sample(with_syn, 3)
+                kept = prng.randrange(3)
+                shown = [w if k == kept else syn_of[w] for k, w in enumerate(picked)]
+                q = f"What did {s['names'][t['sender']]} say about {' '.join(shown)}?"
+                sets["paraphrased"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
         for i, j, t, prev, pw in contexts[:per_set]:
             q = (
                 f"What did {s['names'][t['sender']]} answer when {s['names'][prev['sender']]} "

@@ -972,6 +972,7 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
     session("S1", "10:00 am on 3 July, 2018", "the hiking trip was long");
     session("S2", "4:30 pm on 20 May, 2018", "the hiking trip was wet");
     session("S3", "9:15 am on 2 June, 2019", "bread again");
+    session("S4", "6:00 pm on 28 May, 2019", "the hiking trip was sunny");
     let ask = |q: &str| {
         let mut req = SearchRequest::new(q);
         req.explain = true;
@@ -994,6 +995,21 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
             .all(|h| !h.message.content.text().contains("bread")),
         "{relative:?}"
     );
+    // A weekday reads the same timeline: the Tuesday before Sunday 2 June
+    // 2019 is 28 May.
+    let weekday = ask("What did Ana say about the hiking trip last Tuesday?");
+    assert!(
+        weekday.hits[0].message.content.text().contains("sunny"),
+        "{weekday:?}"
+    );
+    assert_eq!(
+        weekday.hits[0].explain.unwrap().period_boost,
+        Some(PERIOD_BOOST)
+    );
+    // "a year ago" is 2018 there.
+    let ago = ask("the hiking trip a year ago");
+    let t = ago.hits[0].message.content.text();
+    assert!(t.contains("wet") || t.contains("long"), "{ago:?}");
     // No period named: no boost field at all.
     assert_eq!(plain.hits[0].explain.unwrap().period_boost, None);
 }

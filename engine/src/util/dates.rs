@@ -1,8 +1,10 @@
 //! Dates in free text (SPEC.md §18.3, hybrid): the date a message's metadata gives
 //! its session (`"1:56 pm on 8 May, 2023"`, `"2023-05-08"`, `"May 8,
 //! 2023"`), and the period a question names (`"in May 2023"`, `"in 2023"`,
-//! `"on 8 May 2023"`, `"last month"`, `"the week before"` is not one: it
-//! names no anchor). Pure functions: text in, dates out, never a panic.
+//! `"on 8 May 2023"`, `"last month"`, `"last Tuesday"`, `"3 weeks ago"`,
+//! `"the week before 8 May 2023"`; `"the week before her birthday"` is not
+//! one: it names no date). Pure functions: text in, dates out, never a
+//! panic.
 
 use chrono::{Datelike, Duration, NaiveDate};
 
@@ -30,6 +32,80 @@ fn month(w: &str) -> Option<u32> {
         .iter()
         .position(|m| *m == w || (w.len() == 3 && w != "may" && m.starts_with(&w)))
         .map(|i| i as u32 + 1)
+}
+
+/// The weekday named by `w` in full ("tuesday"; the abbreviations are
+/// also words: "sat", "sun", "wed").
+fn weekday(w: &str) -> Option<chrono::Weekday> {
+    use chrono::Weekday::*;
+    Some(match w {
+        "monday" => Mon,
+        "tuesday" => Tue,
+        "wednesday" => Wed,
+        "thursday" => Thu,
+        "friday" => Fri,
+        "saturday" => Sat,
+        "sunday" => Sun,
+        _ => return None,
+    })
+}
+
+/// A small count in words or digits ("a", "one" ... "twelve", "1" ... "99").
+fn count(w: &str) -> Option<u32> {
+    const WORDS: [&str; 12] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+        "twelve",
+    ];
+    if matches!(w, "a" | "an") {
+        return Some(1);
+    }
+    if let Some(i) = WORDS.iter().position(|x| *x == w) {
+        return Some(i as u32 + 1);
+    }
+    let n: u32 = w.parse().ok()?;
+    (1..100).contains(&n).then_some(n)
+}
+
+/// The Monday of `a`'s week.
+fn monday_of(a: NaiveDate) -> Option<NaiveDate> {
+    a.checked_sub_signed(Duration::days(i64::from(
+        a.weekday().num_days_from_monday(),
+    )))
+}
+
+/// (year, month) `n` months before `a`'s month.
+fn months_before(a: NaiveDate, n: u32) -> (i32, u32) {
+    let total = a.year() * 12 + a.month0() as i32 - n as i32;
+    (total.div_euclid(12), total.rem_euclid(12) as u32 + 1)
+}
+
+/// `[start, end)` from `hi` to `lo` units before the anchor's (day, week,
+/// month or year), `lo <= hi`: "3 days ago", "a few weeks ago".
+fn units_ago(a: NaiveDate, unit: &str, lo: u32, hi: u32) -> Option<(NaiveDate, NaiveDate)> {
+    let days = |n: u32| Duration::days(i64::from(n));
+    match unit.trim_end_matches('s') {
+        "day" => Some((
+            a.checked_sub_signed(days(hi))?,
+            a.checked_sub_signed(days(lo))?.succ_opt()?,
+        )),
+        "week" => {
+            let monday = monday_of(a)?;
+            Some((
+                monday.checked_sub_signed(days(7 * hi))?,
+                monday.checked_sub_signed(days(7 * (lo - 1)))?,
+            ))
+        }
+        "month" => {
+            let (y0, m0) = months_before(a, hi);
+            let (y1, m1) = months_before(a, lo);
+            Some((month_period(y0, m0)?.0, month_period(y1, m1)?.1))
+        }
+        "year" => Some((
+            year_period(a.year() - hi as i32)?.0,
+            year_period(a.year() - lo as i32)?.1,
+        )),
+        _ => None,
+    }
 }
 
 fn year(w: &str) -> Option<i32> {
@@ -152,8 +228,13 @@ fn spans(s: &str) -> Vec<(String, usize, usize)> {
 /// D Month YYYY` / `Month D, YYYY` (that day), `in|during Month YYYY` (that
 /// month), `in|during YYYY` (that year), `in|during Month` (that month in
 /// the anchor's year, or the year before when it would lie after the
-/// anchor), `last|this month|year|week`, `yesterday`. The leading
-/// preposition, when present, belongs to the span.
+/// anchor), `last|this month|year|week|weekend`, `last Month` (the last
+/// such month before the anchor's), `today`, `yesterday`, `the day before
+/// yesterday`, `on|last|this|past Weekday` (the last such day before the
+/// anchor), `N days|weeks|months|years ago` (N in digits or words; `a few`
+/// is 2 to 4, `a couple of` 2), and `the day|week|month before|after D
+/// Month YYYY`. The leading preposition, when present, belongs to the
+/// span.
 pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Period> {
     let w = spans(query);
     let prep = |i: usize| {
@@ -175,11 +256,43 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
         };
         if let Some((m, d)) = day_month
             && let Some(y) = at(2).and_then(year)
-            && let Some(start) = NaiveDate::from_ymd_opt(y, m, d)
+            && let Some(date) = NaiveDate::from_ymd_opt(y, m, d)
         {
+            // "the day|week|month before|after D Month YYYY": that span
+            // next to the date (the date itself excluded).
+            let around = (i >= 2)
+                .then(|| (w[i - 2].0.as_str(), w[i - 1].0.as_str()))
+                .and_then(|(unit, side)| {
+                    let len = match unit {
+                        "day" => 1,
+                        "week" => 7,
+                        "month" => 30,
+                        _ => return None,
+                    };
+                    match side {
+                        "before" => Some((date.checked_sub_signed(Duration::days(len))?, date)),
+                        "after" => Some((
+                            date.succ_opt()?,
+                            date.checked_add_signed(Duration::days(len + 1))?,
+                        )),
+                        _ => None,
+                    }
+                });
+            if let Some((start, end)) = around {
+                let first = if i >= 3 && w[i - 3].0 == "the" {
+                    i - 3
+                } else {
+                    i - 2
+                };
+                return Some(Period {
+                    start,
+                    end,
+                    span: (w[first].1, w[i + 2].2),
+                });
+            }
             return Some(Period {
-                start,
-                end: start.succ_opt()?,
+                start: date,
+                end: date.succ_opt()?,
                 span: (start_of(i), w[i + 2].2),
             });
         }
@@ -224,6 +337,61 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
             });
         }
         let Some(a) = anchor else { continue };
+        let day_span = |start: NaiveDate, first: usize, last: usize| {
+            Some(Period {
+                start,
+                end: start.succ_opt()?,
+                span: (w[first].1, w[last].2),
+            })
+        };
+        if word == "today" {
+            return day_span(a, i, i);
+        }
+        // "the day before yesterday"
+        if word == "day" && at(1) == Some("before") && at(2) == Some("yesterday") {
+            let first = if i >= 1 && w[i - 1].0 == "the" {
+                i - 1
+            } else {
+                i
+            };
+            return day_span(a.checked_sub_signed(Duration::days(2))?, first, i + 2);
+        }
+        // "on|last|this|past Tuesday": the last such day before the anchor.
+        if let Some(wd) = weekday(word)
+            && i >= 1
+            && matches!(w[i - 1].0.as_str(), "on" | "last" | "this" | "past")
+        {
+            let back = (7 + a.weekday().num_days_from_monday() - wd.num_days_from_monday()) % 7;
+            let back = if back == 0 { 7 } else { back };
+            return day_span(
+                a.checked_sub_signed(Duration::days(i64::from(back)))?,
+                i - 1,
+                i,
+            );
+        }
+        // "N days|weeks|months|years ago", "a few weeks ago" (2 to 4), "a
+        // couple of days ago" (2).
+        let (n, unit_at) = match word {
+            "few" => (Some((2, 4)), i + 1),
+            "couple" if at(1) == Some("of") => (Some((2, 2)), i + 2),
+            _ => (count(word).map(|n| (n, n)), i + 1),
+        };
+        if let Some((lo, hi)) = n
+            && let Some(unit) = w.get(unit_at)
+            && w.get(unit_at + 1).is_some_and(|x| x.0 == "ago")
+            && let Some((start, end)) = units_ago(a, &unit.0, lo, hi)
+        {
+            let first = if matches!(word, "few" | "couple") && i >= 1 && w[i - 1].0 == "a" {
+                i - 1
+            } else {
+                i
+            };
+            return Some(Period {
+                start,
+                end,
+                span: (w[first].1, w[unit_at + 1].2),
+            });
+        }
         if word == "yesterday" {
             return Some(Period {
                 start: a.checked_sub_signed(Duration::days(1))?,
@@ -236,6 +404,29 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
         {
             let this = word == "this";
             let found = match unit.0.as_str() {
+                // "last May": the last May before the anchor's month.
+                u if !this && month(u).is_some() => month(u).and_then(|m| {
+                    month_period(
+                        if m >= a.month() {
+                            a.year() - 1
+                        } else {
+                            a.year()
+                        },
+                        m,
+                    )
+                }),
+                "weekend" => {
+                    let monday = monday_of(a)?;
+                    // This week's Saturday, or last week's when the anchor
+                    // is before it or "last" is asked.
+                    let saturday = monday.checked_add_signed(Duration::days(5))?;
+                    let start = if this && a >= saturday {
+                        saturday
+                    } else {
+                        saturday.checked_sub_signed(Duration::days(7))?
+                    };
+                    Some((start, start.checked_add_signed(Duration::days(2))?))
+                }
                 "week" => {
                     let monday = a.checked_sub_signed(Duration::days(i64::from(
                         a.weekday().num_days_from_monday(),
@@ -330,6 +521,57 @@ mod tests {
             query_period("yesterday", a).map(|p| p.start),
             Some(d(2023, 3, 14))
         );
+        // Weekdays, counts ago, weekends, "last May" (anchor: Wed 15 March).
+        let p = query_period("what did she cook last Tuesday?", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 3, 14), d(2023, 3, 15)));
+        let q = "the concert on Wednesday";
+        let p = query_period(q, a).unwrap();
+        assert_eq!(p.start, d(2023, 3, 8), "a week back, not the anchor day");
+        assert_eq!(&q[p.span.0..p.span.1], "on Wednesday");
+        let p = query_period("three days ago", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 3, 12), d(2023, 3, 13)));
+        let p = query_period("2 weeks ago", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 2, 27), d(2023, 3, 6)));
+        let q = "a few weeks ago we met";
+        let p = query_period(q, a).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 2, 13), d(2023, 3, 6)));
+        assert_eq!(&q[p.span.0..p.span.1], "a few weeks ago");
+        let p = query_period("a month ago", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 2, 1), d(2023, 3, 1)));
+        let p = query_period("a couple of years ago", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2021, 1, 1), d(2022, 1, 1)));
+        let p = query_period("14 months ago", a).unwrap();
+        assert_eq!(p.start, d(2022, 1, 1));
+        let p = query_period("last weekend", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 3, 11), d(2023, 3, 13)));
+        let p = query_period("last May", a).unwrap();
+        assert_eq!(p.start, d(2022, 5, 1));
+        let p = query_period("last February", a).unwrap();
+        assert_eq!(p.start, d(2023, 2, 1));
+        let p = query_period("last March", a).unwrap();
+        assert_eq!(p.start, d(2022, 3, 1), "not the anchor's own month");
+        assert_eq!(
+            query_period("today", a).map(|p| p.start),
+            Some(d(2023, 3, 15))
+        );
+        assert_eq!(
+            query_period("the day before yesterday", a).map(|p| p.start),
+            Some(d(2023, 3, 13))
+        );
+        // Around a named date, with or without the anchor.
+        let q = "what happened the week before 8 May 2023?";
+        let p = query_period(q, None).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 5, 1), d(2023, 5, 8)));
+        assert_eq!(&q[p.span.0..p.span.1], "the week before 8 May 2023");
+        let p = query_period("the day after 31 December 2022", None).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 1, 1), d(2023, 1, 2)));
+        // A weekday needs its preposition, a count its unit and "ago";
+        // the forms at the ends of the calendar give none, not a panic.
+        assert!(query_period("Tuesday meetings", a).is_none());
+        assert!(query_period("two weeks of rain", a).is_none());
+        assert!(query_period("99 years ago", Some(NaiveDate::MIN)).is_none());
+        assert!(query_period("last Monday", Some(NaiveDate::MIN)).is_none());
+        assert!(query_period("the week before 1 January 1900", None).is_some());
         // "may" the verb, bare numbers and no date at all: none.
         assert!(query_period("you may be right", a).is_none());
         assert!(query_period("I have 2018 reasons", a).is_none());
