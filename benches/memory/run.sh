@@ -6,7 +6,8 @@
 #   benches/memory/run.sh [RULE...]        # default: turn with-previous
 #
 # Needs the local model (scripts/install-model.sh) and benches/data
-# (benches/fetch-data.sh). MEMORY_ARGS adds memory_quality.py options,
+# (benches/fetch-data.sh); the paraphrased set needs WordNet (Debian's
+# wordnet-base, else it is skipped). MEMORY_ARGS adds memory_quality.py options,
 # EMBEDDER overrides --embedder (default local). Results: JSON files in
 # $MEMDB_MEMORY_DIR (default $TMPDIR/memdb-memory).
 set -euo pipefail
@@ -19,7 +20,8 @@ rules=("$@")
 [[ ${#rules[@]} -gt 0 ]] || rules=(turn with-previous)
 
 "$root/benches/fetch-data.sh" >/dev/null
-(cd "$root" && cargo build --release -q -p memdb-server --bin memdb-server)
+(cd "$root" && cargo build --release -q -p memdb-server --bin memdb-server -p memdb-benches --bin synonyms)
+export CARGO_TARGET_DIR="$target"
 mkdir -p "$work"
 for rule in "${rules[@]}"; do
   data="$work/store-$rule"
