@@ -144,9 +144,27 @@ pub(crate) fn len(txn: &ReadTransaction) -> Result<u64> {
     Ok(txn.open_table(EMBED_QUEUE)?.len()?)
 }
 
+/// The count of `space`'s entries without walking them, when it is the
+/// table's length: the table is empty, or its first and last keys (keys
+/// sort by space first) are both `space`'s. Otherwise `None`. Keeps the
+/// embedding worker's per-pass counts O(log n) when one space is queued
+/// (the usual case), however long the backlog.
+fn count_if_alone(q: &ReadOnlyTable<(u32, u128), ()>, space: u32) -> Result<Option<u64>> {
+    let first = q.first()?.map(|(k, _)| k.value().0);
+    let last = q.last()?.map(|(k, _)| k.value().0);
+    Ok(match (first, last) {
+        (None, _) | (_, None) => Some(0),
+        (Some(f), Some(l)) if f == space && l == space => Some(q.len()?),
+        _ => None,
+    })
+}
+
 /// Messages queued for space `space`.
 pub(crate) fn queued(txn: &ReadTransaction, space: u32) -> Result<u64> {
     let q = txn.open_table(EMBED_QUEUE)?;
+    if let Some(n) = count_if_alone(&q, space)? {
+        return Ok(n);
+    }
     let mut n = 0;
     for row in q.range((space, 0u128)..=(space, u128::MAX))? {
         row?;
@@ -159,6 +177,13 @@ pub(crate) fn queued(txn: &ReadTransaction, space: u32) -> Result<u64> {
 /// means "at least `count`".
 pub(crate) fn queued_up_to(txn: &ReadTransaction, space: u32, cap: u64) -> Result<(u64, bool)> {
     let q = txn.open_table(EMBED_QUEUE)?;
+    if let Some(n) = count_if_alone(&q, space)? {
+        return Ok(if n >= cap && cap > 0 {
+            (cap, true)
+        } else {
+            (n, false)
+        });
+    }
     let mut n = 0;
     for row in q.range((space, 0u128)..=(space, u128::MAX))? {
         row?;
@@ -246,5 +271,42 @@ impl<'txn> QueueWriter<'txn> {
     /// it was queued.
     pub(crate) fn remove(&mut self, space: u32, id: u128) -> Result<bool> {
         Ok(self.queue.remove((space, id))?.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    #[test]
+    fn per_space_counts_agree_whether_one_space_or_several_are_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("memdb.redb")).unwrap();
+        let counts = |space: u32| {
+            let txn = store.read().unwrap();
+            (
+                queued(&txn, space).unwrap(),
+                queued_up_to(&txn, space, 3).unwrap(),
+            )
+        };
+        assert_eq!(counts(1), (0, (0, false)));
+        let put = |space: u32, ids: std::ops::Range<u128>| {
+            store
+                .write_volatile(|txn| enqueue(txn, space, ids))
+                .unwrap();
+        };
+        // One space queued: counted from the table's length.
+        put(2, 0..5);
+        assert_eq!(counts(2), (5, (3, true)));
+        assert_eq!(counts(1), (0, (0, false)));
+        assert_eq!(counts(3), (0, (0, false)));
+        // Spaces on both sides of it: walked.
+        put(1, 0..2);
+        put(3, 10..11);
+        assert_eq!(counts(1), (2, (2, false)));
+        assert_eq!(counts(2), (5, (3, true)));
+        assert_eq!(counts(3), (1, (1, false)));
+        assert_eq!(len(&store.read().unwrap()).unwrap(), 8);
     }
 }
