@@ -248,8 +248,9 @@ def make_queries(samples, per_set, seed):
         # one content word (and the name) with its evidence. Its own random
         # stream, so the other sets stay as they were.
         if syn_of is not None:
+            made = 0
             for i, j, t, words in facts[2 * per_set :]:
-                if sum(1 for q in sets["paraphrased"] if q["sample"] == s["name"]) == per_set:
+                if made == per_set:
                     break
                 with_syn = [w for w in words if syn_of.get(w)]
                 if len(with_syn) < 3:
@@ -259,6 +260,7 @@ def make_queries(samples, per_set, seed):
                 shown = [w if k == kept else syn_of[w] for k, w in enumerate(picked)]
                 q = f"What did {s['names'][t['sender']]} say about {' '.join(shown)}?"
                 sets["paraphrased"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
+                made += 1
         for i, j, t, prev, pw in contexts[:per_set]:
             q = (
                 f"What did {s['names'][t['sender']]} answer when {s['names'][prev['sender']]} "

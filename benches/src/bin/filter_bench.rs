@@ -8,8 +8,8 @@
 //! then runs the same queries unfiltered, with each folder filter, and
 //! with one conversation, in semantic and hybrid mode, and prints p50 / p99
 //! latency (µs) per row as JSON lines; first, the time of the first
-//! filtered search, which builds the index's conversation postings. Reuses `--dir` when it already holds
-//! a seeded store.
+//! filtered search, which builds the index's conversation postings.
+//! Reuses `--dir` when it already holds a seeded store.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -57,7 +57,9 @@ fn main() -> Result<()> {
                 db.create_conversations(std::mem::take(&mut batch))?;
             }
         }
-        db.create_conversations(batch)?;
+        if !batch.is_empty() {
+            db.create_conversations(batch)?;
+        }
         db.embed_pending(None, &mut |_| {})?;
         let space = db
             .embedding_status()?

@@ -320,9 +320,13 @@ pub(crate) fn matching_ids_in(
         label: None,
         ..filter.clone()
     };
+    // Exactly one of a label or a folder below the root, nothing else.
     let by_index_alone = rest == Filter::default()
-        && (filter.label.is_none() || filter.folder.is_none())
-        && (filter.label.is_some() || filter.folder.as_deref().is_some_and(|f| f != "/"));
+        && match (&filter.label, filter.folder.as_deref()) {
+            (Some(_), None) => true,
+            (None, Some(f)) => f != "/",
+            _ => false,
+        };
     if by_index_alone && let Some(ids) = index_candidates(txn, ns, filter)? {
         return Ok(ids);
     }

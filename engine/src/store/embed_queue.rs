@@ -161,16 +161,7 @@ fn count_if_alone(q: &ReadOnlyTable<(u32, u128), ()>, space: u32) -> Result<Opti
 
 /// Messages queued for space `space`.
 pub(crate) fn queued(txn: &ReadTransaction, space: u32) -> Result<u64> {
-    let q = txn.open_table(EMBED_QUEUE)?;
-    if let Some(n) = count_if_alone(&q, space)? {
-        return Ok(n);
-    }
-    let mut n = 0;
-    for row in q.range((space, 0u128)..=(space, u128::MAX))? {
-        row?;
-        n += 1;
-    }
-    Ok(n)
+    Ok(queued_up_to(txn, space, u64::MAX)?.0)
 }
 
 /// Messages queued for space `space`, counted up to `cap`: `(count, true)`
