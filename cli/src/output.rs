@@ -495,6 +495,22 @@ impl Output {
                             st.tombstones
                         ),
                     );
+                    if let Some(b) = &st.last_build {
+                        if b.merged {
+                            line(
+                                o,
+                                format_args!(
+                                    "  merged into the previous generation: {} nodes kept, {} dropped, {} inserted",
+                                    b.kept, b.dropped, b.inserted
+                                ),
+                            );
+                        } else {
+                            line(
+                                o,
+                                format_args!("  rebuilt: {} vectors inserted", b.inserted),
+                            );
+                        }
+                    }
                 }
             }
             Output::Model(report) => o.push_str(&report.to_human()),

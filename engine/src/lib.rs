@@ -118,7 +118,7 @@ pub use text::budget::{
 pub use util::malloc::{MALLOC_ARENAS, limit_malloc_arenas};
 pub use util::time::parse_timestamp;
 pub use util::tokens::{TokenCounter, estimate_tokens};
-pub use vector::index::{VectorSearch, VectorStats};
+pub use vector::index::{GenerationBuild, VectorSearch, VectorStats};
 pub use vector::spaces::{SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome};
 
 /// The README's Rust tour, compiled and run as a doctest so it stays true.

@@ -33,6 +33,10 @@ Settings (environment, default in parentheses):
                       data shape (16, 0.25, 0.1, n / 1000)
   MEMDB_VEC_DATA=DIR  read DIR/base.fvecs and DIR/query.fvecs instead
   MEMDB_VEC_OUT=DIR   write base.fvecs, query.fvecs, gt.ivecs, memdb.json
+  MEMDB_VEC_MERGE=NEW,STALE
+                      instead compare a compaction's merge (a generation
+                      over 1-NEW of the data, STALE of it overwritten, the
+                      rest inserted) with a rebuild: time and recall
   MEMDB_VEC_SERVE=1   then keep the graph and answer `ef N` lines on stdin
                       with one JSON line each (recall, QPS), until `quit`
 ";

@@ -483,8 +483,13 @@ impl Memdb {
     /// the previous generation file. Returns the new stats.
     pub fn compact_vectors(&self, space: &str) -> Result<crate::vector::index::VectorStats> {
         self.vector_space(space)?;
-        let built =
-            crate::vector::index::build_generation(self.vectors.root(), &self.store, space)?;
+        let built = crate::vector::index::build_generation(
+            self.vectors.root(),
+            &self.store,
+            space,
+            crate::vector::index::BuildMode::Merge,
+        )?;
+        tracing::debug!(space, how = ?built.how, "vector generation built");
         {
             let _g = self.lock_writes();
             let _applied = self.lock_vector_applies();

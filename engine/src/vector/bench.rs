@@ -30,7 +30,8 @@
 //! `MEMDB_VEC_SPREAD` (0.25), `MEMDB_VEC_NOISE` (0.1), `MEMDB_VEC_CLUSTERS`
 //! (n / 1000), and `MEMDB_VEC_DATA=DIR` (read `base.fvecs`/`query.fvecs`
 //! from DIR instead of generating, e.g. real sentence embeddings once the
-//! embedder lands).
+//! embedder lands). `MEMDB_VEC_MERGE=NEW,STALE` instead compares a
+//! compaction's merge with a rebuild (see `merge_compare`).
 
 use std::io::Write;
 use std::path::Path;
@@ -364,6 +365,10 @@ pub fn run() -> Result<(), BenchError> {
         distance::isa()
     );
 
+    if let Ok(spec) = std::env::var("MEMDB_VEC_MERGE") {
+        return merge_compare(&spec, &pool, metric, dim, params, &data, &queries, &efs);
+    }
+
     let (t, cpu) = (Instant::now(), process_cpu_secs());
     let g = pool.install(|| Hnsw::build(metric, dim, params, &ids, &data))?;
     let build_secs = t.elapsed().as_secs_f64();
@@ -496,6 +501,115 @@ pub fn run() -> Result<(), BenchError> {
     }
     if std::env::var("MEMDB_VEC_SERVE").is_ok() {
         serve(&g, &queries, dim, &truth)?;
+    }
+    Ok(())
+}
+
+/// `MEMDB_VEC_MERGE=NEW,STALE`: a compaction's two ways to the same graph.
+/// A generation is built over the first `1 - NEW` of the data; then a
+/// `STALE` share of its nodes (drawn at random) is overwritten. The next
+/// generation is built (a) by seeding from the first, less the stale
+/// nodes, and inserting the new and the overwritten vectors
+/// ([`Hnsw::seeded`], what `build_generation` does), and (b) from scratch
+/// over the same vectors. Prints each one's wall and CPU time and recall@10
+/// over the `ef` sweep; QPS is not compared (same search code).
+#[allow(clippy::too_many_arguments)]
+fn merge_compare(
+    spec: &str,
+    pool: &rayon::ThreadPool,
+    metric: Metric,
+    dim: usize,
+    params: HnswParams,
+    data: &[f32],
+    queries: &[f32],
+    efs: &[usize],
+) -> Result<(), BenchError> {
+    let shares: Vec<f64> = spec
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let (new, stale) = match shares[..] {
+        [new, stale] if (0.0..1.0).contains(&new) && (0.0..1.0).contains(&stale) => (new, stale),
+        _ => return Err(format!("MEMDB_VEC_MERGE={spec}: want NEW,STALE shares").into()),
+    };
+    let n = data.len() / dim;
+    let base = ((n as f64) * (1.0 - new)) as usize;
+    let ids: Vec<u128> = (0..n as u128).collect();
+    let t = Instant::now();
+    let first =
+        pool.install(|| Hnsw::build(metric, dim, params, &ids[..base], &data[..base * dim]))?;
+    println!(
+        "merge: generation of {base} built in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    let file = MappedGeneration::open(Aligned::new(&first.generation_bytes(1, 1)?))?;
+    drop(first);
+    let mut rng = super::synthetic::Rng::new(7);
+    let keep: Vec<bool> = (0..base).map(|_| rng.unit() >= stale).collect();
+    // Record i is node i of the first graph (built in id order).
+    let again: Vec<usize> = (0..base).filter(|&i| !keep[i]).chain(base..n).collect();
+
+    let (t, cpu) = (Instant::now(), process_cpu_secs());
+    let merged = pool.install(|| -> Result<Hnsw, BenchError> {
+        let source = file.store()?;
+        let kept = keep.iter().filter(|&&k| k).count();
+        let mut g = Hnsw::seeded(metric, dim, params, &source, &keep)?;
+        for &i in &again {
+            g.push_unlinked(i as u128, &data[i * dim..(i + 1) * dim])?;
+        }
+        let relinked = g.link_seeded(kept);
+        println!("merge: {relinked} unreachable nodes linked again");
+        Ok(g)
+    })?;
+    let (merge_secs, merge_cpu) = (t.elapsed().as_secs_f64(), process_cpu_secs() - cpu);
+    let (t, cpu) = (Instant::now(), process_cpu_secs());
+    let rebuilt = pool.install(|| Hnsw::build(metric, dim, params, &ids, data))?;
+    let (build_secs, build_cpu) = (t.elapsed().as_secs_f64(), process_cpu_secs() - cpu);
+    println!(
+        "merge: {} kept, {} dropped, {} inserted: {merge_secs:.2}s wall, {merge_cpu:.2}s CPU; \
+         rebuild of {n}: {build_secs:.2}s wall, {build_cpu:.2}s CPU ({:.2}x the merge's CPU)",
+        keep.iter().filter(|&&k| k).count(),
+        keep.iter().filter(|&&k| !k).count(),
+        again.len(),
+        build_cpu / merge_cpu.max(1e-9)
+    );
+    // Ground truth by record id (node ids differ between the two graphs).
+    let truth: Vec<Vec<u32>> = pool.install(|| {
+        queries
+            .par_chunks_exact(dim)
+            .map(|q| {
+                let q = prepare_vector(metric, dim, q).map_err(|e| e.to_string())?;
+                Ok(exact(&rebuilt, q.as_slice(), 10, 0..n as u32)
+                    .into_iter()
+                    .filter_map(|c| rebuilt.record_id(c.id).map(|r| r as u32))
+                    .collect())
+            })
+            .collect::<Result<_, String>>()
+    })?;
+    for &ef in efs {
+        let p = SearchParams { k: 10, ef };
+        let by_record = |g: &Hnsw| -> Result<f64, BenchError> {
+            let mut total = 0.0;
+            for (q, t) in queries.chunks_exact(dim).zip(&truth) {
+                let hits: Vec<Hit> = g
+                    .search(q, p, Filter::All)?
+                    .into_iter()
+                    .filter_map(|h| {
+                        g.record_id(h.node).map(|r| Hit {
+                            node: r as u32,
+                            score: h.score,
+                        })
+                    })
+                    .collect();
+                total += recall(&hits, t);
+            }
+            Ok(total / truth.len() as f64)
+        };
+        println!(
+            "ef {ef:4}: recall@10 merged {:.4}  rebuilt {:.4}",
+            by_record(&merged)?,
+            by_record(&rebuilt)?
+        );
     }
     Ok(())
 }

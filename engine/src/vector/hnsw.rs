@@ -21,6 +21,7 @@
 //! and, when a neighbor's list is full, the heuristic re-run over its list
 //! plus the new node with `Mmax` (`M0 = 2M` on layer 0).
 
+use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Mutex;
@@ -181,18 +182,27 @@ impl Hnsw {
     /// Links every node pushed by [`Hnsw::push_unlinked`], in parallel on
     /// the current rayon pool (all its threads).
     pub(crate) fn link_unlinked(&mut self) {
+        self.link_from(0);
+    }
+
+    /// Links nodes `first..` (pushed by [`Hnsw::push_unlinked`]; the nodes
+    /// before `first` are linked), in parallel on the current rayon pool.
+    fn link_from(&mut self, first: usize) {
         let n = self.ids.len();
-        if n == 0 {
+        if first >= n {
             return;
         }
-        // The first node is the entry point; the rest go in parallel, each
-        // worker taking the next node from a shared counter (as hnswlib's
-        // ParallelFor), so insertion order stays close to id order.
-        {
+        // An empty graph's first node becomes the entry point alone; the
+        // rest go in parallel, each worker taking the next node from a
+        // shared counter (as hnswlib's ParallelFor), so insertion order
+        // stays close to id order.
+        let mut start = first;
+        if self.entry_point().is_none() {
             let mut s = self.pool.get();
-            self.insert_node(0, &mut s);
+            self.insert_node(start as u32, &mut s);
+            start += 1;
         }
-        let next = AtomicUsize::new(1);
+        let next = AtomicUsize::new(start);
         let graph = &*self;
         rayon::scope(|scope| {
             for _ in 0..rayon::current_num_threads() {
@@ -208,6 +218,181 @@ impl Hnsw {
                 });
             }
         });
+    }
+
+    /// A graph seeded with the nodes of generation `old` for which
+    /// `keep[node]` holds (the generation's vectors, levels and links, in
+    /// node order, renumbered), ready for new vectors through
+    /// [`Hnsw::push_unlinked`] and [`Hnsw::link_seeded`]: a compaction
+    /// then inserts only the vectors written since the generation, instead
+    /// of rebuilding every one (as Lucene seeds a merged segment's graph
+    /// from its largest segment's).
+    ///
+    /// A kept node's list that named a dropped node keeps its other
+    /// neighbors, and the freed slots go to the dropped neighbors' kept
+    /// neighbors, closest first (the candidates of FreshDiskANN's delete
+    /// consolidation; re-running the selection heuristic over them instead
+    /// pruned the lists and cost recall at low ef).
+    /// The entry point is the old one if kept, else the kept node of the
+    /// highest level. `old` must have been built with `params.m` and
+    /// `metric`/`dim`, and `keep` must have one entry per node.
+    pub(crate) fn seeded<G: SeedSource>(
+        metric: Metric,
+        dim: usize,
+        params: HnswParams,
+        old: &G,
+        keep: &[bool],
+    ) -> Result<Self, VectorError> {
+        let mut g = Hnsw::new(metric, dim, params)?;
+        let n = old.node_count();
+        if keep.len() != n || old.m() != params.m || old.dim() != dim {
+            return Err(VectorError::Config(format!(
+                "a graph seeded from a generation of {} nodes, M {}, dimension {} \
+                 needs {} keep flags, M {} and dimension {}",
+                n,
+                old.m(),
+                old.dim(),
+                keep.len(),
+                params.m,
+                dim
+            )));
+        }
+        let kept = keep.iter().filter(|&&k| k).count();
+        g.reserve(kept);
+        // Old node -> new node (u32::MAX: dropped).
+        let mut renumber = vec![u32::MAX; n];
+        for (node, slot) in renumber.iter_mut().enumerate() {
+            if !keep[node] {
+                continue;
+            }
+            let node = node as u32;
+            let v = old.vector(node);
+            if v.len() != dim {
+                return Err(VectorError::Dimension {
+                    expected: dim,
+                    found: v.len(),
+                });
+            }
+            *slot = g.push_node_at(old.record_id(node), v, old.level(node))?;
+        }
+        let mut list: Vec<u32> = Vec::new();
+        let mut cands: Vec<Cand> = Vec::new();
+        for (o, &q) in renumber.iter().enumerate() {
+            if q == u32::MAX {
+                continue;
+            }
+            let o = o as u32;
+            for l in 0..=usize::from(g.levels[q as usize]) {
+                let mmax = if l == 0 { g.m0 } else { g.params.m };
+                list.clear();
+                let mut repaired = false;
+                old.for_each_neighbor(o, l, |x| match renumber.get(x as usize) {
+                    Some(&y) if y != u32::MAX => list.push(y),
+                    _ => repaired = true,
+                });
+                list.truncate(mmax);
+                // A list left with fewer than M links gets the dropped
+                // neighbors' kept neighbors, closest first, up to M.
+                let floor = g.params.m.min(mmax);
+                if repaired && list.len() < floor {
+                    let qv = g.vector(q);
+                    cands.clear();
+                    old.for_each_neighbor(o, l, |x| {
+                        if renumber.get(x as usize).is_some_and(|&y| y == u32::MAX) {
+                            old.for_each_neighbor(x, l, |z| {
+                                if let Some(&y) = renumber.get(z as usize)
+                                    && y != u32::MAX
+                                    && y != q
+                                    && !list.contains(&y)
+                                {
+                                    cands.push(Cand {
+                                        d: (g.dist)(qv, g.vector(y)),
+                                        id: y,
+                                    });
+                                }
+                            });
+                        }
+                    });
+                    cands.sort_unstable();
+                    cands.dedup_by_key(|c| c.id);
+                    let free = floor - list.len();
+                    list.extend(cands.iter().take(free).map(|c| c.id));
+                }
+                write_ids(g.list(q, l), &list);
+            }
+        }
+        let entry = old
+            .entry()
+            .and_then(|(e, _)| renumber.get(e as usize).copied())
+            .filter(|&e| e != u32::MAX)
+            .or_else(|| {
+                (0..g.ids.len() as u32).max_by_key(|&node| (g.levels[node as usize], Reverse(node)))
+            });
+        if let Some(e) = entry {
+            g.entry
+                .store(pack_entry(e, usize::from(g.levels[e as usize])), Relaxed);
+        }
+        Ok(g)
+    }
+
+    /// Links the nodes pushed by [`Hnsw::push_unlinked`] after the seed of
+    /// [`Hnsw::seeded`] (`seeded` nodes), in parallel on the current rayon
+    /// pool, then links again any node a walk from the entry point no
+    /// longer reaches on layer 0 ([`Hnsw::relink_unreachable`]). Returns
+    /// how many were linked again.
+    pub(crate) fn link_seeded(&mut self, seeded: usize) -> usize {
+        self.link_from(seeded);
+        if seeded == 0 {
+            return 0;
+        }
+        self.relink_unreachable()
+    }
+
+    /// Nodes that no walk from the entry point reaches on layer 0.
+    pub(crate) fn unreachable(&self) -> Vec<u32> {
+        let Some((entry, _)) = self.entry_point() else {
+            return Vec::new();
+        };
+        let n = self.ids.len();
+        let mut reached = vec![false; n];
+        let mut stack = Vec::new();
+        if let Some(r) = reached.get_mut(entry as usize) {
+            *r = true;
+            stack.push(entry);
+        }
+        while let Some(x) = stack.pop() {
+            self.for_each_neighbor(x, 0, |nb| {
+                if let Some(r) = reached.get_mut(nb as usize)
+                    && !*r
+                {
+                    *r = true;
+                    stack.push(nb);
+                }
+            });
+        }
+        (0..n as u32).filter(|&i| !reached[i as usize]).collect()
+    }
+
+    /// Links again, as fresh inserts (new neighbors chosen, and linked back
+    /// to), the nodes no walk from the entry point reaches on layer 0: in a
+    /// seeded graph, the nodes whose every incoming link came from a
+    /// dropped node. Up to three passes, since a re-link that fills a list
+    /// can prune another node's last incoming link. Returns the nodes
+    /// linked again.
+    pub(crate) fn relink_unreachable(&self) -> usize {
+        let mut total = 0;
+        let mut s = self.pool.get();
+        for _ in 0..3 {
+            let lost = self.unreachable();
+            if lost.is_empty() {
+                break;
+            }
+            total += lost.len();
+            for q in lost {
+                self.insert_node(q, &mut s);
+            }
+        }
+        total
     }
 
     /// Inserts one vector (validated, normalized for cosine) and links it.
@@ -234,13 +419,23 @@ impl Hnsw {
         self.by_id.reserve(additional);
     }
 
-    /// Appends a node's storage (no links yet).
+    /// Appends a node's storage (no links yet) at a drawn level.
     fn push_node(&mut self, id: u128, v: &[f32]) -> Result<u32, VectorError> {
         let node = u32::try_from(self.ids.len())
             .ok()
             .filter(|&n| n < u32::MAX - 1)
             .ok_or(VectorError::Full)?;
         let level = self.random_level(node);
+        self.push_node_at(id, v, level)
+    }
+
+    /// Appends a node's storage (no links yet) at `level` (capped).
+    fn push_node_at(&mut self, id: u128, v: &[f32], level: u8) -> Result<u32, VectorError> {
+        let node = u32::try_from(self.ids.len())
+            .ok()
+            .filter(|&n| n < u32::MAX - 1)
+            .ok_or(VectorError::Full)?;
+        let level = level.min(LEVEL_CAP);
         let capacity = (self.vectors.capacity(), self.layer0.capacity());
         self.vectors.extend_from_slice(v);
         self.ids.push(id);
@@ -536,6 +731,46 @@ fn write_list(list: &[AtomicU32], nbs: &[Cand]) {
         slot.store(c.id, Relaxed);
     }
     count.store(n as u32, Relaxed);
+}
+
+/// Stores node ids into a list (neighbors first, then the count).
+fn write_ids(list: &[AtomicU32], ids: &[u32]) {
+    let Some((count, slots)) = list.split_first() else {
+        return;
+    };
+    let n = ids.len().min(slots.len());
+    for (slot, &id) in slots.iter().zip(&ids[..n]) {
+        slot.store(id, Relaxed);
+    }
+    count.store(n as u32, Relaxed);
+}
+
+/// What [`Hnsw::seeded`] reads from an existing graph: a generation file
+/// ([`super::mapped::ViewStore`]) or, in tests, another in-memory graph.
+pub(crate) trait SeedSource: GraphStore {
+    /// Links per node on upper layers (the graph's M).
+    fn m(&self) -> usize;
+    /// Vector dimension.
+    fn dim(&self) -> usize;
+    /// The record id of `node` (0 when out of range).
+    fn record_id(&self, node: u32) -> u128;
+    /// The level of `node` (0 when out of range).
+    fn level(&self, node: u32) -> u8;
+}
+
+impl SeedSource for Hnsw {
+    fn m(&self) -> usize {
+        self.params.m
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn record_id(&self, node: u32) -> u128 {
+        self.ids.get(node as usize).copied().unwrap_or(0)
+    }
+    fn level(&self, node: u32) -> u8 {
+        self.levels.get(node as usize).copied().unwrap_or(0)
+    }
 }
 
 impl GraphStore for Hnsw {

@@ -96,6 +96,21 @@ impl GraphStore for ViewStore<'_> {
     }
 }
 
+impl super::hnsw::SeedSource for ViewStore<'_> {
+    fn m(&self) -> usize {
+        self.view.m() as usize
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn record_id(&self, node: u32) -> u128 {
+        self.view.record_id(node).unwrap_or(0)
+    }
+    fn level(&self, node: u32) -> u8 {
+        self.view.level(node).unwrap_or(0)
+    }
+}
+
 impl<B: AsRef<[u8]> + Sync> MappedGeneration<B> {
     /// Validates the header and section bounds (O(1), see
     /// [`GenerationView::parse`]). Section checksums are not read: call
@@ -117,6 +132,11 @@ impl<B: AsRef<[u8]> + Sync> MappedGeneration<B> {
     /// The header-validated view of the bytes.
     pub(crate) fn view(&self) -> Result<GenerationView<'_>, VectorError> {
         Ok(GenerationView::parse(self.bytes.as_ref())?)
+    }
+
+    /// The generation as a graph the search and seeding code read.
+    pub(crate) fn store(&self) -> Result<ViewStore<'_>, VectorError> {
+        ViewStore::new(self.view()?)
     }
 
     /// Section CRCs and structural invariants, O(file size).

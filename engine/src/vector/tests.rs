@@ -2,6 +2,7 @@
 //! force (f64, in `synthetic.rs`, independent of the kernels) and, once,
 //! against instant-distance.
 
+use super::hnsw::SeedSource;
 use super::search::{GraphStore, Strategy};
 use super::synthetic::{Clustered, Rng, allowed_set, brute_force, recall};
 use super::*;
@@ -553,4 +554,160 @@ fn large_dimension_round_trips() {
     }
     eprintln!("dimension 4096: recall@10 {:.4}", total / 10.0);
     assert!(total / 10.0 >= 0.95, "{}", total / 10.0);
+}
+
+/// A compaction's merge: a generation's graph, less the nodes a filter
+/// drops, seeds a new graph that then takes new vectors. Every kept and new
+/// record is there once, no dropped one is, the lists are well formed and
+/// every node reachable, and recall over the live records matches a graph
+/// rebuilt from scratch over the same records.
+#[test]
+fn a_seeded_graph_drops_stale_nodes_and_keeps_recall() {
+    let f = fixture(21);
+    let split = N * 3 / 4;
+    let old = build_one_thread(Metric::Cosine, DIM, &f.ids[..split], &f.data[..split * DIM]);
+    let file = MappedGeneration::open(old.generation_bytes(3, 1).unwrap()).unwrap();
+    let source = file.store().unwrap();
+    // Drop every 12th node (8%), the old entry point, and every layer-0
+    // neighbor of node 100: only the repair (its neighbors' neighbors) can
+    // leave node 100 any link.
+    let (entry, _) = old.entry().unwrap();
+    let mut keep: Vec<bool> = (0..split)
+        .map(|i| i % 12 != 5 && i != entry as usize)
+        .collect();
+    keep[100] = true;
+    old.for_each_neighbor(100, 0, |nb| keep[nb as usize] = false);
+    let kept = keep.iter().filter(|&&k| k).count();
+    let mut g = Hnsw::seeded(Metric::Cosine, DIM, HnswParams::default(), &source, &keep).unwrap();
+    assert_eq!(g.len(), kept);
+    // The seed alone, before any insert: every node reachable, and node 100
+    // relinked to M of its old neighbors' neighbors.
+    assert_eq!(
+        unreachable_on_layer0(&g),
+        0,
+        "unreachable nodes in the seed"
+    );
+    let mut relinked = 0;
+    g.for_each_neighbor(g.node_of(f.ids[100]).unwrap(), 0, |_| relinked += 1);
+    assert_eq!(
+        relinked,
+        HnswParams::default().m,
+        "node 100's repaired list"
+    );
+    for i in split..N {
+        g.push_unlinked(f.ids[i], &f.data[i * DIM..(i + 1) * DIM])
+            .unwrap();
+    }
+    g.link_seeded(kept);
+    assert_eq!(g.len(), kept + (N - split));
+
+    let index_of = |id: u128| ((id - 7) / 0x1_0000_0001) as usize;
+    let live = |i: usize| i >= split || keep[i];
+    let mut seen = vec![false; N];
+    for node in 0..g.len() as u32 {
+        let i = index_of(g.record_id(node).unwrap());
+        assert!(live(i), "dropped record {i} is in the graph");
+        assert!(!std::mem::replace(&mut seen[i], true), "record {i} twice");
+        // The same vector as the record's (prepared once, bit for bit).
+        let v = prepare_vector(Metric::Cosine, DIM, &f.data[i * DIM..(i + 1) * DIM]).unwrap();
+        assert_eq!(g.vector(node), v.as_slice(), "vector of record {i}");
+    }
+    assert!((0..N).all(|i| seen[i] == live(i)));
+
+    // Well-formed lists, and every node reachable on layer 0.
+    let n = g.len();
+    let mut lists = vec![Vec::new(); n];
+    for (node, list) in lists.iter_mut().enumerate() {
+        g.for_each_neighbor(node as u32, 0, |nb| list.push(nb));
+        assert!(!list.is_empty(), "node {node} has no links");
+        assert!(!list.contains(&(node as u32)), "self link at {node}");
+        assert!(list.iter().all(|&nb| (nb as usize) < n));
+        let mut dedup = list.clone();
+        dedup.sort_unstable();
+        dedup.dedup();
+        assert_eq!(dedup.len(), list.len(), "duplicate links at {node}");
+    }
+    let (entry, top) = g.entry().unwrap();
+    assert_eq!(usize::from(SeedSource::level(&g, entry)), top);
+    assert_eq!(unreachable_on_layer0(&g), 0, "unreachable nodes");
+
+    // Recall over the live records, against a rebuild of the same records.
+    let by_index = |hits: Vec<Hit>, g: &Hnsw| -> Vec<Hit> {
+        hits.into_iter()
+            .map(|h| Hit {
+                node: index_of(g.record_id(h.node).unwrap()) as u32,
+                score: h.score,
+            })
+            .collect()
+    };
+    // At ef = k, where the graph alone carries recall.
+    let p = SearchParams { k: 10, ef: 10 };
+    let merged = mean_recall(
+        &f,
+        Metric::Cosine,
+        |q| by_index(g.search(q, p, Filter::All).unwrap(), &g),
+        |i| live(i as usize),
+    );
+    let (live_ids, live_data): (Vec<u128>, Vec<f32>) = {
+        let mut ids = Vec::new();
+        let mut data = Vec::new();
+        for i in (0..N).filter(|&i| live(i)) {
+            ids.push(f.ids[i]);
+            data.extend_from_slice(&f.data[i * DIM..(i + 1) * DIM]);
+        }
+        (ids, data)
+    };
+    let rebuilt = build_one_thread(Metric::Cosine, DIM, &live_ids, &live_data);
+    let fresh = mean_recall(
+        &f,
+        Metric::Cosine,
+        |q| by_index(rebuilt.search(q, p, Filter::All).unwrap(), &rebuilt),
+        |i| live(i as usize),
+    );
+    eprintln!("recall@10: merged {merged:.4}, rebuilt {fresh:.4}");
+    assert!(merged >= 0.88, "merged recall {merged}");
+    assert!(merged >= fresh - 0.02, "merged {merged} vs rebuilt {fresh}");
+
+    // A seed that does not match the graph's parameters is refused.
+    assert!(
+        Hnsw::seeded(
+            Metric::Cosine,
+            DIM,
+            HnswParams {
+                m: 8,
+                ..HnswParams::default()
+            },
+            &source,
+            &keep,
+        )
+        .is_err()
+    );
+    assert!(
+        Hnsw::seeded(
+            Metric::Cosine,
+            DIM,
+            HnswParams::default(),
+            &source,
+            &keep[1..]
+        )
+        .is_err()
+    );
+}
+
+/// Nodes no walk from the entry point reaches on layer 0.
+fn unreachable_on_layer0(g: &Hnsw) -> usize {
+    let Some((entry, _)) = g.entry() else {
+        return g.len();
+    };
+    let mut reached = vec![false; g.len()];
+    reached[entry as usize] = true;
+    let mut stack = vec![entry];
+    while let Some(x) = stack.pop() {
+        g.for_each_neighbor(x, 0, |nb| {
+            if !std::mem::replace(&mut reached[nb as usize], true) {
+                stack.push(nb);
+            }
+        });
+    }
+    reached.iter().filter(|&&r| !r).count()
 }
