@@ -482,13 +482,14 @@ impl Memdb {
     /// pool; writers are blocked only while it is swapped in), then removes
     /// the previous generation file. Returns the new stats.
     pub fn compact_vectors(&self, space: &str) -> Result<crate::vector::index::VectorStats> {
-        self.vector_space(space)?;
+        let id = self.vector_space(space)?.id;
         let built = crate::vector::index::build_generation(
             self.vectors.root(),
             &self.store,
             space,
-            crate::vector::index::BuildMode::Merge,
+            crate::vector::index::BuildMode::Merge(self.vectors.build_costs(id)),
         )?;
+        self.vectors.record_build(&built);
         tracing::debug!(space, how = ?built.how, "vector generation built");
         {
             let _g = self.lock_writes();

@@ -261,7 +261,13 @@ impl Hnsw {
         g.reserve(kept);
         // Old node -> new node (u32::MAX: dropped).
         let mut renumber = vec![u32::MAX; n];
+        // Copied vectors' pages are let go every this many nodes, so a
+        // mapped source and its copy are not resident whole at once.
+        const RELEASE_EVERY: usize = 4096;
         for (node, slot) in renumber.iter_mut().enumerate() {
+            if node % RELEASE_EVERY == 0 && node > 0 {
+                old.release_vectors((node - RELEASE_EVERY) as u32..node as u32);
+            }
             if !keep[node] {
                 continue;
             }
@@ -756,6 +762,9 @@ pub(crate) trait SeedSource: GraphStore {
     fn record_id(&self, node: u32) -> u128;
     /// The level of `node` (0 when out of range).
     fn level(&self, node: u32) -> u8;
+    /// The vectors of `nodes` have been copied: a mapped source may let
+    /// their pages go (nothing by default).
+    fn release_vectors(&self, _nodes: std::ops::Range<u32>) {}
 }
 
 impl SeedSource for Hnsw {

@@ -29,6 +29,7 @@ use crate::model::types::{IndexPart, VectorPlan};
 use crate::store::vectors::{FilterRows, VectorRows};
 use crate::store::{self, Store};
 use crate::util::idhash::{IdMap, IdSet};
+use crate::vector::hnsw::SeedSource;
 use crate::vector::postings::ConvPostings;
 use crate::vector::search::{GraphStore, Plan};
 use crate::vector::spaces::{self, VectorHit};
@@ -64,6 +65,88 @@ fn map_file(path: &Path) -> Result<Mapped> {
     #[cfg(target_os = "linux")]
     let _ = map.advise(memmap2::Advice::HugePage);
     Ok(Mapped(map))
+}
+
+impl Mapped {
+    /// Drops this mapping's resident pages within `bytes` (the whole pages
+    /// inside it); touched again, they fault in from the page cache.
+    #[allow(unsafe_code)]
+    fn release(&self, bytes: std::ops::Range<usize>) {
+        const PAGE: usize = 4096;
+        let start = bytes.start.div_ceil(PAGE) * PAGE;
+        let end = bytes.end.min(self.0.len()) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: a read-only, file-backed mapping (`map_file`; the
+            // file is never written after its rename): MADV_DONTNEED only
+            // drops this process's page-table entries for the range, and
+            // the next access faults the same bytes in from the file. No
+            // byte any reference into the mapping reads changes.
+            let _ = unsafe {
+                self.0.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start,
+                    end - start,
+                )
+            };
+        }
+    }
+
+    /// Drops all of this mapping's resident pages (see [`Mapped::release`]).
+    fn release_all(&self) {
+        self.release(0..self.0.len());
+    }
+}
+
+/// A mapped generation as the seed of a merge: read through its view, and
+/// the pages of vectors already copied let go ([`SeedSource::release_vectors`]).
+struct MappedSeed<'a> {
+    store: vector::mapped::ViewStore<'a>,
+    map: &'a Mapped,
+}
+
+impl GraphStore for MappedSeed<'_> {
+    fn node_count(&self) -> usize {
+        self.store.node_count()
+    }
+    fn entry(&self) -> Option<(u32, usize)> {
+        self.store.entry()
+    }
+    fn vector(&self, node: u32) -> &[f32] {
+        self.store.vector(node)
+    }
+    fn for_each_neighbor<F: FnMut(u32)>(&self, node: u32, level: usize, f: F) {
+        self.store.for_each_neighbor(node, level, f);
+    }
+    fn dist(&self) -> vector::distance::DistFn {
+        self.store.dist()
+    }
+}
+
+impl SeedSource for MappedSeed<'_> {
+    fn m(&self) -> usize {
+        self.store.m()
+    }
+    fn dim(&self) -> usize {
+        SeedSource::dim(&self.store)
+    }
+    fn record_id(&self, node: u32) -> u128 {
+        SeedSource::record_id(&self.store, node)
+    }
+    fn level(&self, node: u32) -> u8 {
+        SeedSource::level(&self.store, node)
+    }
+    fn release_vectors(&self, nodes: std::ops::Range<u32>) {
+        let (Some(first), Some(last)) = (
+            self.store.vector(nodes.start).first(),
+            self.store.vector(nodes.end.saturating_sub(1)).last(),
+        ) else {
+            return;
+        };
+        let base = self.map.0.as_ptr() as usize;
+        let start = (first as *const f32 as usize).saturating_sub(base);
+        let end = (last as *const f32 as usize + 4).saturating_sub(base);
+        self.map.release(start..end);
+    }
 }
 
 impl From<VectorError> for Error {
@@ -574,6 +657,8 @@ pub(crate) struct VectorIndexes {
     damaged: Arc<std::sync::Mutex<HashSet<u32>>>,
     /// What recovery did while opening (rebuilt generations), for reports.
     events: std::sync::Mutex<Vec<String>>,
+    /// Link costs measured per space, for the choice of a merge.
+    costs: std::sync::Mutex<HashMap<u32, BuildCosts>>,
 }
 
 impl VectorIndexes {
@@ -587,6 +672,7 @@ impl VectorIndexes {
             spaces: RwLock::new(HashMap::new()),
             damaged: Arc::default(),
             events: std::sync::Mutex::new(Vec::new()),
+            costs: std::sync::Mutex::default(),
         };
         for (name, rec) in all_spaces(store)? {
             v.load(store, &name, &rec)?;
@@ -664,6 +750,7 @@ impl VectorIndexes {
                         ));
                 }
                 let built = build_generation(&self.root, store, name, BuildMode::Rebuild)?;
+                self.record_build(&built);
                 commit_generation(store, &built)?;
                 match SpaceIndex::open(&self.root, store, name, &built.record)? {
                     Some(mut idx) => {
@@ -837,6 +924,26 @@ impl VectorIndexes {
         Ok(())
     }
 
+    /// The link costs measured on space `id` so far.
+    pub(crate) fn build_costs(&self, id: u32) -> BuildCosts {
+        self.costs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Records a build's link cost for its space's next choice.
+    pub(crate) fn record_build(&self, built: &Built) {
+        self.costs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(built.space_id())
+            .or_default()
+            .record(built);
+    }
+
     /// Forgets a space's in-memory state after an apply failure; the next
     /// access reopens it from its generation and the oplog.
     pub(crate) fn forget(&self, id: u32) {
@@ -882,17 +989,76 @@ pub(crate) struct Built {
     name: String,
     /// How it was built.
     pub(crate) how: BuiltFrom,
+    /// Wall-clock seconds of linking (the inserts).
+    link_secs: f64,
 }
 
-/// How a compaction built the next generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl Built {
+    /// The space's id.
+    pub(crate) fn space_id(&self) -> u32 {
+        self.record.id
+    }
+}
+
+/// How a compaction builds the next generation.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum BuildMode {
     /// Seed it from the current generation and insert only what changed
-    /// (when the generation is sound and little of it is stale), else
+    /// when the generation is sound, little of it is stale and the costs
+    /// measured on this space do not predict a rebuild to be cheaper; else
     /// rebuild.
-    Merge,
+    Merge(BuildCosts),
     /// Build every vector again (a damaged or missing generation).
     Rebuild,
+}
+
+/// Seconds of linking per inserted vector, as last measured on a space
+/// (in memory, per process): by a rebuild and by a merge. An insert into a
+/// complete graph can cost several times an insert during a build: on the
+/// hashing embedder's sparse, near-orthogonal vectors every list is full
+/// and a merge of 20K into 20K took 1.8x a rebuild of all 40K, where on
+/// MiniLM's it took 0.65x (benches/README.md, "Compaction by merge").
+/// Both are scaled linearly to the size of the graph being built: on the
+/// sparse vectors an insert's cost grew about linearly with the graph (a
+/// merge's 270 µs per insert into 40K nodes, 610 µs into 104K), on dense
+/// ones more slowly, where the linear scale only makes the choice of a
+/// merge more cautious.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct BuildCosts {
+    /// (seconds per insert, nodes of the graph built) of the last rebuild.
+    pub(crate) rebuild: Option<(f64, usize)>,
+    /// The same of the last merge.
+    pub(crate) merge: Option<(f64, usize)>,
+}
+
+impl BuildCosts {
+    /// Whether to merge `fresh` inserts into `kept` nodes rather than
+    /// insert all `kept + fresh` anew: yes until a merge has been measured
+    /// (the first one is the probe), then by the predicted link time.
+    fn prefer_merge(&self, kept: usize, fresh: usize) -> bool {
+        let total = (kept + fresh) as f64;
+        let predict = |(per_insert, size): (f64, usize), inserts: usize| {
+            per_insert * total / size.max(1) as f64 * inserts as f64
+        };
+        match (self.merge, self.rebuild) {
+            (Some(m), Some(r)) => predict(m, fresh) <= predict(r, kept + fresh),
+            _ => true,
+        }
+    }
+
+    /// Records a build's link time.
+    pub(crate) fn record(&mut self, built: &Built) {
+        let (inserted, size, slot) = match built.how {
+            BuiltFrom::Rebuilt { vectors } => (vectors, vectors, &mut self.rebuild),
+            BuiltFrom::Merged { kept, inserted, .. } => {
+                (inserted, kept + inserted, &mut self.merge)
+            }
+        };
+        // Small builds say little about the cost per insert.
+        if inserted >= 1_000 {
+            *slot = Some((built.link_secs / inserted as f64, size));
+        }
+    }
 }
 
 /// What a built generation came from.
@@ -951,11 +1117,11 @@ pub(crate) fn build_generation(
     let vectors = VectorRows::open(&txn)?;
     let dir = root.join(rec.id.to_string());
     let previous = match mode {
-        BuildMode::Merge => previous_generation(&dir, &rec, &space),
+        BuildMode::Merge(costs) => previous_generation(&dir, &rec, &space).map(|g| (g, costs)),
         BuildMode::Rebuild => None,
     };
     let staged = match previous {
-        Some(old) => match stage_merge(&old, &vectors, &rec, &space)? {
+        Some((old, costs)) => match stage_merge(old, costs, &vectors, &rec, &space)? {
             Some(staged) => staged,
             None => stage_rebuild(&vectors, &rec, &space)?,
         },
@@ -968,7 +1134,9 @@ pub(crate) fn build_generation(
         linked,
         how,
     } = staged;
+    let started = std::time::Instant::now();
     let relinked = graph.link_seeded(linked);
+    let link_secs = started.elapsed().as_secs_f64();
     if relinked > 0 {
         tracing::debug!(space = name, relinked, "nodes linked again after a merge");
     }
@@ -1002,6 +1170,7 @@ pub(crate) fn build_generation(
         },
         name: name.to_string(),
         how,
+        link_secs,
     })
 }
 
@@ -1053,56 +1222,86 @@ fn stage_rebuild(
 }
 
 /// The previous generation's unchanged nodes as the seed, the snapshot's
-/// other vectors pushed after them; `None` when too much of it is stale
-/// (or nothing is left of it).
+/// other vectors pushed after them; `None` when too much of it is stale,
+/// nothing is left of it, or `costs` predict a rebuild to be cheaper. Two
+/// passes over the snapshot: the first compares and keeps only the ids of
+/// the vectors to insert, the second pushes those (no buffer of vectors).
+/// The mapping of the previous generation is dropped once the seed is
+/// copied, before the second pass.
 fn stage_merge(
-    old: &MappedGeneration<Mapped>,
+    old: MappedGeneration<Mapped>,
+    costs: BuildCosts,
     vectors: &VectorRows,
     rec: &SpaceRecord,
     space: &spaces::VectorSpace,
 ) -> Result<Option<Staged>> {
     let metric = metric_format(space.metric);
     let dim = space.dimension as usize;
-    let view = old.view()?;
-    let source = old.store()?;
-    let mut keep = vec![false; old.len()];
-    let mut fresh_ids = Vec::new();
+    let n = old.len();
+    let mut keep = vec![false; n];
     let mut fresh = Vec::new();
-    vectors.scan(rec.id, rec.dimension, |id, v| {
-        let same = match view.node_of(id) {
-            Some(node) => {
-                let prepared = vector::prepare_vector(metric, dim, &v)?;
-                let same = source.vector(node) == prepared.as_slice();
-                if let Some(k) = keep.get_mut(node as usize) {
-                    *k = same;
+    let mut graph = {
+        let view = old.view()?;
+        let source = old.store()?;
+        vectors.scan(rec.id, rec.dimension, |id, v| {
+            let same = match view.node_of(id) {
+                Some(node) => {
+                    let prepared = vector::prepare_vector(metric, dim, &v)?;
+                    let same = source.vector(node) == prepared.as_slice();
+                    if let Some(k) = keep.get_mut(node as usize) {
+                        *k = same;
+                    }
+                    same
                 }
-                same
+                None => false,
+            };
+            if !same {
+                fresh.push(id);
             }
-            None => false,
+            Ok(())
+        })?;
+        // The comparison read every vector: let its pages go before the
+        // copy (or the rebuild) makes its own.
+        old.bytes().release_all();
+        let kept = keep.iter().filter(|&&k| k).count();
+        let dropped = n - kept;
+        if kept == 0
+            || dropped as f64 > n as f64 * MERGE_MAX_STALE
+            || !costs.prefer_merge(kept, fresh.len())
+        {
+            return Ok(None);
+        }
+        let seed = MappedSeed {
+            store: source,
+            map: old.bytes(),
         };
-        if !same {
-            fresh_ids.push(id);
-            fresh.extend_from_slice(&v);
+        Hnsw::seeded(metric, dim, SpaceIndex::params_of(rec), &seed, &keep)?
+    };
+    drop(old);
+    let kept = graph.len();
+    graph.reserve(fresh.len());
+    // The scan is in id order, and so is `fresh`.
+    let mut next = fresh.iter().peekable();
+    vectors.scan(rec.id, rec.dimension, |id, v| {
+        if next.peek() == Some(&&id) {
+            next.next();
+            graph.push_unlinked(id, &v)?;
         }
         Ok(())
     })?;
-    let kept = keep.iter().filter(|&&k| k).count();
-    let dropped = old.len() - kept;
-    if kept == 0 || dropped as f64 > old.len() as f64 * MERGE_MAX_STALE {
-        return Ok(None);
-    }
-    let mut graph = Hnsw::seeded(metric, dim, SpaceIndex::params_of(rec), &source, &keep)?;
-    graph.reserve(fresh_ids.len());
-    for (&id, v) in fresh_ids.iter().zip(fresh.chunks_exact(dim)) {
-        graph.push_unlinked(id, v)?;
+    if graph.len() != kept + fresh.len() {
+        return Err(Error::VectorIndex(format!(
+            "space {:?}: the snapshot changed between the two passes of a merge",
+            space.name
+        )));
     }
     Ok(Some(Staged {
         graph,
         linked: kept,
         how: BuiltFrom::Merged {
             kept,
-            dropped,
-            inserted: fresh_ids.len(),
+            dropped: n - kept,
+            inserted: fresh.len(),
         },
     }))
 }
@@ -1114,4 +1313,59 @@ fn commit_generation(store: &Store, built: &Built) -> Result<()> {
         store::vectors::record_generation(txn, &built.name, &built.record)
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod build_cost_tests {
+    use super::*;
+
+    fn built(how: BuiltFrom, link_secs: f64) -> Built {
+        Built {
+            record: SpaceRecord {
+                id: 1,
+                dimension: 4,
+                metric: 0,
+                m: 16,
+                ef_construction: 200,
+                generation: 1,
+                generation_lsn: 0,
+                created_at: 0,
+                model_json: String::new(),
+            },
+            name: String::new(),
+            how,
+            link_secs,
+        }
+    }
+
+    /// The first merge is a probe; after it, the measured costs decide,
+    /// scaled to the size of the graph being built.
+    #[test]
+    fn a_merge_is_tried_once_then_chosen_by_measured_cost() {
+        let mut costs = BuildCosts::default();
+        assert!(costs.prefer_merge(20_000, 20_000), "no measure: merge");
+        costs.record(&built(BuiltFrom::Rebuilt { vectors: 20_000 }, 1.0));
+        assert!(
+            costs.prefer_merge(20_000, 20_000),
+            "no merge measured: probe"
+        );
+        // A merge of 20K into 20K that took 5x the rebuild of 20K.
+        costs.record(&built(
+            BuiltFrom::Merged {
+                kept: 20_000,
+                dropped: 0,
+                inserted: 20_000,
+            },
+            5.0,
+        ));
+        // 50 µs per insert at 20K against 125 µs at 40K.
+        assert!(!costs.prefer_merge(40_000, 40_000));
+        // Few new vectors into a large graph: 125 µs x 104/40 x 4K = 1.3 s
+        // against 50 µs x 104/20 x 104K = 27 s.
+        assert!(costs.prefer_merge(100_000, 4_000));
+        // Builds under 1,000 inserts are not measured.
+        let before = costs;
+        costs.record(&built(BuiltFrom::Rebuilt { vectors: 999 }, 100.0));
+        assert_eq!(costs, before);
+    }
 }
