@@ -229,10 +229,11 @@ impl Hnsw {
     /// from its largest segment's).
     ///
     /// A kept node's list that named a dropped node keeps its other
-    /// neighbors, and the freed slots go to the dropped neighbors' kept
-    /// neighbors, closest first (the candidates of FreshDiskANN's delete
-    /// consolidation; re-running the selection heuristic over them instead
-    /// pruned the lists and cost recall at low ef).
+    /// neighbors and, when left with fewer than M, takes the dropped
+    /// neighbors' kept neighbors, closest first, up to M (the candidates of
+    /// FreshDiskANN's delete consolidation). Filling every freed slot, or
+    /// re-running the selection heuristic over them, cost recall at low ef
+    /// (benches/README.md, "Compaction by merge").
     /// The entry point is the old one if kept, else the kept node of the
     /// highest level. `old` must have been built with `params.m` and
     /// `metric`/`dim`, and `keep` must have one entry per node.

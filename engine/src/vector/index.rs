@@ -69,7 +69,9 @@ fn map_file(path: &Path) -> Result<Mapped> {
 
 impl Mapped {
     /// Drops this mapping's resident pages within `bytes` (the whole pages
-    /// inside it); touched again, they fault in from the page cache.
+    /// inside it); touched again, they fault in from the page cache. Linux
+    /// only (elsewhere nothing happens: the pages go with the mapping).
+    #[cfg(target_os = "linux")]
     #[allow(unsafe_code)]
     fn release(&self, bytes: std::ops::Range<usize>) {
         const PAGE: usize = 4096;
@@ -90,6 +92,9 @@ impl Mapped {
             };
         }
     }
+
+    #[cfg(not(target_os = "linux"))]
+    fn release(&self, _bytes: std::ops::Range<usize>) {}
 
     /// Drops all of this mapping's resident pages (see [`Mapped::release`]).
     fn release_all(&self) {
