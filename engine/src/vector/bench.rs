@@ -553,7 +553,7 @@ fn merge_compare(
     let merged = pool.install(|| -> Result<Hnsw, BenchError> {
         let source = file.store()?;
         let kept = keep.iter().filter(|&&k| k).count();
-        let mut g = Hnsw::seeded(metric, dim, params, &source, &keep)?;
+        let mut g = Hnsw::seeded(metric, dim, params, &source, &keep, |_| {})?;
         for &i in &again {
             g.push_unlinked(i as u128, &data[i * dim..(i + 1) * dim])?;
         }

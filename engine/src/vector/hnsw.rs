@@ -236,13 +236,16 @@ impl Hnsw {
     /// (benches/README.md, "Compaction by merge").
     /// The entry point is the old one if kept, else the kept node of the
     /// highest level. `old` must have been built with `params.m` and
-    /// `metric`/`dim`, and `keep` must have one entry per node.
+    /// `metric`/`dim`, and `keep` must have one entry per node. `copied` is
+    /// told each range of nodes whose vectors have been copied, so a mapped
+    /// source can let their pages go.
     pub(crate) fn seeded<G: SeedSource>(
         metric: Metric,
         dim: usize,
         params: HnswParams,
         old: &G,
         keep: &[bool],
+        copied: impl Fn(std::ops::Range<u32>),
     ) -> Result<Self, VectorError> {
         let mut g = Hnsw::new(metric, dim, params)?;
         let n = old.node_count();
@@ -262,12 +265,12 @@ impl Hnsw {
         g.reserve(kept);
         // Old node -> new node (u32::MAX: dropped).
         let mut renumber = vec![u32::MAX; n];
-        // Copied vectors' pages are let go every this many nodes, so a
-        // mapped source and its copy are not resident whole at once.
+        // Copied vectors are reported every this many nodes, so a mapped
+        // source and its copy are not resident whole at once.
         const RELEASE_EVERY: usize = 4096;
         for (node, slot) in renumber.iter_mut().enumerate() {
             if node % RELEASE_EVERY == 0 && node > 0 {
-                old.release_vectors((node - RELEASE_EVERY) as u32..node as u32);
+                copied((node - RELEASE_EVERY) as u32..node as u32);
             }
             if !keep[node] {
                 continue;
@@ -753,7 +756,7 @@ fn write_ids(list: &[AtomicU32], ids: &[u32]) {
 }
 
 /// What [`Hnsw::seeded`] reads from an existing graph: a generation file
-/// ([`super::mapped::ViewStore`]) or, in tests, another in-memory graph.
+/// ([`super::mapped::ViewStore`]).
 pub(crate) trait SeedSource: GraphStore {
     /// Links per node on upper layers (the graph's M).
     fn m(&self) -> usize;
@@ -763,24 +766,6 @@ pub(crate) trait SeedSource: GraphStore {
     fn record_id(&self, node: u32) -> u128;
     /// The level of `node` (0 when out of range).
     fn level(&self, node: u32) -> u8;
-    /// The vectors of `nodes` have been copied: a mapped source may let
-    /// their pages go (nothing by default).
-    fn release_vectors(&self, _nodes: std::ops::Range<u32>) {}
-}
-
-impl SeedSource for Hnsw {
-    fn m(&self) -> usize {
-        self.params.m
-    }
-    fn dim(&self) -> usize {
-        self.dim
-    }
-    fn record_id(&self, node: u32) -> u128 {
-        self.ids.get(node as usize).copied().unwrap_or(0)
-    }
-    fn level(&self, node: u32) -> u8 {
-        self.levels.get(node as usize).copied().unwrap_or(0)
-    }
 }
 
 impl GraphStore for Hnsw {

@@ -29,7 +29,6 @@ use crate::model::types::{IndexPart, VectorPlan};
 use crate::store::vectors::{FilterRows, VectorRows};
 use crate::store::{self, Store};
 use crate::util::idhash::{IdMap, IdSet};
-use crate::vector::hnsw::SeedSource;
 use crate::vector::postings::ConvPostings;
 use crate::vector::search::{GraphStore, Plan};
 use crate::vector::spaces::{self, VectorHit};
@@ -102,58 +101,6 @@ impl Mapped {
     }
 }
 
-/// A mapped generation as the seed of a merge: read through its view, and
-/// the pages of vectors already copied let go ([`SeedSource::release_vectors`]).
-struct MappedSeed<'a> {
-    store: vector::mapped::ViewStore<'a>,
-    map: &'a Mapped,
-}
-
-impl GraphStore for MappedSeed<'_> {
-    fn node_count(&self) -> usize {
-        self.store.node_count()
-    }
-    fn entry(&self) -> Option<(u32, usize)> {
-        self.store.entry()
-    }
-    fn vector(&self, node: u32) -> &[f32] {
-        self.store.vector(node)
-    }
-    fn for_each_neighbor<F: FnMut(u32)>(&self, node: u32, level: usize, f: F) {
-        self.store.for_each_neighbor(node, level, f);
-    }
-    fn dist(&self) -> vector::distance::DistFn {
-        self.store.dist()
-    }
-}
-
-impl SeedSource for MappedSeed<'_> {
-    fn m(&self) -> usize {
-        self.store.m()
-    }
-    fn dim(&self) -> usize {
-        SeedSource::dim(&self.store)
-    }
-    fn record_id(&self, node: u32) -> u128 {
-        SeedSource::record_id(&self.store, node)
-    }
-    fn level(&self, node: u32) -> u8 {
-        SeedSource::level(&self.store, node)
-    }
-    fn release_vectors(&self, nodes: std::ops::Range<u32>) {
-        let (Some(first), Some(last)) = (
-            self.store.vector(nodes.start).first(),
-            self.store.vector(nodes.end.saturating_sub(1)).last(),
-        ) else {
-            return;
-        };
-        let base = self.map.0.as_ptr() as usize;
-        let start = (first as *const f32 as usize).saturating_sub(base);
-        let end = (last as *const f32 as usize + 4).saturating_sub(base);
-        self.map.release(start..end);
-    }
-}
-
 impl From<VectorError> for Error {
     fn from(e: VectorError) -> Self {
         match e {
@@ -203,41 +150,20 @@ pub struct VectorStats {
     pub last_build: Option<GenerationBuild>,
 }
 
-/// How a compaction built a generation (SPEC §7, "Compaction").
+/// How a compaction built a generation (SPEC §9.2, "Compaction").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GenerationBuild {
     /// Seeded from the previous generation's graph (true), or every vector
     /// inserted anew (false).
     pub merged: bool,
-    /// Nodes of the previous generation kept as they were.
+    /// Nodes of the previous generation kept as they were (0 for a
+    /// rebuild).
     pub kept: u64,
-    /// Nodes of the previous generation dropped (deleted or overwritten).
+    /// Nodes of the previous generation dropped (deleted or overwritten; 0
+    /// for a rebuild).
     pub dropped: u64,
     /// Vectors inserted into the graph.
     pub inserted: u64,
-}
-
-impl From<BuiltFrom> for GenerationBuild {
-    fn from(b: BuiltFrom) -> Self {
-        match b {
-            BuiltFrom::Rebuilt { vectors } => GenerationBuild {
-                merged: false,
-                kept: 0,
-                dropped: 0,
-                inserted: vectors as u64,
-            },
-            BuiltFrom::Merged {
-                kept,
-                dropped,
-                inserted,
-            } => GenerationBuild {
-                merged: true,
-                kept: kept as u64,
-                dropped: dropped as u64,
-                inserted: inserted as u64,
-            },
-        }
-    }
 }
 
 /// Search-time parameters of a vector search.
@@ -285,7 +211,7 @@ pub(crate) struct SpaceIndex {
     /// conversations (`postings.rs`).
     postings: Mutex<ConvPostings>,
     /// How this process built the generation, if it did.
-    last_build: Option<BuiltFrom>,
+    last_build: Option<GenerationBuild>,
 }
 
 /// `ef_construction` of a delta graph (see `SpaceIndex::delta_params_of`).
@@ -463,7 +389,7 @@ impl SpaceIndex {
             delta: self.live.len() as u64,
             tombstones: self.tombstoned.len() as u64,
             file_bytes: self.current.as_ref().map_or(0, |g| g.file_len()),
-            last_build: self.last_build.map(GenerationBuild::from),
+            last_build: self.last_build,
         }
     }
 
@@ -993,7 +919,7 @@ pub(crate) struct Built {
     record: SpaceRecord,
     name: String,
     /// How it was built.
-    pub(crate) how: BuiltFrom,
+    pub(crate) how: GenerationBuild,
     /// Wall-clock seconds of linking (the inserts).
     link_secs: f64,
 }
@@ -1053,31 +979,18 @@ impl BuildCosts {
 
     /// Records a build's link time.
     pub(crate) fn record(&mut self, built: &Built) {
-        let (inserted, size, slot) = match built.how {
-            BuiltFrom::Rebuilt { vectors } => (vectors, vectors, &mut self.rebuild),
-            BuiltFrom::Merged { kept, inserted, .. } => {
-                (inserted, kept + inserted, &mut self.merge)
-            }
+        let b = built.how;
+        let slot = if b.merged {
+            &mut self.merge
+        } else {
+            &mut self.rebuild
         };
         // Small builds say little about the cost per insert.
-        if inserted >= 1_000 {
-            *slot = Some((built.link_secs / inserted as f64, size));
+        if b.inserted >= 1_000 {
+            let size = (b.kept + b.inserted) as usize;
+            *slot = Some((built.link_secs / b.inserted as f64, size));
         }
     }
-}
-
-/// What a built generation came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BuiltFrom {
-    /// Every vector inserted anew.
-    Rebuilt { vectors: usize },
-    /// The previous generation's graph, less its stale nodes, plus the
-    /// vectors written since.
-    Merged {
-        kept: usize,
-        dropped: usize,
-        inserted: usize,
-    },
 }
 
 /// A merge is refused, and the space rebuilt, when more than this share of
@@ -1094,7 +1007,7 @@ struct Staged {
     /// Nodes already linked (a merge's seed); the rest are linked after
     /// the snapshot is released.
     linked: usize,
-    how: BuiltFrom,
+    how: GenerationBuild,
 }
 
 /// Builds the next generation of `name` from a redb snapshot: every live
@@ -1222,7 +1135,12 @@ fn stage_rebuild(
     Ok(Staged {
         graph,
         linked: 0,
-        how: BuiltFrom::Rebuilt { vectors: n },
+        how: GenerationBuild {
+            merged: false,
+            kept: 0,
+            dropped: 0,
+            inserted: n as u64,
+        },
     })
 }
 
@@ -1276,11 +1194,27 @@ fn stage_merge(
         {
             return Ok(None);
         }
-        let seed = MappedSeed {
-            store: source,
-            map: old.bytes(),
+        // The pages of copied vectors are let go as the copy proceeds.
+        let base = old.bytes().0.as_ptr() as usize;
+        let copied = |nodes: std::ops::Range<u32>| {
+            let (Some(first), Some(last)) = (
+                source.vector(nodes.start).first(),
+                source.vector(nodes.end.saturating_sub(1)).last(),
+            ) else {
+                return;
+            };
+            let start = (first as *const f32 as usize).saturating_sub(base);
+            let end = (last as *const f32 as usize + 4).saturating_sub(base);
+            old.bytes().release(start..end);
         };
-        Hnsw::seeded(metric, dim, SpaceIndex::params_of(rec), &seed, &keep)?
+        Hnsw::seeded(
+            metric,
+            dim,
+            SpaceIndex::params_of(rec),
+            &source,
+            &keep,
+            copied,
+        )?
     };
     drop(old);
     let kept = graph.len();
@@ -1303,10 +1237,11 @@ fn stage_merge(
     Ok(Some(Staged {
         graph,
         linked: kept,
-        how: BuiltFrom::Merged {
-            kept,
-            dropped: n - kept,
-            inserted: fresh.len(),
+        how: GenerationBuild {
+            merged: true,
+            kept: kept as u64,
+            dropped: (n - kept) as u64,
+            inserted: fresh.len() as u64,
         },
     }))
 }
@@ -1324,7 +1259,7 @@ fn commit_generation(store: &Store, built: &Built) -> Result<()> {
 mod build_cost_tests {
     use super::*;
 
-    fn built(how: BuiltFrom, link_secs: f64) -> Built {
+    fn built(how: GenerationBuild, link_secs: f64) -> Built {
         Built {
             record: SpaceRecord {
                 id: 1,
@@ -1343,20 +1278,30 @@ mod build_cost_tests {
         }
     }
 
+    fn rebuilt(vectors: u64) -> GenerationBuild {
+        GenerationBuild {
+            merged: false,
+            kept: 0,
+            dropped: 0,
+            inserted: vectors,
+        }
+    }
+
     /// The first merge is a probe; after it, the measured costs decide,
     /// scaled to the size of the graph being built.
     #[test]
     fn a_merge_is_tried_once_then_chosen_by_measured_cost() {
         let mut costs = BuildCosts::default();
         assert!(costs.prefer_merge(20_000, 20_000), "no measure: merge");
-        costs.record(&built(BuiltFrom::Rebuilt { vectors: 20_000 }, 1.0));
+        costs.record(&built(rebuilt(20_000), 1.0));
         assert!(
             costs.prefer_merge(20_000, 20_000),
             "no merge measured: probe"
         );
         // A merge of 20K into 20K that took 5x the rebuild of 20K.
         costs.record(&built(
-            BuiltFrom::Merged {
+            GenerationBuild {
+                merged: true,
                 kept: 20_000,
                 dropped: 0,
                 inserted: 20_000,
@@ -1370,7 +1315,7 @@ mod build_cost_tests {
         assert!(costs.prefer_merge(100_000, 4_000));
         // Builds under 1,000 inserts are not measured.
         let before = costs;
-        costs.record(&built(BuiltFrom::Rebuilt { vectors: 999 }, 100.0));
+        costs.record(&built(rebuilt(999), 100.0));
         assert_eq!(costs, before);
     }
 }

@@ -2,7 +2,6 @@
 //! force (f64, in `synthetic.rs`, independent of the kernels) and, once,
 //! against instant-distance.
 
-use super::hnsw::SeedSource;
 use super::search::{GraphStore, Strategy};
 use super::synthetic::{Clustered, Rng, allowed_set, brute_force, recall};
 use super::*;
@@ -578,7 +577,15 @@ fn a_seeded_graph_drops_stale_nodes_and_keeps_recall() {
     keep[100] = true;
     old.for_each_neighbor(100, 0, |nb| keep[nb as usize] = false);
     let kept = keep.iter().filter(|&&k| k).count();
-    let mut g = Hnsw::seeded(Metric::Cosine, DIM, HnswParams::default(), &source, &keep).unwrap();
+    let mut g = Hnsw::seeded(
+        Metric::Cosine,
+        DIM,
+        HnswParams::default(),
+        &source,
+        &keep,
+        |_| {},
+    )
+    .unwrap();
     assert_eq!(g.len(), kept);
     // The seed alone, before any insert: every node reachable, and node 100
     // relinked to M of its old neighbors' neighbors.
@@ -628,7 +635,9 @@ fn a_seeded_graph_drops_stale_nodes_and_keeps_recall() {
         assert_eq!(dedup.len(), list.len(), "duplicate links at {node}");
     }
     let (entry, top) = g.entry().unwrap();
-    assert_eq!(usize::from(SeedSource::level(&g, entry)), top);
+    let bytes = g.generation_bytes(0, 0).unwrap();
+    let view = memdb_format::GenerationView::parse(&bytes).unwrap();
+    assert_eq!(view.level(entry).map(usize::from), Some(top));
     assert_eq!(unreachable_on_layer0(&g), 0, "unreachable nodes");
 
     // Recall over the live records, against a rebuild of the same records.
@@ -679,6 +688,7 @@ fn a_seeded_graph_drops_stale_nodes_and_keeps_recall() {
             },
             &source,
             &keep,
+            |_| {},
         )
         .is_err()
     );
@@ -688,7 +698,8 @@ fn a_seeded_graph_drops_stale_nodes_and_keeps_recall() {
             DIM,
             HnswParams::default(),
             &source,
-            &keep[1..]
+            &keep[1..],
+            |_| {}
         )
         .is_err()
     );
