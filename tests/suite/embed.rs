@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use memdb::{Embedder, Error, Hashing, LocalOnnx, LocalOnnxOptions, Metric};
+use memdb::{Embedder, Error, Hashing, LocalOnnx, LocalOnnxOptions, LocalPrecision, Metric};
 
 fn cos(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -26,6 +26,18 @@ fn model() -> &'static LocalOnnx {
         LocalOnnx::open(&models_dir()).unwrap_or_else(|e| {
             panic!("{e}\n(the local-model tests need scripts/install-model.sh to have run)")
         })
+    })
+}
+
+/// The model run as the export is, with float products.
+fn float_model() -> &'static LocalOnnx {
+    static MODEL: OnceLock<LocalOnnx> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        LocalOnnx::open_with(
+            &models_dir(),
+            LocalOnnxOptions::default().precision(LocalPrecision::Float),
+        )
+        .expect("the local model")
     })
 }
 
@@ -69,8 +81,11 @@ fn local_model_identity_dimension_and_norm() {
             id.dimension,
             id.metric
         ),
-        ("local-onnx", "all-MiniLM-L6-v2", 384, Metric::Cosine)
+        ("local-onnx", "all-MiniLM-L6-v2-int8", 384, Metric::Cosine)
     );
+    // Float products are another model to a store: their own name.
+    assert_eq!(float_model().identity().name, "all-MiniLM-L6-v2");
+    assert_eq!(LocalPrecision::Float.model_name(), LocalOnnx::NAME);
     let v = m
         .embed(&["How do I reset my password?", "", "日本語のテキスト"])
         .unwrap();
@@ -330,7 +345,9 @@ fn bad_options_are_refused() {
 /// must agree with the reference, not just be self-consistent.
 #[test]
 fn local_model_matches_the_python_reference() {
-    let v = model().embed(&["How do I reset my password?"]).unwrap();
+    let v = float_model()
+        .embed(&["How do I reset my password?"])
+        .unwrap();
     let reference = [
         0.005_373_35,
         -0.061_110_72,
@@ -340,6 +357,47 @@ fn local_model_matches_the_python_reference() {
     ];
     for (x, r) in v[0].iter().zip(reference) {
         assert!((x - r).abs() < 1e-4, "{:?} vs {reference:?}", &v[0][..5]);
+    }
+}
+
+/// Int8 products (the default) stay close to the float products of the
+/// same weights, text by text, and keep each text's paraphrase nearest.
+#[test]
+fn int8_products_stay_close_to_float_products() {
+    // Pairs of paraphrases: text 2k and 2k+1.
+    let texts = [
+        "How do I reset my password?",
+        "I forgot my login credentials",
+        "The weather is sunny in Paris today",
+        "It is a bright warm day in the French capital",
+        "My cat likes to sleep on the sofa",
+        "The kitten naps on the couch all afternoon",
+        "What is a good recipe for banana bread?",
+        "How do you bake a loaf with ripe bananas?",
+        "short",
+        "日本語のテキスト",
+        "memdb stores conversations for LLM agents, with full-text and semantic search over every message it keeps, and assembles a context window under a token budget.",
+    ];
+    let a = model().embed(&texts).unwrap();
+    let f = float_model().embed(&texts).unwrap();
+    let mut sum = 0.0;
+    for (i, (x, y)) in a.iter().zip(&f).enumerate() {
+        let c = cos(x, y);
+        sum += c;
+        assert!(c > 0.99, "text {i}: int8 vs float cosine {c}");
+        assert!((cos(x, x).sqrt() - 1.0).abs() < 1e-4);
+    }
+    let mean = sum / texts.len() as f32;
+    eprintln!("int8 vs float: mean cosine {mean:.5}");
+    assert!(mean > 0.995, "mean cosine {mean}");
+    let nearest = |v: &[Vec<f32>], i: usize| {
+        (0..v.len())
+            .filter(|&j| j != i)
+            .max_by(|&p, &q| cos(&v[i], &v[p]).total_cmp(&cos(&v[i], &v[q])))
+    };
+    for i in 0..8 {
+        assert_eq!(nearest(&f, i), Some(i ^ 1), "float, text {i}");
+        assert_eq!(nearest(&a, i), Some(i ^ 1), "int8, text {i}");
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use memdb::{Embedder, LocalOnnx, LocalOnnxOptions};
+use memdb::{Embedder, LocalOnnx, LocalOnnxOptions, LocalPrecision};
 
 #[derive(Parser)]
 struct Args {
@@ -34,6 +34,9 @@ struct Args {
     /// Write the vectors here (f32 little-endian, one row per sentence).
     #[arg(long)]
     vectors: Option<PathBuf>,
+    /// Run the products in floats (the export's own graph) instead of int8.
+    #[arg(long)]
+    float: bool,
 }
 
 fn main() -> Result<()> {
@@ -53,7 +56,12 @@ fn main() -> Result<()> {
         &dir,
         LocalOnnxOptions::default()
             .intra_threads(args.threads)
-            .batch_size(args.batch),
+            .batch_size(args.batch)
+            .precision(if args.float {
+                LocalPrecision::Float
+            } else {
+                LocalPrecision::Int8
+            }),
     )?;
     let load_s = load.elapsed().as_secs_f64();
     // Warm-up: one batch (first-run allocations, lazy kernel setup).

@@ -65,6 +65,11 @@ struct Args {
     /// ONNX Runtime intra-op threads of the embedder.
     #[arg(long, default_value_t = 1)]
     intra_threads: usize,
+    /// Run the model's products in floats (the export's graph) instead of
+    /// int8; a store keeps the model it was built with, so give each its
+    /// own `--dir`.
+    #[arg(long)]
+    float: bool,
     /// Passage rule of the message space (`turn`, `with-previous`,
     /// `with-neighbours`; default the engine's) for a new store. A store
     /// built before keeps its rule: give each rule its own `--dir`.
@@ -265,7 +270,13 @@ fn main() -> anyhow::Result<()> {
     };
     let model = LocalOnnx::open_with(
         &models,
-        LocalOnnxOptions::default().intra_threads(args.intra_threads),
+        LocalOnnxOptions::default()
+            .intra_threads(args.intra_threads)
+            .precision(if args.float {
+                memdb::LocalPrecision::Float
+            } else {
+                memdb::LocalPrecision::Int8
+            }),
     )
     .with_context(|| format!("loading the model from {}", models.display()))?;
     let model: Arc<LocalOnnx> = Arc::new(model);
@@ -277,8 +288,10 @@ fn main() -> anyhow::Result<()> {
 
     let dir = args.dir.clone().unwrap_or_else(|| {
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-            "data/quality/c{}-s{}",
-            args.conversations, args.seed
+            "data/quality/c{}-s{}{}",
+            args.conversations,
+            args.seed,
+            if args.float { "" } else { "-int8" }
         ))
     });
     let (db, ids, import_secs, embed_secs) = open_or_build(&dir, config, &subset, &args)?;

@@ -43,28 +43,34 @@ use crate::model::metric::Metric;
 
 mod hashing;
 #[cfg(feature = "local-onnx")]
+mod int8;
+#[cfg(feature = "local-onnx")]
 mod local;
 #[cfg(feature = "openai")]
 mod openai;
 mod passage;
+#[cfg(feature = "local-onnx")]
+mod protowire;
 mod select;
 mod windows;
 
 pub use hashing::Hashing;
 #[cfg(feature = "local-onnx")]
-pub use local::{LocalOnnx, LocalOnnxOptions};
+pub use local::{LocalOnnx, LocalOnnxOptions, LocalPrecision};
 
 /// The local model's identity (`LocalOnnx::PROVIDER`, `LocalOnnx::NAME`),
 /// known without the `local-onnx` feature too: a store keeps its vectors
 /// and their identity whichever build opens it.
 pub(crate) const LOCAL_PROVIDER: &str = "local-onnx";
 pub(crate) const LOCAL_NAME: &str = "all-MiniLM-L6-v2";
+/// The local model's name when run with int8 products (`LocalPrecision::Int8`).
+pub(crate) const LOCAL_NAME_INT8: &str = "all-MiniLM-L6-v2-int8";
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 pub use passage::{NEIGHBOUR_CHARS, Passage};
 pub use select::{
-    EmbedderKind, EmbedderSettings, OpenAiSettings, SelectedEmbedder, default_models_dir,
-    select_embedder,
+    EmbedderKind, EmbedderSettings, LOCAL_PRECISION_ENV, OpenAiSettings, SelectedEmbedder,
+    default_models_dir, select_embedder,
 };
 pub use windows::token_windows;
 

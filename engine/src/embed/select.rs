@@ -269,9 +269,35 @@ fn openai(settings: &OpenAiSettings) -> Result<Arc<dyn Embedder>> {
     Err(not_compiled_in(EmbedderKind::Openai, "openai"))
 }
 
+/// Environment variable choosing how the local model multiplies:
+/// `int8` (the default) or `float` (the products of stores embedded before
+/// int8 products existed; SPEC.md §23.4).
+pub const LOCAL_PRECISION_ENV: &str = "MEMDB_LOCAL_PRECISION";
+
+/// The precision `MEMDB_LOCAL_PRECISION`'s value names (unset or empty:
+/// int8).
+#[cfg(feature = "local-onnx")]
+fn local_precision(value: Option<&str>) -> Result<crate::embed::LocalPrecision> {
+    use crate::embed::LocalPrecision;
+    match value.map(str::trim) {
+        None | Some("") | Some("int8") => Ok(LocalPrecision::Int8),
+        Some("float") => Ok(LocalPrecision::Float),
+        Some(other) => Err(Error::invalid(
+            LOCAL_PRECISION_ENV,
+            format!("{other:?} is not one of int8, float"),
+        )),
+    }
+}
+
 #[cfg(feature = "local-onnx")]
 fn local(dir: &Path) -> Result<Arc<dyn Embedder>> {
-    Ok(Arc::new(crate::embed::LocalOnnx::open(dir)?))
+    use crate::embed::{LocalOnnx, LocalOnnxOptions};
+    let value = std::env::var(LOCAL_PRECISION_ENV).ok();
+    let precision = local_precision(value.as_deref())?;
+    Ok(Arc::new(LocalOnnx::open_with(
+        dir,
+        LocalOnnxOptions::default().precision(precision),
+    )?))
 }
 
 #[cfg(not(feature = "local-onnx"))]
@@ -308,6 +334,24 @@ fn auto(dir: &Path) -> Result<SelectedEmbedder> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "local-onnx")]
+    #[test]
+    fn the_local_precision_is_int8_unless_float_is_named() {
+        use crate::embed::LocalPrecision;
+        for v in [None, Some(""), Some("int8"), Some(" int8 ")] {
+            assert_eq!(local_precision(v).unwrap(), LocalPrecision::Int8, "{v:?}");
+        }
+        assert_eq!(
+            local_precision(Some("float")).unwrap(),
+            LocalPrecision::Float
+        );
+        let e = local_precision(Some("fp16")).unwrap_err().to_string();
+        assert!(
+            e.contains("MEMDB_LOCAL_PRECISION") && e.contains("\"fp16\""),
+            "{e}"
+        );
+    }
 
     #[test]
     fn kinds_parse_from_their_names_only() {

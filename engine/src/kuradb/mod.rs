@@ -71,7 +71,9 @@ pub const MINILM_MIN_SIMILARITY: f32 = 0.25;
 
 /// The semantic cutoff of `kb_search` for vectors of `model`.
 pub fn min_similarity(model: &crate::embed::ModelIdentity) -> f32 {
-    if model.provider == crate::embed::LOCAL_PROVIDER && model.name == crate::embed::LOCAL_NAME {
+    if model.provider == crate::embed::LOCAL_PROVIDER
+        && [crate::embed::LOCAL_NAME, crate::embed::LOCAL_NAME_INT8].contains(&model.name.as_str())
+    {
         MINILM_MIN_SIMILARITY
     } else {
         MIN_SIMILARITY

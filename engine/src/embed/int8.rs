@@ -1,0 +1,493 @@
+//! Int8 products for the local model (SPEC.md §23.4).
+//!
+//! The pinned export stores its weights as int8 with a float scale per
+//! output channel, turned back into floats by a `Cast` and a `Mul` in front
+//! of each `MatMul` and embedding `Gather`. ONNX Runtime folds those into
+//! float weights at load (90 MB, and 42 MB more per session for the
+//! re-packed copies its float GEMM reads), then multiplies in floats.
+//!
+//! [`int8_products`] rewrites the graph so the weights stay int8:
+//! - `MatMul(x, Mul(Cast(W), s))` becomes an int8 product: each row of `x`
+//!   (one token's activations) is quantized on its own, symmetric, to
+//!   `round(x / (max|x| / 127))`, shifted by 128 into `uint8`;
+//!   `MatMulInteger` (zero point 128) multiplies it with `W`, and the int32
+//!   result is scaled back by the row's scale times `s`. A row's scale
+//!   depends on that row only, so a text's vector does not depend on the
+//!   other texts of its batch or on their padding (a per-tensor scale, as
+//!   ONNX Runtime's `quantize_dynamic` makes, moved vectors by up to 0.02 in
+//!   cosine between batched and single calls).
+//! - `Gather(Mul(Cast(E), s), ids)` becomes `Mul(Cast(Gather(E, ids)),
+//!   Gather(s, ids))`: the same floats, computed for the gathered rows only.
+//!
+//! Everything else in the model is copied byte for byte.
+
+use super::protowire::{Field, fields, put_bytes, put_uint};
+
+// ONNX field numbers (onnx.proto).
+const MODEL_GRAPH: u32 = 7;
+const GRAPH_NODE: u32 = 1;
+const GRAPH_INITIALIZER: u32 = 5;
+const GRAPH_OUTPUT: u32 = 12;
+const VALUE_INFO_NAME: u32 = 1;
+const NODE_INPUT: u32 = 1;
+const NODE_OUTPUT: u32 = 2;
+const NODE_NAME: u32 = 3;
+const NODE_OP_TYPE: u32 = 4;
+const NODE_ATTRIBUTE: u32 = 5;
+const NODE_DOMAIN: u32 = 7;
+const ATTR_NAME: u32 = 1;
+const ATTR_I: u32 = 3;
+const ATTR_INTS: u32 = 8;
+const ATTR_TYPE: u32 = 20;
+const ATTR_TYPE_INT: u64 = 2;
+const ATTR_TYPE_INTS: u64 = 7;
+const TENSOR_DATA_TYPE: u32 = 2;
+const TENSOR_NAME: u32 = 8;
+const TENSOR_RAW_DATA: u32 = 9;
+const FLOAT: u64 = 1;
+const UINT8: u64 = 2;
+const INT8: u64 = 3;
+
+/// Prefix of every name the rewrite adds.
+const PREFIX: &str = "memdb_i8";
+
+/// A node of the graph, as read.
+struct Node<'a> {
+    raw: &'a [u8],
+    inputs: Vec<&'a str>,
+    outputs: Vec<&'a str>,
+    op: &'a str,
+    domain: &'a str,
+    attributes: Vec<&'a [u8]>,
+}
+
+fn node<'a>(raw: &'a [u8], body: &'a [u8]) -> Result<Node<'a>, String> {
+    let mut n = Node {
+        raw,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        op: "",
+        domain: "",
+        attributes: Vec::new(),
+    };
+    for f in fields(body)? {
+        let text = || f.str().ok_or("a node field is not UTF-8 text");
+        match f.number {
+            NODE_INPUT => n.inputs.push(text()?),
+            NODE_OUTPUT => n.outputs.push(text()?),
+            NODE_OP_TYPE => n.op = text()?,
+            NODE_DOMAIN => n.domain = text()?,
+            NODE_ATTRIBUTE => n
+                .attributes
+                .push(f.bytes().ok_or("an attribute is not a message")?),
+            _ => {}
+        }
+    }
+    Ok(n)
+}
+
+/// What replaces one weight's `Cast`, `Mul` and consumer.
+enum Rewrite<'a> {
+    MatMul {
+        x: &'a str,
+        weight: &'a str,
+        scale: &'a str,
+        out: &'a str,
+    },
+    Gather {
+        ids: &'a str,
+        weight: &'a str,
+        scale: &'a str,
+        out: &'a str,
+        attributes: Vec<&'a [u8]>,
+    },
+}
+
+/// Writes new nodes and names them uniquely.
+struct Emitter {
+    out: Vec<u8>,
+    next: usize,
+}
+
+impl Emitter {
+    fn name(&mut self, what: &str) -> String {
+        self.next += 1;
+        format!("{PREFIX}_{}_{what}", self.next)
+    }
+
+    fn node(&mut self, op: &str, inputs: &[&str], outputs: &[&str], attributes: &[Vec<u8>]) {
+        let mut body = Vec::new();
+        for i in inputs {
+            put_bytes(&mut body, NODE_INPUT, i.as_bytes());
+        }
+        for o in outputs {
+            put_bytes(&mut body, NODE_OUTPUT, o.as_bytes());
+        }
+        let name = self.name(op);
+        put_bytes(&mut body, NODE_NAME, name.as_bytes());
+        put_bytes(&mut body, NODE_OP_TYPE, op.as_bytes());
+        for a in attributes {
+            put_bytes(&mut body, NODE_ATTRIBUTE, a);
+        }
+        put_bytes(&mut self.out, GRAPH_NODE, &body);
+    }
+}
+
+fn int_attribute(name: &str, v: i64) -> Vec<u8> {
+    let mut a = Vec::new();
+    put_bytes(&mut a, ATTR_NAME, name.as_bytes());
+    put_uint(&mut a, ATTR_I, v as u64);
+    put_uint(&mut a, ATTR_TYPE, ATTR_TYPE_INT);
+    a
+}
+
+fn ints_attribute(name: &str, v: &[i64]) -> Vec<u8> {
+    let mut a = Vec::new();
+    put_bytes(&mut a, ATTR_NAME, name.as_bytes());
+    for &x in v {
+        put_uint(&mut a, ATTR_INTS, x as u64);
+    }
+    put_uint(&mut a, ATTR_TYPE, ATTR_TYPE_INTS);
+    a
+}
+
+fn scalar(out: &mut Vec<u8>, name: &str, data_type: u64, bytes: &[u8]) {
+    let mut t = Vec::new();
+    put_uint(&mut t, TENSOR_DATA_TYPE, data_type);
+    put_bytes(&mut t, TENSOR_NAME, name.as_bytes());
+    put_bytes(&mut t, TENSOR_RAW_DATA, bytes);
+    put_bytes(out, GRAPH_INITIALIZER, &t);
+}
+
+/// The model with its int8 weights multiplied as int8 (see the module
+/// doc). An error when the model is not an ONNX model or holds no int8
+/// weight in the `Cast`/`Mul` form.
+pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
+    let top = fields(model)?;
+    let mut graphs = top.iter().filter(|f| f.number == MODEL_GRAPH);
+    let graph = graphs
+        .next()
+        .and_then(Field::bytes)
+        .ok_or("the model has no graph")?;
+    if graphs.next().is_some() {
+        return Err("the model has two graphs".into());
+    }
+    let graph_fields = fields(graph)?;
+    let mut nodes = Vec::new();
+    let mut int8 = std::collections::HashSet::new();
+    let mut initializers = std::collections::HashSet::new();
+    let mut graph_outputs = std::collections::HashSet::new();
+    for f in &graph_fields {
+        match f.number {
+            GRAPH_NODE => nodes.push(node(f.raw, f.bytes().ok_or("a node is not a message")?)?),
+            GRAPH_INITIALIZER => {
+                let mut name = None;
+                let mut data_type = None;
+                for t in fields(f.bytes().ok_or("an initializer is not a message")?)? {
+                    match t.number {
+                        TENSOR_NAME => name = t.str(),
+                        TENSOR_DATA_TYPE => data_type = t.varint(),
+                        _ => {}
+                    }
+                }
+                let name = name.ok_or("an initializer has no name")?;
+                if name.starts_with(PREFIX) {
+                    return Err(format!("the model already has a name starting {PREFIX}"));
+                }
+                initializers.insert(name);
+                if data_type == Some(INT8) {
+                    int8.insert(name);
+                }
+            }
+            GRAPH_OUTPUT => {
+                for v in fields(f.bytes().ok_or("an output is not a message")?)? {
+                    if v.number == VALUE_INFO_NAME {
+                        graph_outputs.insert(v.str().ok_or("an output name is not text")?);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut consumers: std::collections::HashMap<&str, Vec<usize>> =
+        std::collections::HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for &input in &n.inputs {
+            consumers.entry(input).or_default().push(i);
+        }
+    }
+    // The one node consuming `name`, when nothing else (no graph output)
+    // reads it.
+    let sole = |name: &str| -> Option<usize> {
+        match consumers.get(name).map(Vec::as_slice) {
+            Some(&[i]) if !graph_outputs.contains(name) => Some(i),
+            _ => None,
+        }
+    };
+
+    let mut removed = vec![false; nodes.len()];
+    let mut rewrites: std::collections::HashMap<usize, Rewrite> = std::collections::HashMap::new();
+    for (c, cast) in nodes.iter().enumerate() {
+        let weight = match (
+            cast.op,
+            cast.domain,
+            cast.inputs.as_slice(),
+            cast.outputs.as_slice(),
+        ) {
+            ("Cast", "", &[w], &[_]) if int8.contains(w) => w,
+            _ => continue,
+        };
+        let Some(m) = sole(cast.outputs[0]) else {
+            continue;
+        };
+        let mul = &nodes[m];
+        let scale = match (
+            mul.op,
+            mul.domain,
+            mul.inputs.as_slice(),
+            mul.outputs.as_slice(),
+        ) {
+            ("Mul", "", &[a, b], &[_]) if a == cast.outputs[0] && initializers.contains(b) => b,
+            ("Mul", "", &[a, b], &[_]) if b == cast.outputs[0] && initializers.contains(a) => a,
+            _ => continue,
+        };
+        let Some(u) = sole(mul.outputs[0]) else {
+            continue;
+        };
+        let user = &nodes[u];
+        let rewrite = match (
+            user.op,
+            user.domain,
+            user.inputs.as_slice(),
+            user.outputs.as_slice(),
+        ) {
+            ("MatMul", "", &[x, w], &[out])
+                if w == mul.outputs[0] && user.attributes.is_empty() =>
+            {
+                Rewrite::MatMul {
+                    x,
+                    weight,
+                    scale,
+                    out,
+                }
+            }
+            ("Gather", "", &[e, ids], &[out]) if e == mul.outputs[0] => Rewrite::Gather {
+                ids,
+                weight,
+                scale,
+                out,
+                attributes: user.attributes.clone(),
+            },
+            _ => continue,
+        };
+        removed[c] = true;
+        removed[m] = true;
+        rewrites.insert(u, rewrite);
+    }
+    if rewrites.is_empty() {
+        return Err("the model has no int8 weight behind a Cast and a Mul".into());
+    }
+
+    let (eps, c127, c128, zp) = (
+        format!("{PREFIX}_eps"),
+        format!("{PREFIX}_127"),
+        format!("{PREFIX}_128"),
+        format!("{PREFIX}_zero_point"),
+    );
+    let to_uint8 = [int_attribute("to", UINT8 as i64)];
+    let to_float = [int_attribute("to", FLOAT as i64)];
+    let row_max = [ints_attribute("axes", &[-1]), int_attribute("keepdims", 1)];
+    let mut e = Emitter {
+        out: Vec::new(),
+        next: 0,
+    };
+    // Activations quantized once per tensor name (Q, K and V share theirs):
+    // the name of the uint8 rows and of their scales.
+    let mut quantized: std::collections::HashMap<&str, (String, String)> =
+        std::collections::HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if removed[i] {
+            continue;
+        }
+        match rewrites.get(&i) {
+            None => put_bytes(&mut e.out, GRAPH_NODE, field_body(n.raw)?),
+            Some(&Rewrite::MatMul {
+                x,
+                weight,
+                scale,
+                out,
+            }) => {
+                if !quantized.contains_key(x) {
+                    let (abs, max, floor, s, div, round, shifted, q) = (
+                        e.name("abs"),
+                        e.name("max"),
+                        e.name("floor"),
+                        e.name("scale"),
+                        e.name("div"),
+                        e.name("round"),
+                        e.name("shifted"),
+                        e.name("q"),
+                    );
+                    e.node("Abs", &[x], &[&abs], &[]);
+                    e.node("ReduceMax", &[&abs], &[&max], &row_max);
+                    e.node("Max", &[&max, &eps], &[&floor], &[]);
+                    e.node("Div", &[&floor, &c127], &[&s], &[]);
+                    e.node("Div", &[x, &s], &[&div], &[]);
+                    e.node("Round", &[&div], &[&round], &[]);
+                    e.node("Add", &[&round, &c128], &[&shifted], &[]);
+                    e.node("Cast", &[&shifted], &[&q], &to_uint8);
+                    quantized.insert(x, (q, s));
+                }
+                let (q, s) = quantized[x].clone();
+                let (product, as_float, rescaled) =
+                    (e.name("product"), e.name("float"), e.name("rescaled"));
+                e.node("MatMulInteger", &[&q, weight, &zp], &[&product], &[]);
+                e.node("Cast", &[&product], &[&as_float], &to_float);
+                e.node("Mul", &[&as_float, &s], &[&rescaled], &[]);
+                e.node("Mul", &[&rescaled, scale], &[out], &[]);
+            }
+            Some(Rewrite::Gather {
+                ids,
+                weight,
+                scale,
+                out,
+                attributes,
+            }) => {
+                let attributes: Vec<Vec<u8>> = attributes.iter().map(|a| a.to_vec()).collect();
+                let (rows, as_float, scales) = (e.name("rows"), e.name("float"), e.name("scales"));
+                e.node("Gather", &[weight, ids], &[&rows], &attributes);
+                e.node("Cast", &[&rows], &[&as_float], &to_float);
+                e.node("Gather", &[scale, ids], &[&scales], &attributes);
+                e.node("Mul", &[&as_float, &scales], &[*out], &[]);
+            }
+        }
+    }
+    let mut new_graph = e.out;
+    for f in &graph_fields {
+        if f.number != GRAPH_NODE {
+            new_graph.extend_from_slice(f.raw);
+        }
+    }
+    scalar(&mut new_graph, &eps, FLOAT, &1e-8f32.to_le_bytes());
+    scalar(&mut new_graph, &c127, FLOAT, &127f32.to_le_bytes());
+    scalar(&mut new_graph, &c128, FLOAT, &128f32.to_le_bytes());
+    scalar(&mut new_graph, &zp, UINT8, &[128]);
+
+    let mut out = Vec::with_capacity(model.len() + 4096);
+    for f in &top {
+        if f.number == MODEL_GRAPH {
+            put_bytes(&mut out, MODEL_GRAPH, &new_graph);
+        } else {
+            out.extend_from_slice(f.raw);
+        }
+    }
+    Ok(out)
+}
+
+/// The value of a length-delimited field given as a whole (tag included).
+fn field_body(raw: &[u8]) -> Result<&[u8], String> {
+    fields(raw)?
+        .first()
+        .and_then(Field::bytes)
+        .ok_or_else(|| "a node is not a message".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A graph `y = MatMul(x, Mul(Cast(W), s))` plus an unrelated node.
+    fn tiny_model() -> Vec<u8> {
+        let mut e = Emitter {
+            out: Vec::new(),
+            next: 100,
+        };
+        e.node("Cast", &["W"], &["Wf"], &[int_attribute("to", 1)]);
+        e.node("Mul", &["Wf", "s"], &["Wd"], &[]);
+        e.node("MatMul", &["x", "Wd"], &["y"], &[]);
+        e.node("Relu", &["y"], &["z"], &[]);
+        let mut graph = e.out;
+        let mut w = Vec::new();
+        put_uint(&mut w, TENSOR_DATA_TYPE, INT8);
+        put_bytes(&mut w, TENSOR_NAME, b"W");
+        put_bytes(&mut graph, GRAPH_INITIALIZER, &w);
+        scalar(&mut graph, "s", FLOAT, &0.5f32.to_le_bytes());
+        let mut model = Vec::new();
+        put_uint(&mut model, 1, 8); // ir_version
+        put_bytes(&mut model, MODEL_GRAPH, &graph);
+        model
+    }
+
+    /// Each node's op and outputs, in order.
+    fn ops(model: &[u8]) -> Vec<(String, Vec<String>)> {
+        let graph = fields(model)
+            .unwrap()
+            .into_iter()
+            .find(|f| f.number == MODEL_GRAPH)
+            .and_then(|f| f.bytes())
+            .unwrap();
+        fields(graph)
+            .unwrap()
+            .into_iter()
+            .filter(|f| f.number == GRAPH_NODE)
+            .map(|f| {
+                let n = node(f.raw, f.bytes().unwrap()).unwrap();
+                (
+                    n.op.to_string(),
+                    n.outputs.iter().map(|o| o.to_string()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_dequantized_matmul_becomes_an_int8_product() {
+        let out = int8_products(&tiny_model()).unwrap();
+        let nodes = ops(&out);
+        let names: Vec<&str> = nodes.iter().map(|(op, _)| op.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "Abs",
+                "ReduceMax",
+                "Max",
+                "Div",
+                "Div",
+                "Round",
+                "Add",
+                "Cast",
+                "MatMulInteger",
+                "Cast",
+                "Mul",
+                "Mul",
+                "Relu"
+            ]
+        );
+        // The ir_version field is kept, and the constants are added.
+        let top = fields(&out).unwrap();
+        assert_eq!((top[0].number, top[0].varint()), (1, Some(8)));
+        let graph = fields(top[1].bytes().unwrap()).unwrap();
+        let inits = graph
+            .iter()
+            .filter(|f| f.number == GRAPH_INITIALIZER)
+            .count();
+        assert_eq!(inits, 2 + 4);
+        // The last Mul writes the MatMul's output, which Relu still reads.
+        assert_eq!(nodes[11], ("Mul".to_string(), vec!["y".to_string()]));
+        assert_eq!(nodes[12], ("Relu".to_string(), vec!["z".to_string()]));
+    }
+
+    #[test]
+    fn a_model_without_int8_weights_is_refused() {
+        let mut e = Emitter {
+            out: Vec::new(),
+            next: 0,
+        };
+        e.node("MatMul", &["x", "W"], &["y"], &[]);
+        let mut model = Vec::new();
+        put_bytes(&mut model, MODEL_GRAPH, &e.out);
+        assert!(int8_products(&model).is_err());
+        assert!(int8_products(b"\x0b").is_err());
+        assert!(int8_products(&[]).is_err());
+    }
+}
