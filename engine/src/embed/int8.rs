@@ -61,6 +61,26 @@ struct Node<'a> {
     attributes: Vec<&'a [u8]>,
 }
 
+impl<'a> Node<'a> {
+    /// Op, domain, inputs and outputs, to match a node's form in one
+    /// pattern.
+    fn form(&self) -> (&'a str, &'a str, &[&'a str], &[&'a str]) {
+        (self.op, self.domain, &self.inputs, &self.outputs)
+    }
+
+    /// The value of integer attribute `name`, if the node has it.
+    fn int_attribute(&self, name: &str) -> Option<i64> {
+        self.attributes.iter().find_map(|a| {
+            let f = fields(a).ok()?;
+            let named = f
+                .iter()
+                .any(|x| x.number == ATTR_NAME && x.str() == Some(name));
+            let value = f.iter().find(|x| x.number == ATTR_I)?.varint()?;
+            named.then_some(value as i64)
+        })
+    }
+}
+
 fn node<'a>(raw: &'a [u8], body: &'a [u8]) -> Result<Node<'a>, String> {
     let mut n = Node {
         raw,
@@ -228,25 +248,19 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
     let mut removed = vec![false; nodes.len()];
     let mut rewrites: std::collections::HashMap<usize, Rewrite> = std::collections::HashMap::new();
     for (c, cast) in nodes.iter().enumerate() {
-        let weight = match (
-            cast.op,
-            cast.domain,
-            cast.inputs.as_slice(),
-            cast.outputs.as_slice(),
-        ) {
-            ("Cast", "", &[w], &[_]) if int8.contains(w) => w,
+        let weight = match cast.form() {
+            ("Cast", "", &[w], &[_])
+                if int8.contains(w) && cast.int_attribute("to") == Some(FLOAT as i64) =>
+            {
+                w
+            }
             _ => continue,
         };
         let Some(m) = sole(cast.outputs[0]) else {
             continue;
         };
         let mul = &nodes[m];
-        let scale = match (
-            mul.op,
-            mul.domain,
-            mul.inputs.as_slice(),
-            mul.outputs.as_slice(),
-        ) {
+        let scale = match mul.form() {
             ("Mul", "", &[a, b], &[_]) if a == cast.outputs[0] && initializers.contains(b) => b,
             ("Mul", "", &[a, b], &[_]) if b == cast.outputs[0] && initializers.contains(a) => a,
             _ => continue,
@@ -255,12 +269,7 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
             continue;
         };
         let user = &nodes[u];
-        let rewrite = match (
-            user.op,
-            user.domain,
-            user.inputs.as_slice(),
-            user.outputs.as_slice(),
-        ) {
+        let rewrite = match user.form() {
             ("MatMul", "", &[x, w], &[out])
                 if w == mul.outputs[0] && user.attributes.is_empty() =>
             {
@@ -271,13 +280,18 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
                     out,
                 }
             }
-            ("Gather", "", &[e, ids], &[out]) if e == mul.outputs[0] => Rewrite::Gather {
-                ids,
-                weight,
-                scale,
-                out,
-                attributes: user.attributes.clone(),
-            },
+            // Rows only: the scales are gathered the same way.
+            ("Gather", "", &[e, ids], &[out])
+                if e == mul.outputs[0] && user.int_attribute("axis").unwrap_or(0) == 0 =>
+            {
+                Rewrite::Gather {
+                    ids,
+                    weight,
+                    scale,
+                    out,
+                    attributes: user.attributes.clone(),
+                }
+            }
             _ => continue,
         };
         removed[c] = true;
@@ -286,6 +300,18 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
     }
     if rewrites.is_empty() {
         return Err("the model has no int8 weight behind a Cast and a Mul".into());
+    }
+    // All or nothing: a weight left in floats would be a form this rewrite
+    // does not know, and the model is refused rather than half converted.
+    let casts = nodes
+        .iter()
+        .filter(|n| n.op == "Cast" && n.inputs.first().is_some_and(|w| int8.contains(w)))
+        .count();
+    if casts != rewrites.len() {
+        return Err(format!(
+            "{} of the model's {casts} int8 weights are in a form this rewrite does not know",
+            casts - rewrites.len()
+        ));
     }
 
     let (eps, c127, c128, zp) = (
@@ -396,13 +422,13 @@ fn field_body(raw: &[u8]) -> Result<&[u8], String> {
 mod tests {
     use super::*;
 
-    /// A graph `y = MatMul(x, Mul(Cast(W), s))` plus an unrelated node.
-    fn tiny_model() -> Vec<u8> {
+    /// A graph `y = MatMul(x, Mul(Cast(W, to), s))` plus an unrelated node.
+    fn tiny_model(cast_to: i64) -> Vec<u8> {
         let mut e = Emitter {
             out: Vec::new(),
             next: 100,
         };
-        e.node("Cast", &["W"], &["Wf"], &[int_attribute("to", 1)]);
+        e.node("Cast", &["W"], &["Wf"], &[int_attribute("to", cast_to)]);
         e.node("Mul", &["Wf", "s"], &["Wd"], &[]);
         e.node("MatMul", &["x", "Wd"], &["y"], &[]);
         e.node("Relu", &["y"], &["z"], &[]);
@@ -442,7 +468,7 @@ mod tests {
 
     #[test]
     fn a_dequantized_matmul_becomes_an_int8_product() {
-        let out = int8_products(&tiny_model()).unwrap();
+        let out = int8_products(&tiny_model(FLOAT as i64)).unwrap();
         let nodes = ops(&out);
         let names: Vec<&str> = nodes.iter().map(|(op, _)| op.as_str()).collect();
         assert_eq!(
@@ -487,6 +513,27 @@ mod tests {
         let mut model = Vec::new();
         put_bytes(&mut model, MODEL_GRAPH, &e.out);
         assert!(int8_products(&model).is_err());
+        // An int8 weight cast to another type than float is not rewritten,
+        // and a model with one such weight is refused whole.
+        assert!(int8_products(&tiny_model(10)).is_err());
+        let mut two = tiny_model(FLOAT as i64);
+        let extra = {
+            let mut e = Emitter {
+                out: Vec::new(),
+                next: 200,
+            };
+            e.node("Cast", &["W"], &["Wh"], &[int_attribute("to", 10)]);
+            e.out
+        };
+        // Append the node to the graph: re-encode the graph field.
+        let top = fields(&two).unwrap();
+        let mut graph = top[1].bytes().unwrap().to_vec();
+        graph.extend_from_slice(&extra);
+        two.clear();
+        put_uint(&mut two, 1, 8);
+        put_bytes(&mut two, MODEL_GRAPH, &graph);
+        let e = int8_products(&two).unwrap_err();
+        assert!(e.contains("1 of the model's 2 int8 weights"), "{e}");
         assert!(int8_products(b"\x0b").is_err());
         assert!(int8_products(&[]).is_err());
     }
