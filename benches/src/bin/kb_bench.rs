@@ -23,7 +23,7 @@
 //!   (`vectors.f32`, little-endian, row-major) and the queries with their
 //!   vectors (`queries.json`) for the peer. Prints one JSON object.
 //!
-//! - `calibrate [--model local|hashing] [--pairs N]`: the similarity
+//! - `calibrate [--model local|local-float|hashing] [--pairs N]`: the similarity
 //!   distributions behind `kb_search`'s semantic cutoff
 //!   (`memdb::kuradb::min_similarity`). From N chitchat conversations of at
 //!   least 8 turns, a query turn against a 3-turn passage (the chunk
@@ -71,7 +71,8 @@ enum Cmd {
     },
     /// Similarity distributions for the semantic cutoff.
     Calibrate {
-        /// `local` (the installed all-MiniLM-L6-v2) or `hashing`.
+        /// `local` (the installed all-MiniLM-L6-v2, int8 products), `local-float`
+        /// (the same with float products) or `hashing`.
         #[arg(long, default_value = "local")]
         model: String,
         /// Conversations sampled (one pair of each relation per conversation).
@@ -594,7 +595,11 @@ fn calibrate(model: &str, pairs: usize) -> Result<()> {
     let e: Arc<dyn Embedder> = match model {
         "hashing" => Arc::new(Hashing::default()),
         "local" => Arc::new(memdb::LocalOnnx::open(&memdb::default_models_dir()?)?),
-        other => bail!("unknown model {other:?} (local or hashing)"),
+        "local-float" => Arc::new(memdb::LocalOnnx::open_with(
+            &memdb::default_models_dir()?,
+            memdb::LocalOnnxOptions::default().precision(memdb::LocalPrecision::Float),
+        )?),
+        other => bail!("unknown model {other:?} (local, local-float or hashing)"),
     };
     let corpus = corpus::load_chitchat(&corpus::default_data_path())
         .context("the chitchat corpus (benches/fetch-data.sh)")?;
