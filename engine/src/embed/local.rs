@@ -77,13 +77,14 @@ pub struct LocalOnnxOptions {
     pub intra_threads: usize,
     /// Inference sessions, at most (default: the machine's cores plus one,
     /// at most 5). They are made when calls overlap, share the model's
-    /// weights and hold about 42 MB each of their own; a call takes a free
-    /// one. A call of more than one batch runs its batches on all sessions
-    /// but one at once (a bulk embedding uses every core), and that one
-    /// stays free, so a short query never waits behind a bulk embedding.
+    /// weights and hold their own re-packed copy (about 42 MB each with
+    /// float products); a call takes a free one. A call of more than one
+    /// batch runs its batches on all sessions but one at once (a bulk
+    /// embedding uses every core), and that one stays free, so a short
+    /// query never waits behind a bulk embedding.
     pub sessions: usize,
     /// Texts per inference call, at most (default 8; a call's texts are
-    /// batched by length and long texts go fewer at a time, at most 8 x
+    /// batched by length and long texts go fewer at a time, at most 2 x
     /// 128² texts x tokens² per batch). A batch is padded to its longest
     /// text and attention grows with the square of the length, so small
     /// batches waste less: on 2 cores, 4,000 chitchat messages embedded at
@@ -672,8 +673,14 @@ impl Embedder for LocalOnnx {
 }
 
 /// Attention work and memory per batch grow with texts x tokens², so a
-/// batch holds at most this many (8 texts of 128 tokens; 2 of 256).
-const BATCH_ATTENTION_BUDGET: usize = 8 * 128 * 128;
+/// batch holds at most this many: 8 texts of 64 tokens, 2 of 128, 1 longer
+/// one. Measured with int8 products (`embed_bench`, 2 sessions, one
+/// arena): against 8 x 128² before, paragraphs of 300-500 characters
+/// embedded at 118-126/s instead of 104/s in 183-193 MB instead of 368 MB,
+/// and 758-character ones at 89-97/s instead of 81-87/s in 289-320 MB
+/// instead of 387-414 MB; chat messages are not limited by it (1,100-1,230/s
+/// either way); 4 x 64² and 2 x 64² gained nothing more.
+const BATCH_ATTENTION_BUDGET: usize = 2 * 128 * 128;
 
 /// Groups `texts` into inference batches, as indices into `texts`: sorted by
 /// length so a batch pads little, at most `batch_size` texts, and at most
@@ -996,8 +1003,8 @@ mod tests {
 
     #[test]
     fn plans_long_texts_into_small_batches() {
-        let long = "x".repeat(3_000); // capped at 256 tokens: 2 per batch
-        let mid = "y".repeat(300); // about 102 tokens: 12 fit the budget
+        let long = "x".repeat(3_000); // capped at 256 tokens: 1 per batch
+        let mid = "y".repeat(300); // about 102 tokens: 3 fit the budget
         let mut texts: Vec<&str> = vec![&long; 5];
         texts.extend(std::iter::repeat_n(mid.as_str(), 20));
         texts.push("");
@@ -1007,10 +1014,16 @@ mod tests {
             .filter(|b| b.iter().any(|&i| i < 5))
             .collect();
         assert!(
-            long_batches.iter().all(|b| b.len() <= 2),
+            long_batches.iter().all(|b| b.len() == 1),
             "{long_batches:?}"
         );
-        assert_eq!(long_batches.len(), 3);
+        assert_eq!(long_batches.len(), 5);
+        let mid_batches: Vec<usize> = batches
+            .iter()
+            .filter(|b| b.iter().any(|&i| (5..25).contains(&i)))
+            .map(Vec::len)
+            .collect();
+        assert_eq!(mid_batches.iter().max(), Some(&3), "{mid_batches:?}");
         // A batch size of 1 gives one text per batch whatever the lengths.
         check(&texts, 1, 256)
             .iter()
