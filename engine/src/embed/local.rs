@@ -96,9 +96,9 @@ pub struct LocalOnnxOptions {
     pub max_tokens: usize,
     /// The ONNX Runtime library; default: the one in the models directory.
     pub runtime_library: Option<PathBuf>,
-    /// How the weights are multiplied (default [`LocalPrecision::Int8`]). The two
-    /// give different vectors, so they are different models to a store
-    /// ([`LocalOnnx::identity`]).
+    /// How the weights are multiplied (default [`LocalPrecision::Int8`]).
+    /// The two give different vectors, so they are different models to a
+    /// store ([`LocalOnnx::identity`]).
     pub precision: LocalPrecision,
 }
 
@@ -106,9 +106,10 @@ pub struct LocalOnnxOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum LocalPrecision {
     /// As int8 products: each token's activations quantized to 8 bits with
-    /// a scale of their own (`embed/int8.rs`). About 1.5x the float speed
-    /// and 150 MB less memory with two sessions; vectors within 0.005 in
-    /// cosine of [`LocalPrecision::Float`]'s, and independent of the batch.
+    /// a scale of their own (`embed/int8.rs`). 1.2-1.5x the float speed and
+    /// 90-220 MB less resident in a bulk embedding; vectors within 0.005 in
+    /// cosine of [`LocalPrecision::Float`]'s, and independent of the batch
+    /// (benches/README.md, "Int8 products").
     #[default]
     Int8,
     /// As the export runs them: weights turned back into floats at load

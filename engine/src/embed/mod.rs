@@ -9,7 +9,9 @@
 //!   Runtime (`ort`, loaded dynamically from the models directory) with a
 //!   HuggingFace `tokenizers` tokenizer; mean pooling over the attention
 //!   mask, L2 normalisation, batched. Its files are installed by
-//!   `scripts/install-model.sh` and verified by SHA-256 when it loads.
+//!   `scripts/install-model.sh` and verified by SHA-256 when it loads; by
+//!   default its graph is rewritten for int8 products (`int8.rs`, through
+//!   the protobuf wire reader and writer of `protowire.rs`).
 //! - [`Hashing`]: a deterministic *lexical* embedder (feature hashing of
 //!   words and word pairs). It needs no model, so tests and users who want no
 //!   model can use it; it is never substituted for a configured model.
