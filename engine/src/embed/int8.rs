@@ -21,7 +21,14 @@
 //!
 //! Everything else in the model is copied byte for byte.
 
+use std::collections::{HashMap, HashSet};
+
 use super::protowire::{Field, fields, put_bytes, put_uint};
+
+/// The version of what [`int8_products`] writes, part of the name of the
+/// optimized model cached from it (`local.rs`, `cache_path`): bump it when
+/// the rewrite's output changes, so no cache of an older rewrite is read.
+pub(crate) const REWRITE_VERSION: u32 = 1;
 
 // ONNX field numbers (onnx.proto).
 const MODEL_GRAPH: u32 = 7;
@@ -194,9 +201,9 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
     }
     let graph_fields = fields(graph)?;
     let mut nodes = Vec::new();
-    let mut int8 = std::collections::HashSet::new();
-    let mut initializers = std::collections::HashSet::new();
-    let mut graph_outputs = std::collections::HashSet::new();
+    let mut int8 = HashSet::new();
+    let mut initializers = HashSet::new();
+    let mut graph_outputs = HashSet::new();
     for f in &graph_fields {
         match f.number {
             GRAPH_NODE => nodes.push(node(f.raw, f.bytes().ok_or("a node is not a message")?)?),
@@ -229,8 +236,7 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
             _ => {}
         }
     }
-    let mut consumers: std::collections::HashMap<&str, Vec<usize>> =
-        std::collections::HashMap::new();
+    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         for &input in &n.inputs {
             consumers.entry(input).or_default().push(i);
@@ -246,7 +252,7 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
     };
 
     let mut removed = vec![false; nodes.len()];
-    let mut rewrites: std::collections::HashMap<usize, Rewrite> = std::collections::HashMap::new();
+    let mut rewrites: HashMap<usize, Rewrite> = HashMap::new();
     for (c, cast) in nodes.iter().enumerate() {
         let weight = match cast.form() {
             ("Cast", "", &[w], &[_])
@@ -329,14 +335,13 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
     };
     // Activations quantized once per tensor name (Q, K and V share theirs):
     // the name of the uint8 rows and of their scales.
-    let mut quantized: std::collections::HashMap<&str, (String, String)> =
-        std::collections::HashMap::new();
+    let mut quantized: HashMap<&str, (String, String)> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         if removed[i] {
             continue;
         }
         match rewrites.get(&i) {
-            None => put_bytes(&mut e.out, GRAPH_NODE, field_body(n.raw)?),
+            None => e.out.extend_from_slice(n.raw),
             Some(&Rewrite::MatMul {
                 x,
                 weight,
@@ -408,14 +413,6 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
         }
     }
     Ok(out)
-}
-
-/// The value of a length-delimited field given as a whole (tag included).
-fn field_body(raw: &[u8]) -> Result<&[u8], String> {
-    fields(raw)?
-        .first()
-        .and_then(Field::bytes)
-        .ok_or_else(|| "a node is not a message".to_string())
 }
 
 #[cfg(test)]

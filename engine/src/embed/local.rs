@@ -20,14 +20,17 @@
 //! attention mask and L2-normalised. Intra-op spinning is off: on a small
 //! shared machine spinning threads slowed inference down.
 //!
-//! Memory: the export keeps its weights as int8 and folds them to float32
-//! when a session loads (90 MB), so the model is optimized once per process
-//! (or read from the models directory's cache of it) and every session
-//! reads that one copy in place ([`shared_weights`]).
-//! Sessions are made when first needed (a process that embeds one text at a
-//! time keeps one); each still holds about 42 MB of weights ONNX Runtime
-//! re-packs for its matrix kernels (turning that off saved the 42 MB and
-//! cost 50% of query speed). A call's texts are batched by length, under an
+//! Memory: the export keeps its weights as int8 behind a cast and a scale.
+//! By default ([`LocalPrecision::Int8`]) the graph is rewritten so they
+//! stay int8 (`int8.rs`); with [`LocalPrecision::Float`] ONNX Runtime folds
+//! them to float32 when a session loads (90 MB). Either way the model is
+//! optimized once per process (or read from the models directory's cache of
+//! it, and then not rewritten at all) and every session reads that one copy
+//! in place ([`shared_weights`]). Sessions are made when first needed (a
+//! process that embeds one text at a time keeps one); each holds the
+//! weights ONNX Runtime re-packs for its matrix kernels (about 42 MB with
+//! float products; turning that off saved them and cost 50% of query
+//! speed). A call's texts are batched by length, under an
 //! attention budget ([`plan_batches`]), so a batch pads little and long
 //! texts go a few at a time.
 
@@ -351,15 +354,6 @@ impl LocalOnnx {
             }
         }
         let model = read_verified(&model_path, MODEL_SHA256)?;
-        let model = match options.precision {
-            LocalPrecision::Float => model,
-            LocalPrecision::Int8 => super::int8::int8_products(&model).map_err(|e| {
-                Error::Embedding(format!(
-                    "cannot rewrite {} for int8 products: {e}",
-                    model_path.display()
-                ))
-            })?,
-        };
         let tokenizer_bytes = read_verified(&tokenizer_path, TOKENIZER_SHA256)?;
 
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
@@ -386,10 +380,13 @@ impl LocalOnnx {
         // Every session runs from the one shared, already optimized copy of
         // the weights when it can be made; otherwise each session folds its
         // own (about 95 MB each).
+        // The graph is rewritten for int8 products only when ONNX Runtime
+        // has to read it: not when the optimized model is cached.
+        let graph = || session_graph(&model, options.precision, &model_path);
         let cache = cache_path(models_dir, &options);
-        let weights = match shared_weights(&env, &model, options.precision, cache.as_deref()) {
+        let weights = match shared_weights(&env, options.precision, cache.as_deref(), graph)? {
             Some(bytes) => Weights::Shared(bytes),
-            None => Weights::Own(model),
+            None => Weights::Own(graph()?.into_owned()),
         };
         let factory = SessionFactory {
             env,
@@ -749,36 +746,51 @@ fn read_verified(path: &Path, expected: &str) -> Result<Vec<u8>> {
 /// sync fell by about 200 MB, benches/README.md). Saved at the extended level,
 /// which has no hardware-specific rewrites; sessions still load it at the
 /// full level. One per [`LocalPrecision`] (their graphs differ), indexed
-/// by [`precision_slot`].
+/// by `precision as usize`.
 static OPTIMIZED: Mutex<[Option<&'static [u8]>; 2]> = Mutex::new([None, None]);
 
-/// The index of `precision`'s optimized model in [`OPTIMIZED`].
-fn precision_slot(precision: LocalPrecision) -> usize {
+/// The graph the sessions of `precision` run: the export's own, or
+/// rewritten for int8 products ([`super::int8`]).
+fn session_graph<'m>(
+    model: &'m [u8],
+    precision: LocalPrecision,
+    path: &Path,
+) -> Result<Cow<'m, [u8]>> {
     match precision {
-        LocalPrecision::Int8 => 0,
-        LocalPrecision::Float => 1,
+        LocalPrecision::Float => Ok(Cow::Borrowed(model)),
+        LocalPrecision::Int8 => super::int8::int8_products(model)
+            .map(Cow::Owned)
+            .map_err(|e| {
+                Error::Embedding(format!(
+                    "cannot rewrite {} for int8 products: {e}",
+                    path.display()
+                ))
+            }),
     }
 }
 
 /// [`OPTIMIZED`], the first time from the cache file in the models
-/// directory ([`read_cache`]) or else made from `model` ([`optimize`]) and
-/// then written there for the next process ([`write_cache`]; a read-only
-/// directory only costs the next process the same work). A failure to make
-/// it is logged and gives `None`.
-fn shared_weights(
+/// directory ([`read_cache`]) or else made from `graph()` ([`optimize`])
+/// and then written there for the next process ([`write_cache`]; a
+/// read-only directory only costs the next process the same work). A
+/// failure to optimize is logged and gives `None`; a failure of `graph()`
+/// is the error.
+fn shared_weights<'m>(
     env: &Environment,
-    model: &[u8],
     precision: LocalPrecision,
     cache: Option<&Path>,
-) -> Option<&'static [u8]> {
-    let mut slots = OPTIMIZED.lock().ok()?;
-    let slot = &mut slots[precision_slot(precision)];
+    graph: impl FnOnce() -> Result<Cow<'m, [u8]>>,
+) -> Result<Option<&'static [u8]>> {
+    let Ok(mut slots) = OPTIMIZED.lock() else {
+        return Ok(None);
+    };
+    let slot = &mut slots[precision as usize];
     if let Some(bytes) = *slot {
-        return Some(bytes);
+        return Ok(Some(bytes));
     }
     let bytes = match cache.and_then(read_cache) {
         Some(bytes) => bytes,
-        None => match optimize(env, model) {
+        None => match optimize(env, &graph()?) {
             Ok(bytes) => {
                 if let Some(path) = cache
                     && let Err(e) = write_cache(path, &bytes)
@@ -789,13 +801,13 @@ fn shared_weights(
             }
             Err(e) => {
                 tracing::warn!("each embedding session keeps its own weights: {e}");
-                return None;
+                return Ok(None);
             }
         },
     };
     let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
     *slot = Some(bytes);
-    Some(bytes)
+    Ok(Some(bytes))
 }
 
 /// Where the optimized model is cached: beside the model, named by the
@@ -807,8 +819,8 @@ fn cache_path(models_dir: &Path, options: &LocalOnnxOptions) -> Option<PathBuf> 
         return None;
     }
     let variant = match options.precision {
-        LocalPrecision::Float => "",
-        LocalPrecision::Int8 => "-int8",
+        LocalPrecision::Float => String::new(),
+        LocalPrecision::Int8 => format!("-int8v{}", super::int8::REWRITE_VERSION),
     };
     Some(models_dir.join(format!(
         "model-{}-{}{variant}.ort",
