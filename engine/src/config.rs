@@ -39,6 +39,13 @@ pub struct Config {
     pub embed_on_write: bool,
     /// Largest backlog embedded inline by a write (default 256).
     pub embed_inline_max: usize,
+    /// How long an [`crate::EmbedWorker`] may pause, at most, while
+    /// writers outpace it (default 10 s; zero never pauses): when a pass
+    /// leaves the queue no shorter than it found it and writers are
+    /// contending for the write path, the worker leaves the CPU to them
+    /// until they stop overlapping or this long has passed, then runs its
+    /// next pass (SPEC.md §9.2).
+    pub embed_yield_max: std::time::Duration,
     /// What a new message space embeds for each message: the turn alone or
     /// with its neighbouring turns (SPEC.md §10.1; default the turn and the
     /// start of the one before it). Applies to spaces created from now on
@@ -116,6 +123,7 @@ impl std::fmt::Debug for Config {
             .field("embedder", &self.embedder.as_ref().map(|e| e.identity()))
             .field("embed_on_write", &self.embed_on_write)
             .field("embed_inline_max", &self.embed_inline_max)
+            .field("embed_yield_max", &self.embed_yield_max)
             .field("message_passage", &self.message_passage)
             .field("embed_batch", &self.embed_batch)
             .field("vector_compact_backlog", &self.vector_compact_backlog)
@@ -142,6 +150,7 @@ impl Default for Config {
             embedder: None,
             embed_on_write: true,
             embed_inline_max: 256,
+            embed_yield_max: std::time::Duration::from_secs(10),
             message_passage: crate::embed::Passage::WithPrevious,
             embed_batch: 64,
             vector_compact_backlog: 20_000,

@@ -231,6 +231,22 @@ fn sessions_are_made_lazily_and_mixed_lengths_keep_their_order() {
             .fold(0.0f32, f32::max);
         assert!(worst < 1e-5, "text {i} differs by {worst}: out of order?");
     }
+
+    // Letting the idle sessions go (before a vector build) unloads them;
+    // the next calls make them again and embed exactly as before.
+    assert!(pool.sessions_loaded() >= 2);
+    pool.release_idle();
+    assert_eq!(pool.sessions_loaded(), 0);
+    let again = pool.embed(&refs).unwrap();
+    assert!(pool.sessions_loaded() >= 1);
+    for (i, (a, b)) in again.iter().zip(&all).enumerate() {
+        let worst = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-5, "text {i} differs by {worst} after a release");
+    }
 }
 
 #[test]

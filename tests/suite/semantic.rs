@@ -822,6 +822,63 @@ fn sigkill_during_a_bulk_embed_resumes_and_embeds_each_message_once() {
     }
 }
 
+/// Counts [`Embedder::release_idle`] calls and the embedding calls made
+/// after the last one.
+struct CountsReleases {
+    inner: Arc<dyn Embedder>,
+    releases: std::sync::atomic::AtomicUsize,
+}
+
+impl Embedder for CountsReleases {
+    fn identity(&self) -> ModelIdentity {
+        self.inner.identity()
+    }
+    fn embed_report(&self, texts: &[&str]) -> Result<Embeddings> {
+        self.inner.embed_report(texts)
+    }
+    fn release_idle(&self) {
+        self.releases
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A bulk drain lets the model's idle state go before each vector build
+/// (where the build's memory and the model's would meet), and not when no
+/// build is due.
+#[test]
+fn a_drain_releases_the_model_before_each_vector_build() {
+    let d = tmp();
+    let model = Arc::new(CountsReleases {
+        inner: hashing(128),
+        releases: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let mut config = Config::with_embedder(model.clone());
+    config.embed_on_write = false;
+    config.embed_batch = 2;
+    config.vector_compact_backlog = 4;
+    let db = Memdb::open_with(d.path(), config).unwrap();
+    for i in 0..5 {
+        conv(
+            &db,
+            &format!("c{i}"),
+            "/",
+            &["first message", "second message"],
+        );
+    }
+    let report = db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(report.embedded, 10);
+    assert_eq!(report.compactions, 2);
+    assert_eq!(
+        model.releases.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "one release per build"
+    );
+    // Nothing queued, nothing built, nothing released.
+    let report = db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(report.compactions, 0);
+    assert_eq!(model.releases.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
 /// Wraps an embedder and fails every call after the first `ok_calls`, like a
 /// model server going away mid-rebuild.
 struct FailsAfter {

@@ -509,7 +509,7 @@ impl Memdb {
                 break;
             }
             done += n;
-            self.compact_if_due(&targets, &mut report, Backlog::Due)?;
+            self.compact_if_due(e, &targets, &mut report, Backlog::Due)?;
             progress(EmbedProgress {
                 done,
                 total: total.max(done),
@@ -528,7 +528,7 @@ impl Memdb {
         // open would replay it into memory (seconds per CLI call at 100K
         // chunks), and every search walks it beside the generation.
         if limit.is_none() && report.remaining == 0 && done > 0 {
-            self.compact_if_due(&targets, &mut report, Backlog::Settle)?;
+            self.compact_if_due(e, &targets, &mut report, Backlog::Settle)?;
         }
         Ok(report)
     }
@@ -541,6 +541,7 @@ impl Memdb {
     /// rebuilds.
     fn compact_if_due(
         &self,
+        e: &dyn Embedder,
         targets: &[VectorSpace],
         report: &mut EmbedReport,
         rule: Backlog,
@@ -555,7 +556,7 @@ impl Memdb {
             written.extend(self.sum_space_of(s, false)?);
         }
         for s in &written {
-            if self.compact_when(s, rule)? {
+            if self.compact_when(s, rule, Some(e))? {
                 report.compactions += 1;
             }
         }
@@ -564,7 +565,16 @@ impl Memdb {
 
     /// Builds a new generation of `space` when `rule` says its backlog is
     /// due (never with `Config::vector_compact_backlog` 0); whether it did.
-    pub(crate) fn compact_when(&self, space: &VectorSpace, rule: Backlog) -> Result<bool> {
+    /// `model`, the embedder that filled the backlog, first lets go of its
+    /// idle inference state ([`Embedder::release_idle`]): the build holds
+    /// every vector of the space in memory, and a bulk load's peak is where
+    /// the two would meet.
+    pub(crate) fn compact_when(
+        &self,
+        space: &VectorSpace,
+        rule: Backlog,
+        model: Option<&dyn Embedder>,
+    ) -> Result<bool> {
         let threshold = self.config().vector_compact_backlog;
         if threshold == 0 {
             return Ok(false);
@@ -574,7 +584,13 @@ impl Memdb {
         if !rule.due(backlog, base, threshold) {
             return Ok(false);
         }
+        if let Some(model) = model {
+            model.release_idle();
+        }
         self.compact_vectors(&space.name)?;
+        // The build's graph lists were heap: hand their pages back rather
+        // than carry them into the next peak.
+        crate::util::malloc::trim();
         Ok(true)
     }
 
@@ -992,6 +1008,27 @@ impl Memdb {
     }
 }
 
+/// How long writers must have stopped overlapping for a yielding
+/// [`EmbedWorker`] to resume, and how often it looks.
+const YIELD_QUIET: Duration = Duration::from_millis(100);
+const YIELD_STEP: Duration = Duration::from_millis(20);
+
+impl Memdb {
+    /// Pauses the calling worker while writers contend for the write path
+    /// (two in flight at once within [`YIELD_QUIET`]), at most
+    /// `Config::embed_yield_max`, or until `stopped`. On two cores the
+    /// worker's embedding and graph inserts, even at a lower priority, cost
+    /// writers a quarter of their throughput while the queue grew anyway
+    /// (benches/README.md, "Concurrent durable writes").
+    fn yield_to_writers(&self, stopped: &dyn Fn() -> bool) {
+        let max = self.config().embed_yield_max;
+        let start = std::time::Instant::now();
+        while !stopped() && start.elapsed() < max && self.group.overlapped_within(YIELD_QUIET) {
+            std::thread::sleep(YIELD_STEP);
+        }
+    }
+}
+
 /// A background thread that embeds queued messages as they arrive (used by
 /// the server, and by library users with bulk imports). Writers wake it;
 /// it also polls every few seconds. Dropping it stops the thread after its
@@ -1024,14 +1061,18 @@ impl EmbedWorker {
                 crate::util::priority::lower_current_thread_priority(
                     crate::util::priority::BACKGROUND_NICE,
                 );
-                while !stop2.load(std::sync::atomic::Ordering::Acquire) {
+                let stopped = || stop2.load(std::sync::atomic::Ordering::Acquire);
+                while !stopped() {
+                    let before = db.embed_queue_len().unwrap_or(0);
                     let handled = db.embed_pending(Some(1024), &mut |_| {});
-                    let idle = match handled {
-                        Ok(r) => r.remaining == 0,
-                        Err(_) => true, // recorded in last_error; retry later
+                    let (idle, losing) = match handled {
+                        Ok(r) => (r.remaining == 0, r.remaining >= before),
+                        Err(_) => (true, false), // recorded in last_error; retry later
                     };
                     if idle {
                         signal2.wait(Duration::from_secs(5));
+                    } else if losing {
+                        db.yield_to_writers(&stopped);
                     }
                 }
             })
@@ -1063,6 +1104,61 @@ mod tests {
 
     fn conversation(text: &str) -> NewConversation {
         NewConversation::new("t", vec![NewMessage::new("user", text)])
+    }
+
+    /// The worker pauses only while writers overlap, and never longer
+    /// than `embed_yield_max`.
+    #[test]
+    fn a_yielding_worker_waits_only_while_writers_overlap_and_at_most_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::with_embedder(Arc::new(Hashing::new(64).unwrap()));
+        config.embed_yield_max = Duration::from_secs(30);
+        let db = Memdb::open_with(dir.path(), config).unwrap();
+        let never = || false;
+        // Nobody writing: no pause at all.
+        let t = std::time::Instant::now();
+        db.yield_to_writers(&never);
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        // Writers overlapping for 400 ms, then quiet: the pause lasts about
+        // that long, far less than the bound.
+        let t = std::time::Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while t.elapsed() < Duration::from_millis(400) {
+                    let a = db.group.arriving();
+                    let b = db.group.arriving();
+                    drop((a, b));
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            db.yield_to_writers(&never);
+        });
+        let waited = t.elapsed();
+        assert!(waited >= Duration::from_millis(400), "{waited:?}");
+        assert!(waited < Duration::from_secs(20), "{waited:?}");
+        // Overlapping for ever: the bound ends the pause.
+        let mut config = Config::with_embedder(Arc::new(Hashing::new(64).unwrap()));
+        config.embed_yield_max = Duration::from_millis(300);
+        let dir2 = tempfile::tempdir().unwrap();
+        let db = Memdb::open_with(dir2.path(), config).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Acquire) {
+                    let a = db.group.arriving();
+                    let b = db.group.arriving();
+                    drop((a, b));
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            let t = std::time::Instant::now();
+            db.yield_to_writers(&never);
+            let waited = t.elapsed();
+            done.store(true, std::sync::atomic::Ordering::Release);
+            assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        });
     }
 
     #[test]

@@ -29,6 +29,14 @@ use crate::error::{Error, Result};
 /// flight: a lone writer never waits.
 pub(crate) const GATHER_LIMIT: Duration = Duration::from_micros(500);
 
+/// Milliseconds since the first call in this process: a monotonic clock
+/// that fits an atomic.
+fn since_start_ms() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(Instant::now);
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The group-commit state of one open engine.
 #[derive(Default)]
 pub(crate) struct GroupCommit {
@@ -39,6 +47,9 @@ pub(crate) struct GroupCommit {
     settled: AtomicU64,
     /// Writers between entering a write and finishing its deferred commit.
     arriving: AtomicUsize,
+    /// When a writer last arrived while another was in flight
+    /// ([`since_start_ms`]; 0: never).
+    overlapped_at: AtomicU64,
     state: Mutex<State>,
     settled_cv: Condvar,
 }
@@ -65,14 +76,24 @@ impl Drop for Arriving<'_> {
 impl GroupCommit {
     /// Called by a writer before it takes the write lock.
     pub(crate) fn arriving(&self) -> Arriving<'_> {
-        self.arriving.fetch_add(1, Ordering::AcqRel);
+        self.arrive();
         Arriving(self, 1)
     }
 
     /// Counts a combined write as arriving until the batch holding it is
     /// written ([`Self::written`]).
     pub(crate) fn arrive(&self) {
-        self.arriving.fetch_add(1, Ordering::AcqRel);
+        if self.arriving.fetch_add(1, Ordering::AcqRel) > 0 {
+            self.overlapped_at
+                .store(since_start_ms().max(1), Ordering::Release);
+        }
+    }
+
+    /// Whether two writers were in flight at once within the last
+    /// `window` (writers are contending for the write path).
+    pub(crate) fn overlapped_within(&self, window: Duration) -> bool {
+        let at = self.overlapped_at.load(Ordering::Acquire);
+        at != 0 && since_start_ms().saturating_sub(at) <= window.as_millis() as u64
     }
 
     /// Marks `n` combined writes as written (their batch's deferred commit
@@ -333,6 +354,23 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
+
+    /// Only a writer arriving while another is in flight marks the write
+    /// path as contended; one writer after another never does.
+    #[test]
+    fn overlap_is_two_writers_in_flight_at_once() {
+        let g = GroupCommit::default();
+        for _ in 0..3 {
+            drop(g.arriving());
+        }
+        assert!(!g.overlapped_within(Duration::from_secs(60)));
+        let first = g.arriving();
+        let second = g.arriving();
+        drop((first, second));
+        assert!(g.overlapped_within(Duration::from_secs(60)));
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!g.overlapped_within(Duration::from_millis(5)));
+    }
 
     /// Every job gets its own result, failures included, and concurrent
     /// jobs share batches (a leader runs more than one job at once).

@@ -794,7 +794,8 @@ impl Memdb {
     /// (logged, retried by the next write), not the caller's error.
     fn after_vector_write(&self, space: Option<&VectorSpace>) {
         if let Some(space) = space
-            && let Err(e) = self.compact_when(space, Backlog::Due)
+            && let Err(e) =
+                self.compact_when(space, Backlog::Due, self.config().embedder.as_deref())
         {
             self.maintenance_failed("compacting a record vector space", &e);
         }

@@ -217,12 +217,19 @@ impl std::fmt::Debug for LocalOnnx {
     }
 }
 
-/// A locked session slot that holds a session.
-struct SessionGuard<'a>(std::sync::MutexGuard<'a, Option<Session>>);
+/// A locked session slot; its session is made again when
+/// [`Embedder::release_idle`] let it go.
+struct SessionGuard<'a> {
+    slot: std::sync::MutexGuard<'a, Option<Session>>,
+    factory: &'a SessionFactory,
+}
 
 impl SessionGuard<'_> {
     fn session(&mut self) -> Result<&mut Session> {
-        self.0
+        if self.slot.is_none() {
+            *self.slot = Some(self.factory.build()?);
+        }
+        self.slot
             .as_mut()
             .ok_or_else(|| Error::Embedding("an inference session was not made".into()))
     }
@@ -455,7 +462,7 @@ impl LocalOnnx {
         let made = self.created.load(Ordering::Acquire);
         for i in 0..made {
             match self.sessions[(start + i) % made].try_lock() {
-                Ok(guard) => return Ok(SessionGuard(guard)),
+                Ok(slot) => return Ok(self.guard(slot)),
                 Err(std::sync::TryLockError::WouldBlock) => {}
                 Err(std::sync::TryLockError::Poisoned(_)) => return Err(poisoned()),
             }
@@ -467,14 +474,30 @@ impl LocalOnnx {
                 let mut slot = self.sessions[index].lock().map_err(|_| poisoned())?;
                 *slot = Some(self.factory.build()?);
                 self.created.store(index + 1, Ordering::Release);
-                return Ok(SessionGuard(slot));
+                return Ok(self.guard(slot));
             }
         }
         let made = self.created.load(Ordering::Acquire);
         self.sessions[start % made]
             .lock()
-            .map(SessionGuard)
+            .map(|slot| self.guard(slot))
             .map_err(|_| poisoned())
+    }
+
+    fn guard<'a>(&'a self, slot: std::sync::MutexGuard<'a, Option<Session>>) -> SessionGuard<'a> {
+        SessionGuard {
+            slot,
+            factory: &self.factory,
+        }
+    }
+
+    /// Sessions that hold their inference state now (made and not let go
+    /// by [`Embedder::release_idle`] since).
+    pub fn sessions_loaded(&self) -> usize {
+        self.sessions
+            .iter()
+            .filter(|s| s.try_lock().is_ok_and(|s| s.is_some()))
+            .count()
     }
 
     /// Embeds one batch (at most `batch_size` texts) into `out`.
@@ -666,6 +689,25 @@ impl Embedder for LocalOnnx {
             Ok(ranges)
         } else {
             Ok(std::iter::once(0..text.len()).collect())
+        }
+    }
+
+    /// Drops every session not in use (a busy one is kept: its call is
+    /// running) and returns the C heap's free pages to the system. The
+    /// weights stay shared and loaded; a later call makes its session
+    /// again from them (tens of milliseconds, against the seconds of the
+    /// vector build this makes room for).
+    fn release_idle(&self) {
+        let mut released = 0;
+        for slot in &self.sessions {
+            if let Ok(mut slot) = slot.try_lock()
+                && slot.take().is_some()
+            {
+                released += 1;
+            }
+        }
+        if released > 0 {
+            crate::util::malloc::trim();
         }
     }
 }

@@ -129,6 +129,13 @@ pub trait Embedder: Send + Sync {
     fn passages(&self, text: &str) -> Result<Vec<std::ops::Range<usize>>> {
         Ok(std::iter::once(0..text.len()).collect())
     }
+
+    /// Lets go of what the model keeps between calls (inference sessions,
+    /// their scratch memory) before a step that needs the memory more; the
+    /// next call makes it again. The embedding pipeline calls this before
+    /// it builds a vector generation (SPEC.md §9.2). The default keeps
+    /// nothing, so it does nothing.
+    fn release_idle(&self) {}
 }
 
 /// Scales `v` to unit L2 norm in place; a zero vector stays zero.

@@ -43,6 +43,19 @@ fn apply(_arenas: i32) -> bool {
     false
 }
 
+/// Returns the C heap's free memory to the system (glibc's
+/// `malloc_trim`): after a large structure is freed, so that a following
+/// peak is not stacked on pages the allocator kept. Does nothing on other
+/// C libraries.
+pub(crate) fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap pages; it reads and
+    // writes the allocator's own state under its locks, nothing of ours.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
