@@ -822,8 +822,7 @@ fn sigkill_during_a_bulk_embed_resumes_and_embeds_each_message_once() {
     }
 }
 
-/// Counts [`Embedder::release_idle`] calls and the embedding calls made
-/// after the last one.
+/// Wraps an embedder and counts its [`Embedder::release_idle`] calls.
 struct CountsReleases {
     inner: Arc<dyn Embedder>,
     releases: std::sync::atomic::AtomicUsize,

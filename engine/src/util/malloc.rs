@@ -1,4 +1,5 @@
-//! The C allocator's arena limit, for the binaries.
+//! The C allocator: its arena limit, for the binaries, and handing free
+//! heap pages back to the system.
 //!
 //! glibc's malloc gives threads their own arenas (up to 8 per core), and a
 //! freed block goes back to the arena that made it. ONNX Runtime allocates
@@ -8,9 +9,12 @@
 //! default and 419-481 MB with one arena, and of 1,000 files at 654 MB
 //! against 545 MB, at the same speed (benches/README.md, Stop 37).
 //!
-//! Process-wide, so the library never calls it itself: `memdb` and
-//! `memdb-server` do, first thing in `main`. A `MALLOC_ARENA_MAX` in the
-//! environment wins (glibc has read it already, and it is not overridden).
+//! The arena limit is a process-wide setting, so the library never applies
+//! it itself: `memdb` and `memdb-server` do, first thing in `main`. A
+//! `MALLOC_ARENA_MAX` in the environment wins (glibc has read it already,
+//! and it is not overridden). [`trim`] changes no setting (it returns free
+//! pages only), so the library calls it where a large structure was just
+//! freed before a memory peak.
 #![allow(unsafe_code)]
 
 /// The arena count the binaries ask for: one. On 2 cores one arena also
