@@ -53,8 +53,9 @@ pub struct Cli {
     #[arg(long, global = true, env = "MEMDB_PASSAGE", value_name = "RULE", value_parser = parse_passage)]
     pub passage: Option<memdb::Passage>,
 
-    /// redb's page cache in MiB [default: 128]. Lower it to bound the
-    /// memory of a large `kb sync` or import (bulk writes slow down).
+    /// redb's page cache in MiB [default: 128; 32 for `kb sync` and
+    /// `kb watch`, whose peak it sets]. Lower it to bound the memory of a
+    /// large import (bulk writes slow down).
     #[arg(long, global = true, env = "MEMDB_STORE_CACHE_MB", value_name = "MIB")]
     pub store_cache_mb: Option<u64>,
 

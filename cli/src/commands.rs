@@ -44,7 +44,7 @@ pub fn run(cli: Cli) -> Result<Output> {
     // Commands that embed load the model (a few hundred ms) only when needed.
     let (choice, models, openai, passage) = (cli.embedder, cli.models, cli.openai, cli.passage);
     let embedding = || embedder::load(choice, models.clone(), &openai);
-    let create_embedding = || -> Result<Memdb> {
+    let create_embedding_cached = |cache: Option<u64>| -> Result<Memdb> {
         let (e, note) = embedding()?;
         if let Some(note) = note {
             eprintln!("note: {note}");
@@ -54,6 +54,12 @@ pub fn run(cli: Cli) -> Result<Output> {
             embedder::config(e, passage, cache)?,
         )?)
     };
+    let create_embedding = || create_embedding_cached(cache);
+    // A knowledge-base ingest writes each page once and reads the vectors
+    // back only to build the index: redb's cache buys it nothing and costs
+    // its peak memory (SPEC §3), so it runs with a small one unless told.
+    let create_ingesting =
+        || create_embedding_cached(cache.or(Some(embedder::INGEST_STORE_CACHE_MB)));
     let open_embedding = || -> Result<(Memdb, Option<String>)> {
         if !dir.join("memdb.redb").is_file() {
             open()?; // the engine's "no store here" error
@@ -405,7 +411,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                     })?
                 }
                 KbAction::Watch { interval } => {
-                    let db = std::sync::Arc::new(create_embedding()?);
+                    let db = std::sync::Arc::new(create_ingesting()?);
                     let _watcher = memdb::kuradb::watch::KbWatcher::spawn(
                         (*db).clone(),
                         std::time::Duration::from_secs(interval.max(1)),
@@ -425,7 +431,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                         std::thread::sleep(std::time::Duration::from_secs(3600));
                     }
                 }
-                KbAction::Sync { name } => with_db(create_embedding()?, |db| {
+                KbAction::Sync { name } => with_db(create_ingesting()?, |db| {
                     let bar = embedder::bar("parsing {bar:40} {pos}/{len} files ({eta})");
                     let report = db.kb_sync_with_progress(&name, &mut |p| {
                         if let Some(bar) = &bar {
