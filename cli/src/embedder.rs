@@ -35,7 +35,8 @@ pub fn load(
 /// redb's page cache in MiB for `kb sync` and `kb watch` when neither
 /// `--store-cache-mb` nor `MEMDB_STORE_CACHE_MB` sets one (SPEC §3): the
 /// 10,000-file local-model sync reached 653 MB maximum resident with the
-/// engine's 128 MiB and 504 MB with this, in the same time (stop 41).
+/// engine's 128 MiB and 504 MB with this, in the same time
+/// (benches/README.md, "A smaller store cache for ingest").
 pub const INGEST_STORE_CACHE_MB: u64 = 32;
 
 /// Engine configuration carrying `embedder` and, when given, the passage

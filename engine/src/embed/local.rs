@@ -471,10 +471,10 @@ impl LocalOnnx {
             let _grow = self.grow.lock().map_err(|_| poisoned())?;
             let index = self.created.load(Ordering::Acquire);
             if index < self.sessions.len() {
-                let mut slot = self.sessions[index].lock().map_err(|_| poisoned())?;
-                *slot = Some(self.factory.build()?);
+                let mut guard = self.guard(self.sessions[index].lock().map_err(|_| poisoned())?);
+                guard.session()?; // made now, so a failure is not counted
                 self.created.store(index + 1, Ordering::Release);
-                return Ok(self.guard(slot));
+                return Ok(guard);
             }
         }
         let made = self.created.load(Ordering::Acquire);
