@@ -126,6 +126,10 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     // The sync made no model call: the chunks are queued, keyword search
     // already finds them, semantic search not yet.
     assert_eq!(embedded(), 0);
+    // The pass ended with a text commit: nothing waits in the text
+    // writer's memory through the embedding that follows.
+    let text = db.text_index_status();
+    assert_eq!(text.committed_lsn, text.store_lsn, "{text:?}");
     let st = db.kb_status("my_docs").unwrap();
     assert_eq!(
         (st.documents, st.chunks, st.embedded, st.pending),
