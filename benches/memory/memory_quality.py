@@ -31,10 +31,16 @@ of people are the dated sessions of one long history.
      the lookup `retrieval_quality` uses; Debian's wordnet-base), so it
      shares one content word and the speaker's name with its evidence.
      Skipped when the tool or WordNet is missing.
+   - written (--written benches/memory/written.jsonl): 120 questions
+     written by hand from six samples' turns (20 per sample: single fact,
+     multi-turn, temporal, context-dependent reply, inference), each with
+     its evidence turn ids; reported as a whole and per kind (`w-KIND`).
+     None copies a published benchmark's questions.
 5. Runs every query with limit 10 and the sample's folder filter in
    keyword, semantic and hybrid mode and prints turn recall@5/@10, session
    recall@10 (the evidence turn's session among the sessions of the top
-   10), MRR@10 and client-side p50/p99 latency per set and mode.
+   10; with several evidence turns, the shares of them and of their
+   sessions), MRR@10 and client-side p50/p99 latency per set and mode.
 6. With --context N: for the first N questions of each set, POST
    /api/v1/context/assemble with --budget tokens (default 2000) and the
    other samples' folders excluded, and the share whose evidence turn is in
@@ -270,8 +276,23 @@ def make_queries(samples, per_set, seed):
     return sets
 
 
+def evidence(q):
+    """The question's evidence turn ids: one for the built sets, one or more
+    for the written set (`turns`)."""
+    return q.get("turns") or [q["turn"]]
+
+
+def session_of(turn):
+    return int(turn.split(":")[0][1:])
+
+
 def run_set(client, queries, mode):
-    ranks, sess_hits, lat = [], 0, []
+    """Turn recall@k: the share of a question's evidence turns in its top k,
+    averaged; session recall@10: the share of its evidence sessions among
+    the sessions of its top 10; MRR@10 by its best-ranked evidence turn.
+    With one evidence turn these are the usual hit rates."""
+    r5 = r10 = sess = mrr = 0.0
+    lat = []
     for q in queries:
         body = {"query": q["query"], "limit": 10, "mode": mode, "filters": {"folder": f"/{q['sample']}"}}
         if WEIGHTS:
@@ -280,17 +301,22 @@ def run_set(client, queries, mode):
         out = client.call("POST", "/api/v1/query", body)
         lat.append(time.perf_counter() - t0)
         turns = [(r.get("metadata") or {}).get("turn_id") for r in out["results"]]
-        sessions = {int(t.split(":")[0][1:]) for t in turns if t}
-        ranks.append(turns.index(q["turn"]) + 1 if q["turn"] in turns else None)
-        sess_hits += q["session"] in sessions
+        sessions = {session_of(t) for t in turns if t}
+        want = evidence(q)
+        ranks = [turns.index(t) + 1 for t in want if t in turns]
+        r5 += sum(1 for r in ranks if r <= 5) / len(want)
+        r10 += len(ranks) / len(want)
+        wanted_sessions = {session_of(t) for t in want}
+        sess += len(wanted_sessions & sessions) / len(wanted_sessions)
+        mrr += 1 / min(ranks) if ranks else 0
     n = max(len(queries), 1)
     lat.sort()
     return {
         "queries": len(queries),
-        "turn_recall@5": sum(1 for r in ranks if r and r <= 5) / n,
-        "turn_recall@10": sum(1 for r in ranks if r) / n,
-        "session_recall@10": sess_hits / n,
-        "mrr@10": sum(1 / r for r in ranks if r) / n,
+        "turn_recall@5": r5 / n,
+        "turn_recall@10": r10 / n,
+        "session_recall@10": sess / n,
+        "mrr@10": mrr / n,
         "p50_ms": 1000 * lat[len(lat) // 2] if lat else 0,
         "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else 0,
     }
@@ -310,7 +336,8 @@ def run_context(client, queries, folders, budget):
         out = client.call("POST", "/api/v1/context/assemble", body)
         lat.append(time.perf_counter() - t0)
         turns = {(m.get("metadata") or {}).get("turn_id") for m in out["messages"]}
-        hits += q["turn"] in turns
+        want = evidence(q)
+        hits += sum(1 for t in want if t in turns) / len(want)
     lat.sort()
     return {
         "queries": len(queries),
@@ -335,7 +362,10 @@ def main():
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--context", type=int, default=0, help="also assemble context for this many questions per set")
     ap.add_argument("--budget", type=int, default=2000, help="token budget of --context")
-    ap.add_argument("--weights", help="a JSON object sent as the query's `weights` (memdb extension: keyword, semantic, neighbours, per_conversation)")
+    ap.add_argument("--weights", help="a JSON object sent as the query's `weights` (memdb extension: keyword, semantic, neighbours, per_conversation, coverage)")
+    ap.add_argument("--written", help="a JSONL file of written questions ({sample, kind, query, turns}): "
+                    "run as one more set, `written`, and per kind")
+    ap.add_argument("--sets", help="only these sets (comma-separated names)")
     ap.add_argument("--json")
     a = ap.parse_args()
     global WEIGHTS
@@ -352,15 +382,25 @@ def main():
     waited = wait_embedded(client)
     print(f"embedding finished {waited:.1f} s after the last store", flush=True)
     sets = make_queries(samples, a.per_set, a.seed)
+    if a.written:
+        names = {s["name"] for s in samples}
+        written = [json.loads(line) for line in Path(a.written).read_text().splitlines() if line.strip()]
+        written = [q for q in written if q["sample"] in names]
+        sets["written"] = written
+        for kind in sorted({q["kind"] for q in written}):
+            sets[f"w-{kind}"] = [q for q in written if q["kind"] == kind]
+    if a.sets:
+        keep = set(a.sets.split(","))
+        sets = {k: v for k, v in sets.items() if k in keep}
     results = {}
     print(f"\n{a.label}")
-    print(f"{'set':8} {'mode':9} {'n':>4} {'R@5':>6} {'R@10':>6} {'sessR@10':>8} {'MRR':>6} {'p50ms':>6} {'p99ms':>6}")
+    print(f"{'set':12} {'mode':9} {'n':>4} {'R@5':>6} {'R@10':>6} {'sessR@10':>8} {'MRR':>6} {'p50ms':>6} {'p99ms':>6}")
     for name, queries in sets.items():
         for mode in a.modes.split(","):
             r = run_set(client, queries, mode)
             results[f"{name}/{mode}"] = r
             print(
-                f"{name:8} {mode:9} {r['queries']:4d} {r['turn_recall@5']:6.3f} {r['turn_recall@10']:6.3f} "
+                f"{name:12} {mode:9} {r['queries']:4d} {r['turn_recall@5']:6.3f} {r['turn_recall@10']:6.3f} "
                 f"{r['session_recall@10']:8.3f} {r['mrr@10']:6.3f} {r['p50_ms']:6.1f} {r['p99_ms']:6.1f}",
                 flush=True,
             )

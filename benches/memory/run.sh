@@ -38,7 +38,7 @@ for rule in "${rules[@]}"; do
   done
   status=0
   python3 "$here/memory_quality.py" --url "http://127.0.0.1:$port" --key "$key" \
-    --label "passage $rule" --json "$work/result-$rule.json" ${MEMORY_ARGS:-} || status=$?
+    --label "passage $rule" --json "$work/result-$rule.json" --written "$here/written.jsonl" ${MEMORY_ARGS:-} || status=$?
   kill -TERM $server
   wait $server || true
   trap - EXIT

@@ -270,6 +270,9 @@ pub struct QueryWeights {
     /// At most this many of the first 50 hits from one conversation; the
     /// rest move behind them, 0..=1000 (default 0: off).
     pub per_conversation: Option<u32>,
+    /// How far the keyword weight follows the share of the question's
+    /// content words its best match holds, 0..=1 (SPEC.md §18.2).
+    pub coverage: Option<f32>,
 }
 
 impl QueryWeights {
@@ -281,6 +284,7 @@ impl QueryWeights {
             semantic: self.semantic.unwrap_or(d.semantic),
             neighbours: self.neighbours.unwrap_or(d.neighbours),
             per_conversation: self.per_conversation.unwrap_or(d.per_conversation),
+            coverage: self.coverage.unwrap_or(d.coverage),
             ..d
         }
     }

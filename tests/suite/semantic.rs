@@ -1197,6 +1197,47 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 
+/// Keyword coverage (`weights.coverage`): the keyword ranking's weight
+/// falls with the share of the question's content words its best match
+/// misses, so a partial match counts less; a question whose words a turn
+/// holds keeps its weight; a value outside 0..=1 is refused.
+#[test]
+fn keyword_coverage_discounts_a_partial_keyword_match() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    conv(
+        &db,
+        "wrist",
+        "/",
+        &["the wrist was broken in a fall", "a bread recipe with rye"],
+    );
+    let fused = |query: &str, coverage: f32| -> f32 {
+        let mut req = SearchRequest::new(query);
+        req.explain = true;
+        req.weights.neighbours = 0.0;
+        req.weights.coverage = coverage;
+        let r = db.search(&req).unwrap();
+        let hit = r
+            .hits
+            .iter()
+            .find(|h| h.message.content.text().contains("wrist"))
+            .expect("the keyword match is found");
+        hit.explain.unwrap().fused.unwrap()
+    };
+    // One of three content words matched ("when did she mention" is
+    // framing): with coverage 1 the keyword weight is a third, so the
+    // match loses two thirds of its normalised keyword score (1).
+    let partial = "when did she mention fracturing her wrist skating";
+    let drop = fused(partial, 0.0) - fused(partial, 1.0);
+    assert!((drop - 2.0 / 3.0).abs() < 1e-4, "{drop}");
+    // Every content word matched: no discount.
+    let whole = "wrist broken fall";
+    assert!((fused(whole, 0.0) - fused(whole, 1.0)).abs() < 1e-6);
+    let mut req = SearchRequest::new(whole);
+    req.weights.coverage = 1.5;
+    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+}
+
 /// Session spread (`weights.per_conversation`): with a cap of 1, the first
 /// hits come from distinct conversations, the rest follow in their fused
 /// order; off by default; a cap over 1,000 is refused.

@@ -134,6 +134,7 @@ const fn hybrid(
             method,
             neighbours: 0.5,
             per_conversation: 0,
+            coverage: 0.0,
         },
     }
 }
@@ -145,11 +146,12 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     method: FusionMethod::RelativeScore,
     neighbours: 0.5,
     per_conversation: 0,
+    coverage: 0.0,
 };
 
 /// The settings every set is run with: the three modes at their defaults,
 /// then other hybrid fusion settings (for the diagnosis, not the verdict).
-const SETTINGS: [Setting; 12] = [
+const SETTINGS: [Setting; 13] = [
     Setting {
         name: "keyword",
         mode: SearchMode::Keyword,
@@ -202,6 +204,14 @@ const SETTINGS: [Setting; 12] = [
         2.0,
         60.0,
     ),
+    Setting {
+        name: "hybrid coverage=0.5",
+        mode: SearchMode::Hybrid,
+        weights: FusionWeights {
+            coverage: 0.5,
+            ..DEFAULT_WEIGHTS
+        },
+    },
     Setting {
         name: "hybrid no neighbours",
         mode: SearchMode::Hybrid,

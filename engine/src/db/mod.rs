@@ -1125,7 +1125,7 @@ impl Engine {
         }
     }
 
-    fn text(&self) -> Arc<TextIndex> {
+    pub(crate) fn text(&self) -> Arc<TextIndex> {
         self.text.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 

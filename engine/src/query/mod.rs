@@ -173,7 +173,27 @@ pub struct FusionWeights {
     /// them, in order (0 = off, the default). SPEC.md §18.3.
     #[serde(default)]
     pub per_conversation: u32,
+    /// Keyword coverage: how far the keyword ranking's weight follows the
+    /// share of the question's content words its best match holds (the
+    /// most any of its first [`COVERAGE_DEPTH`] hits holds, `c`): the
+    /// weight is `keyword · (1 − coverage · (1 − c))` (0..=1; 0 turns it
+    /// off). A question put in other words than the turn that answers it
+    /// leans on meaning; one whose words a turn holds keeps its keyword
+    /// weight. SPEC.md §18.2.
+    #[serde(default)]
+    pub coverage: f32,
 }
+
+/// The keyword weight [`FusionWeights::coverage`] leaves when the best
+/// keyword match holds the share `covered` (0..=1) of the question's
+/// content words.
+pub(crate) fn covered_keyword_weight(w: FusionWeights, covered: f32) -> f32 {
+    w.keyword * (1.0 - w.coverage * (1.0 - covered.clamp(0.0, 1.0)))
+}
+
+/// Keyword hits whose coverage of the question is read (see
+/// [`FusionWeights::coverage`]).
+pub const COVERAGE_DEPTH: usize = 5;
 
 /// The default weight of the semantic ranking in hybrid fusion (the
 /// keyword ranking's is 1).
@@ -195,6 +215,7 @@ impl Default for FusionWeights {
             method: FusionMethod::RelativeScore,
             neighbours: default_neighbours(),
             per_conversation: 0,
+            coverage: 0.0,
         }
     }
 }
@@ -468,6 +489,12 @@ impl Memdb {
             return Err(Error::invalid(
                 "weights.neighbours",
                 format!("{} is outside 0..=1", w.neighbours),
+            ));
+        }
+        if !(w.coverage.is_finite() && (0.0..=1.0).contains(&w.coverage)) {
+            return Err(Error::invalid(
+                "weights.coverage",
+                format!("{} is outside 0..=1", w.coverage),
             ));
         }
         if w.per_conversation > 1_000 {
@@ -767,6 +794,22 @@ impl Memdb {
         Ok(())
     }
 
+    /// The most of `query`'s content terms any of the first
+    /// [`COVERAGE_DEPTH`] keyword hits holds, in 0..=1 (1 when the query
+    /// has no content term: nothing to discount).
+    fn keyword_coverage(&self, query: &str, keyword: &Ranking) -> Result<f32> {
+        let text = self.text();
+        let terms = text.content_terms(query);
+        let top: Ranking = keyword.iter().take(COVERAGE_DEPTH).copied().collect();
+        let mut best: Option<f32> = None;
+        for hit in self.resolve_hits(&top)? {
+            if let Some(c) = text.coverage(&terms, &hit.message.content.text()) {
+                best = Some(best.map_or(c, |b: f32| b.max(c)));
+            }
+        }
+        Ok(best.unwrap_or(1.0))
+    }
+
     fn hybrid(
         &self,
         req: &SearchRequest,
@@ -905,7 +948,12 @@ impl Memdb {
             .filter(|id| !in_semantic.contains(id))
             .collect();
         let semantic_fill = self.similarities(&space, &query, &keyword_only)?;
-        let mut fused = fuse(&keyword, &semantic, &semantic_fill, req.weights);
+        let mut weights = req.weights;
+        if weights.coverage > 0.0 && !keyword.is_empty() {
+            let covered = self.keyword_coverage(&req.query, &keyword)?;
+            weights.keyword = covered_keyword_weight(weights, covered);
+        }
+        let mut fused = fuse(&keyword, &semantic, &semantic_fill, weights);
         if absolute.is_some() || relative {
             self.favour_period(&mut fused, &req.query, absolute)?;
         }
@@ -950,6 +998,27 @@ mod tests {
             semantic: 1.0,
             ..FusionWeights::default()
         }
+    }
+
+    #[test]
+    fn coverage_discounts_the_keyword_weight_by_what_its_best_match_misses() {
+        let off = FusionWeights::default();
+        assert_eq!(covered_keyword_weight(off, 0.0), off.keyword);
+        let half = FusionWeights {
+            coverage: 0.5,
+            ..FusionWeights::default()
+        };
+        // Every content word matched: the weight stands.
+        assert_eq!(covered_keyword_weight(half, 1.0), 1.0);
+        // Half of them: a quarter off; none: half off.
+        assert!((covered_keyword_weight(half, 0.5) - 0.75).abs() < 1e-6);
+        assert!((covered_keyword_weight(half, 0.0) - 0.5).abs() < 1e-6);
+        let full = FusionWeights {
+            coverage: 1.0,
+            keyword: 2.0,
+            ..FusionWeights::default()
+        };
+        assert!((covered_keyword_weight(full, 0.25) - 0.5).abs() < 1e-6);
     }
 
     fn rrf() -> FusionWeights {

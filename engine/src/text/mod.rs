@@ -524,6 +524,23 @@ impl TextIndex {
         self.state_lock().applied_lsn
     }
 
+    /// The share of `query`'s content terms (stemmed, as the content field
+    /// indexes them) that `text` holds, in 0..=1; `None` when the query
+    /// has no content term.
+    pub(crate) fn coverage(&self, query: &[String], text: &str) -> Option<f32> {
+        if query.is_empty() {
+            return None;
+        }
+        let held = self.natural.terms_of(text);
+        let n = query.iter().filter(|t| held.contains(*t)).count();
+        Some(n as f32 / query.len() as f32)
+    }
+
+    /// `query`'s distinct content terms (see [`TextIndex::coverage`]).
+    pub(crate) fn content_terms(&self, query: &str) -> Vec<String> {
+        self.natural.content_terms(query)
+    }
+
     /// LSN of the last (soft) commit: everything at or below it is visible to
     /// searches; [`TextIndex::durable_lsn`] is what a crash keeps.
     pub(crate) fn committed_lsn(&self) -> u64 {

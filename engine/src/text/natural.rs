@@ -100,6 +100,47 @@ fn chunk_is_content(chunk: &Chunk<'_>) -> bool {
     }
 }
 
+/// Verbs a question about a conversation uses to point at a turn ("what
+/// did she say about…", "when did he mention…"), which the turn itself
+/// rarely holds: not counted as words a keyword match should cover.
+const REPORTING_VERBS: &[&str] = &[
+    "say",
+    "says",
+    "said",
+    "saying",
+    "mention",
+    "mentions",
+    "mentioned",
+    "talk",
+    "talks",
+    "talked",
+    "talking",
+    "tell",
+    "tells",
+    "told",
+    "answer",
+    "answers",
+    "answered",
+    "reply",
+    "replies",
+    "replied",
+    "ask",
+    "asks",
+    "asked",
+    "discuss",
+    "discussed",
+    "share",
+    "shared",
+];
+
+/// Whether `word` (as typed) is one of [`REPORTING_VERBS`].
+fn is_reporting_verb(word: &str) -> bool {
+    let bare = word
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    REPORTING_VERBS.contains(&bare.as_str())
+}
+
 /// Whether `text` has a letter or digit: without one it has no term, and
 /// its natural-language query matches nothing.
 pub(crate) fn has_words(text: &str) -> bool {
@@ -198,6 +239,35 @@ impl NaturalQueries {
         Some(Box::new(BooleanQuery::new(clauses)))
     }
 
+    /// The distinct terms of `text`'s content words (function words and
+    /// phrases' inner words aside), as the content field indexes them
+    /// (lowercased, stemmed): what a keyword match can cover of a question.
+    pub(crate) fn content_terms(&self, text: &str) -> Vec<String> {
+        let mut analyzer = self.analyzer.clone();
+        let mut out: Vec<String> = Vec::new();
+        for chunk in chunks(text) {
+            if chunk.phrase || !chunk_is_content(&chunk) || is_reporting_verb(chunk.text) {
+                continue;
+            }
+            analyzer.token_stream(chunk.text).process(&mut |t| {
+                if !out.contains(&t.text) {
+                    out.push(t.text.clone());
+                }
+            });
+        }
+        out
+    }
+
+    /// Every term of `text`, as the content field indexes them.
+    pub(crate) fn terms_of(&self, text: &str) -> std::collections::HashSet<String> {
+        let mut analyzer = self.analyzer.clone();
+        let mut out = std::collections::HashSet::new();
+        analyzer.token_stream(text).process(&mut |t| {
+            out.insert(t.text.clone());
+        });
+        out
+    }
+
     /// The atoms of one chunk (see the module docs).
     fn atoms(&self, analyzer: &mut TextAnalyzer, chunk: &Chunk<'_>) -> Vec<Atom> {
         let terms = self.terms(analyzer, chunk.text);
@@ -282,6 +352,22 @@ mod tests {
         let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
         let natural = NaturalQueries::new(content, None, analyzer);
         (index, parser, natural, content)
+    }
+
+    #[test]
+    fn content_terms_are_the_questions_stemmed_content_words_once() {
+        let (_, _, natural, _) = setup();
+        // Function words, reporting verbs and quoted phrases are left out;
+        // the rest is stemmed as the content field indexes it, once each.
+        assert_eq!(
+            natural.content_terms(
+                "When did Zara mention fracturing her wrist? Wrists, \"broken arm\""
+            ),
+            ["zara", "fractur", "wrist"]
+        );
+        assert!(natural.content_terms("what did she say to them").is_empty());
+        let held = natural.terms_of("Zara: I broke my wrist disco skating");
+        assert!(held.contains("wrist") && held.contains("zara") && !held.contains("fractur"));
     }
 
     fn chunk(text: &str, phrase: bool) -> Chunk<'_> {
