@@ -31,11 +31,11 @@ of people are the dated sessions of one long history.
      the lookup `retrieval_quality` uses; Debian's wordnet-base), so it
      shares one content word and the speaker's name with its evidence.
      Skipped when the tool or WordNet is missing.
-   - written (--written benches/memory/written.jsonl): 120 questions
-     written by hand from six samples' turns (20 per sample: single fact,
-     multi-turn, temporal, context-dependent reply, inference), each with
-     its evidence turn ids; reported as a whole and per kind (`w-KIND`).
-     None copies a published benchmark's questions.
+   - written (--written benches/memory/written.jsonl): 300 questions
+     written by hand from the six largest samples' turns (50 per sample:
+     single fact, multi-turn, temporal, context-dependent reply,
+     inference), each with its evidence turn ids; reported as a whole and
+     per kind (`w-KIND`). None copies a published benchmark's questions.
 5. Runs every query with limit 10 and the sample's folder filter in
    keyword, semantic and hybrid mode and prints turn recall@5/@10, session
    recall@10 (the evidence turn's session among the sessions of the top

@@ -271,7 +271,8 @@ pub struct QueryWeights {
     /// rest move behind them, 0..=1000 (default 0: off).
     pub per_conversation: Option<u32>,
     /// How far the keyword weight follows the share of the question's
-    /// content words its best match holds, 0..=1 (SPEC.md §18.2).
+    /// content words its best match holds, 0..=1 (default 0.5; 0 off;
+    /// SPEC.md §18.2).
     pub coverage: Option<f32>,
 }
 
@@ -507,7 +508,7 @@ pub struct SearchResultOut {
     pub metadata: Value,
     /// How the score was made (only when the request asked to explain):
     /// `keyword_rank`, `keyword_score`, `semantic_rank`, `similarity`,
-    /// `fused`, `period_boost`, `neighbour_of` (SPEC §18.4).
+    /// `fused`, `period_boost`, `neighbour_of`, `keyword_weight` (SPEC §18.4).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub explain: Option<memdb::ScoreExplain>,

@@ -1230,6 +1230,16 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
     let partial = "when did she mention fracturing her wrist skating";
     let drop = fused(partial, 0.0) - fused(partial, 1.0);
     assert!((drop - 2.0 / 3.0).abs() < 1e-4, "{drop}");
+    // `explain` shows the weight the discount left; the default is 0.5.
+    let r = db.search(&SearchRequest {
+        explain: true,
+        ..SearchRequest::new(partial)
+    });
+    let weight = r.unwrap().hits[0].explain.unwrap().keyword_weight;
+    assert!(
+        weight.is_some_and(|w| (w - 2.0 / 3.0).abs() < 1e-4),
+        "{weight:?}"
+    );
     // Every content word matched: no discount.
     let whole = "wrist broken fall";
     assert!((fused(whole, 0.0) - fused(whole, 1.0)).abs() < 1e-6);

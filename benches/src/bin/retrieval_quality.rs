@@ -134,7 +134,7 @@ const fn hybrid(
             method,
             neighbours: 0.5,
             per_conversation: 0,
-            coverage: 0.0,
+            coverage: memdb::DEFAULT_COVERAGE,
         },
     }
 }
@@ -146,7 +146,7 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     method: FusionMethod::RelativeScore,
     neighbours: 0.5,
     per_conversation: 0,
-    coverage: 0.0,
+    coverage: memdb::DEFAULT_COVERAGE,
 };
 
 /// The settings every set is run with: the three modes at their defaults,
@@ -205,10 +205,10 @@ const SETTINGS: [Setting; 13] = [
         60.0,
     ),
     Setting {
-        name: "hybrid coverage=0.5",
+        name: "hybrid coverage=0 (before)",
         mode: SearchMode::Hybrid,
         weights: FusionWeights {
-            coverage: 0.5,
+            coverage: 0.0,
             ..DEFAULT_WEIGHTS
         },
     },

@@ -589,6 +589,11 @@ pub struct ScoreExplain {
     /// neighbouring turn this is, when that gave it its score.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub neighbour_of: Option<usize>,
+    /// Hybrid keyword coverage: the keyword weight the fusion used, after
+    /// the discount for the question's content words the best keyword
+    /// match misses (SPEC.md §18.2); absent when coverage is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyword_weight: Option<f32>,
 }
 
 /// Where the bytes of a data directory go ([`crate::Memdb::storage`],

@@ -179,8 +179,8 @@ pub struct FusionWeights {
     /// weight is `keyword · (1 − coverage · (1 − c))` (0..=1; 0 turns it
     /// off). A question put in other words than the turn that answers it
     /// leans on meaning; one whose words a turn holds keeps its keyword
-    /// weight. SPEC.md §18.2.
-    #[serde(default)]
+    /// weight. Default [`DEFAULT_COVERAGE`]; SPEC.md §18.2.
+    #[serde(default = "default_coverage")]
     pub coverage: f32,
 }
 
@@ -190,6 +190,10 @@ pub struct FusionWeights {
 pub(crate) fn covered_keyword_weight(w: FusionWeights, covered: f32) -> f32 {
     w.keyword * (1.0 - w.coverage * (1.0 - covered.clamp(0.0, 1.0)))
 }
+
+/// The default of [`FusionWeights::coverage`] (SPEC.md §18.2 has the
+/// measurements).
+pub const DEFAULT_COVERAGE: f32 = 0.5;
 
 /// Keyword hits whose coverage of the question is read (see
 /// [`FusionWeights::coverage`]).
@@ -201,6 +205,10 @@ pub const DEFAULT_SEMANTIC_WEIGHT: f32 = 0.5;
 
 /// How deep the session spread reorders the fused list.
 pub const SPREAD_WINDOW: usize = 50;
+
+fn default_coverage() -> f32 {
+    DEFAULT_COVERAGE
+}
 
 fn default_neighbours() -> f32 {
     0.5
@@ -215,7 +223,7 @@ impl Default for FusionWeights {
             method: FusionMethod::RelativeScore,
             neighbours: default_neighbours(),
             per_conversation: 0,
-            coverage: 0.0,
+            coverage: DEFAULT_COVERAGE,
         }
     }
 }
@@ -954,6 +962,11 @@ impl Memdb {
             weights.keyword = covered_keyword_weight(weights, covered);
         }
         let mut fused = fuse(&keyword, &semantic, &semantic_fill, weights);
+        if weights.coverage > 0.0 {
+            for (_, _, e) in &mut fused {
+                e.keyword_weight = Some(weights.keyword);
+            }
+        }
         if absolute.is_some() || relative {
             self.favour_period(&mut fused, &req.query, absolute)?;
         }
@@ -1002,8 +1015,12 @@ mod tests {
 
     #[test]
     fn coverage_discounts_the_keyword_weight_by_what_its_best_match_misses() {
-        let off = FusionWeights::default();
+        let off = FusionWeights {
+            coverage: 0.0,
+            ..FusionWeights::default()
+        };
         assert_eq!(covered_keyword_weight(off, 0.0), off.keyword);
+        assert_eq!(FusionWeights::default().coverage, DEFAULT_COVERAGE);
         let half = FusionWeights {
             coverage: 0.5,
             ..FusionWeights::default()
