@@ -241,14 +241,14 @@ def make_queries(samples, per_set, seed):
         rng.shuffle(contexts)
         for i, j, t, words in facts[:per_set]:
             q = f"What did {s['names'][t['sender']]} say about {' '.join(rng.sample(words, 3))}?"
-            sets["fact"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
+            sets["fact"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}"})
         for i, j, t, words in facts[per_set : 2 * per_set]:
             month = dt.datetime.fromisoformat(s["sessions"][i - 1]["start"].replace("Z", "+00:00"))
             q = (
                 f"What did {s['names'][t['sender']]} say about {' '.join(rng.sample(words, 2))} "
                 f"in {month.strftime('%B')} {month.year}?"
             )
-            sets["dated"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
+            sets["dated"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}"})
         # Paraphrased: a fact question about a later stretch of the pool,
         # two of its three words swapped for WordNet synonyms, so it shares
         # one content word (and the name) with its evidence. Its own random
@@ -265,14 +265,14 @@ def make_queries(samples, per_set, seed):
                 kept = prng.randrange(3)
                 shown = [w if k == kept else syn_of[w] for k, w in enumerate(picked)]
                 q = f"What did {s['names'][t['sender']]} say about {' '.join(shown)}?"
-                sets["paraphrased"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
+                sets["paraphrased"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}"})
                 made += 1
         for i, j, t, prev, pw in contexts[:per_set]:
             q = (
                 f"What did {s['names'][t['sender']]} answer when {s['names'][prev['sender']]} "
                 f"talked about {' '.join(rng.sample(pw, 3))}?"
             )
-            sets["context"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}", "session": i})
+            sets["context"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}"})
     return sets
 
 

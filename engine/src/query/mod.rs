@@ -808,14 +808,17 @@ impl Memdb {
     fn keyword_coverage(&self, query: &str, keyword: &Ranking) -> Result<f32> {
         let text = self.text();
         let terms = text.content_terms(query);
-        let top: Ranking = keyword.iter().take(COVERAGE_DEPTH).copied().collect();
-        let mut best: Option<f32> = None;
-        for hit in self.resolve_hits(&top)? {
-            if let Some(c) = text.coverage(&terms, &hit.message.content.text()) {
-                best = Some(best.map_or(c, |b: f32| b.max(c)));
-            }
+        if terms.is_empty() {
+            // Nothing to cover (only reporting verbs, say): no message read.
+            return Ok(1.0);
         }
-        Ok(best.unwrap_or(1.0))
+        let top: Ranking = keyword.iter().take(COVERAGE_DEPTH).copied().collect();
+        Ok(self
+            .resolve_hits(&top)?
+            .iter()
+            .map(|hit| text.coverage(&terms, &hit.message.content.text()))
+            .reduce(f32::max)
+            .unwrap_or(1.0))
     }
 
     fn hybrid(

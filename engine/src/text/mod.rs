@@ -525,15 +525,14 @@ impl TextIndex {
     }
 
     /// The share of `query`'s content terms (stemmed, as the content field
-    /// indexes them) that `text` holds, in 0..=1; `None` when the query
-    /// has no content term.
-    pub(crate) fn coverage(&self, query: &[String], text: &str) -> Option<f32> {
+    /// indexes them) that `text` holds, in 0..=1 (1 for no terms).
+    pub(crate) fn coverage(&self, query: &[String], text: &str) -> f32 {
         if query.is_empty() {
-            return None;
+            return 1.0;
         }
         let held = self.natural.terms_of(text);
         let n = query.iter().filter(|t| held.contains(*t)).count();
-        Some(n as f32 / query.len() as f32)
+        n as f32 / query.len() as f32
     }
 
     /// `query`'s distinct content terms (see [`TextIndex::coverage`]).

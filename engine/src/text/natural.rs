@@ -77,12 +77,16 @@ pub(crate) fn chunks(text: &str) -> Vec<Chunk<'_>> {
     out
 }
 
+/// `word` as typed, lowercased, with surrounding punctuation trimmed.
+fn bare(word: &str) -> String {
+    word.trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase()
+}
+
 /// Whether `word` (as typed) is a content word: letters or digits left once
 /// surrounding punctuation is trimmed, and not an English function word.
 pub(crate) fn is_content_word(word: &str) -> bool {
-    let bare = word
-        .trim_matches(|c: char| !c.is_alphanumeric())
-        .to_lowercase();
+    let bare = bare(word);
     !bare.is_empty() && !is_function_word(&bare)
 }
 
@@ -135,10 +139,7 @@ const REPORTING_VERBS: &[&str] = &[
 
 /// Whether `word` (as typed) is one of [`REPORTING_VERBS`].
 fn is_reporting_verb(word: &str) -> bool {
-    let bare = word
-        .trim_matches(|c: char| !c.is_alphanumeric())
-        .to_lowercase();
-    REPORTING_VERBS.contains(&bare.as_str())
+    REPORTING_VERBS.contains(&bare(word).as_str())
 }
 
 /// Whether `text` has a letter or digit: without one it has no term, and
