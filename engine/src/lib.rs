@@ -110,7 +110,7 @@ pub use model::validate::{
     MAX_FOLDER_BYTES, MAX_FOLDER_DEPTH, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES,
 };
 pub use query::{
-    DEFAULT_COVERAGE, DEFAULT_SEMANTIC_WEIGHT, FusionMethod, FusionWeights, MAX_OFFSET,
+    DEFAULT_COVERAGE, DEFAULT_SEMANTIC_WEIGHT, DEFAULT_SPEAKER, FusionMethod, FusionWeights, MAX_OFFSET,
     PERIOD_BOOST, QueryLanguage, SearchMode, SearchRequest, SearchResults,
 };
 pub use text::budget::{

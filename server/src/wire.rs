@@ -274,6 +274,10 @@ pub struct QueryWeights {
     /// content words its best match holds, 0..=1 (default 0.5; 0 off;
     /// SPEC.md §18.2).
     pub coverage: Option<f32>,
+    /// Share of its fused score a turn of a speaker the question does not
+    /// name loses, when it names another candidate's speaker, 0..=1
+    /// (SPEC.md §18.3).
+    pub speaker: Option<f32>,
 }
 
 impl QueryWeights {
@@ -286,6 +290,7 @@ impl QueryWeights {
             neighbours: self.neighbours.unwrap_or(d.neighbours),
             per_conversation: self.per_conversation.unwrap_or(d.per_conversation),
             coverage: self.coverage.unwrap_or(d.coverage),
+            speaker: self.speaker.unwrap_or(d.speaker),
             ..d
         }
     }

@@ -1248,6 +1248,66 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 
+/// Speakers (`weights.speaker`): when the question names one speaker of
+/// a `"Name: text"` dialogue, the other speaker's turns lose that share of
+/// their fused score, so the named speaker's turn leads; a turn without a
+/// known speaker keeps its score; nothing moves when the question names no
+/// speaker; a value outside 0..=1 is refused.
+#[test]
+fn a_named_speaker_s_turns_lead() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    conv(
+        &db,
+        "pottery",
+        "/",
+        &[
+            "Otto: my pottery class glazes bowls on thursday",
+            "Zara: a pottery class glazes bowls, mine too",
+            "pottery class glazes bowls, notes without a speaker",
+        ],
+    );
+    let search = |query: &str, speaker: f32| {
+        let mut req = SearchRequest::new(query);
+        req.explain = true;
+        req.weights.neighbours = 0.0;
+        req.weights.speaker = speaker;
+        db.search(&req).unwrap()
+    };
+    let factor = |r: &memdb::SearchResults, opening: &str| {
+        r.hits
+            .iter()
+            .find(|h| h.message.content.text().starts_with(opening))
+            .and_then(|h| h.explain.unwrap().speaker_factor)
+    };
+    let q = "What did Zara say about pottery class glazes bowls?";
+    let on = search(q, 0.5);
+    assert!(
+        on.hits[0].message.content.text().starts_with("Zara:"),
+        "{on:?}"
+    );
+    assert_eq!(factor(&on, "Otto:"), Some(0.5));
+    assert_eq!(factor(&on, "Zara:"), Some(1.0));
+    assert_eq!(factor(&on, "pottery"), Some(1.0), "no speaker, no discount");
+    // The discount is exactly the share: Otto's fused score halves.
+    let off = search(q, 0.0);
+    let fused = |r: &memdb::SearchResults| {
+        r.hits
+            .iter()
+            .find(|h| h.message.content.text().starts_with("Otto:"))
+            .and_then(|h| h.explain.unwrap().fused)
+            .unwrap()
+    };
+    assert!((fused(&on) - 0.5 * fused(&off)).abs() < 1e-5);
+    assert_eq!(factor(&off, "Otto:"), None, "off: the stage does not run");
+    // No speaker named: the stage leaves every score alone.
+    let unnamed = search("pottery class glazes bowls", 0.5);
+    assert_eq!(factor(&unnamed, "Otto:"), None);
+    let mut req = SearchRequest::new(q);
+    req.weights.speaker = -0.1;
+    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+}
+
 /// Session spread (`weights.per_conversation`): with a cap of 1, the first
 /// hits come from distinct conversations, the rest follow in their fused
 /// order; off by default; a cap over 1,000 is refused.

@@ -135,6 +135,7 @@ const fn hybrid(
             neighbours: 0.5,
             per_conversation: 0,
             coverage: memdb::DEFAULT_COVERAGE,
+            speaker: memdb::DEFAULT_SPEAKER,
         },
     }
 }
@@ -147,6 +148,7 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     neighbours: 0.5,
     per_conversation: 0,
     coverage: memdb::DEFAULT_COVERAGE,
+    speaker: memdb::DEFAULT_SPEAKER,
 };
 
 /// The settings every set is run with: the three modes at their defaults,

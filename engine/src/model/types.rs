@@ -594,6 +594,12 @@ pub struct ScoreExplain {
     /// match misses (SPEC.md §18.2); absent when coverage is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyword_weight: Option<f32>,
+    /// Hybrid speakers: the factor the fused score was multiplied by (1
+    /// for a turn of a speaker the question names or of no known speaker,
+    /// `1 − weights.speaker` for another speaker's); absent when the stage
+    /// did not run (SPEC.md §18.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker_factor: Option<f32>,
 }
 
 /// Where the bytes of a data directory go ([`crate::Memdb::storage`],

@@ -5,6 +5,8 @@
 //! candidate's similarity; SPEC.md §18). Every surface
 //! (CLI, REST, MCP) calls this; none ranks anything itself.
 
+mod speaker;
+
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
@@ -182,6 +184,13 @@ pub struct FusionWeights {
     /// weight. Default [`DEFAULT_COVERAGE`]; SPEC.md §18.2.
     #[serde(default = "default_coverage")]
     pub coverage: f32,
+    /// Speakers: when the question names the speaker of some candidates
+    /// (a message's metadata `speaker`, else the `Name:` its text opens
+    /// with) and other candidates have another speaker, those lose this
+    /// share of their fused score (0..=1; 0 turns it off). Default
+    /// [`DEFAULT_SPEAKER`]; SPEC.md §18.3.
+    #[serde(default = "default_speaker")]
+    pub speaker: f32,
 }
 
 /// The keyword weight [`FusionWeights::coverage`] leaves when the best
@@ -210,6 +219,14 @@ fn default_coverage() -> f32 {
     DEFAULT_COVERAGE
 }
 
+/// The default of [`FusionWeights::speaker`] (SPEC.md §18.3 has the
+/// measurements).
+pub const DEFAULT_SPEAKER: f32 = 0.2;
+
+fn default_speaker() -> f32 {
+    DEFAULT_SPEAKER
+}
+
 fn default_neighbours() -> f32 {
     0.5
 }
@@ -224,6 +241,7 @@ impl Default for FusionWeights {
             neighbours: default_neighbours(),
             per_conversation: 0,
             coverage: DEFAULT_COVERAGE,
+            speaker: DEFAULT_SPEAKER,
         }
     }
 }
@@ -499,11 +517,13 @@ impl Memdb {
                 format!("{} is outside 0..=1", w.neighbours),
             ));
         }
-        if !(w.coverage.is_finite() && (0.0..=1.0).contains(&w.coverage)) {
-            return Err(Error::invalid(
-                "weights.coverage",
-                format!("{} is outside 0..=1", w.coverage),
-            ));
+        for (field, v) in [
+            ("weights.coverage", w.coverage),
+            ("weights.speaker", w.speaker),
+        ] {
+            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                return Err(Error::invalid(field, format!("{v} is outside 0..=1")));
+            }
         }
         if w.per_conversation > 1_000 {
             return Err(Error::invalid(
@@ -769,6 +789,39 @@ impl Memdb {
         Ok(())
     }
 
+    /// Speakers ([`FusionWeights::speaker`]): when the question names the
+    /// speaker of some candidates and others have another speaker, those
+    /// others lose `share` of their fused score; a candidate without a
+    /// known speaker keeps its score. Every fused candidate is read (the
+    /// row cache holds the recent ones).
+    fn favour_named_speakers(
+        &self,
+        fused: &mut [(u128, f32, ScoreExplain)],
+        query: &str,
+        share: f32,
+    ) -> Result<()> {
+        let words = speaker::question_words(query);
+        let rows = self.row_reader();
+        let mut named = Vec::with_capacity(fused.len());
+        for (id, _, _) in fused.iter() {
+            named.push(rows.message(*id)?.and_then(|m| {
+                speaker::speaker_of(&m.metadata, &m.content.text())
+                    .map(|s| speaker::names(&words, &s))
+            }));
+        }
+        if !named.contains(&Some(true)) || !named.contains(&Some(false)) {
+            return Ok(());
+        }
+        for ((_, f, e), named) in fused.iter_mut().zip(named) {
+            let factor = if named == Some(false) { 1.0 - share } else { 1.0 };
+            *f *= factor;
+            e.fused = Some(*f);
+            e.speaker_factor = Some(factor);
+        }
+        sort_fused(fused);
+        Ok(())
+    }
+
     /// Session spread ([`FusionWeights::per_conversation`]): within the
     /// first [`SPREAD_WINDOW`] candidates, a conversation's hits after its
     /// first `cap` move behind the others (kept in order), so the top of
@@ -979,6 +1032,9 @@ impl Memdb {
             && filter.until.is_none()
         {
             self.expand_neighbours(&mut fused, req.weights.neighbours)?;
+        }
+        if req.weights.speaker > 0.0 && natural_query {
+            self.favour_named_speakers(&mut fused, &req.query, req.weights.speaker)?;
         }
         if req.weights.per_conversation > 0 {
             self.spread_conversations(&mut fused, req.weights.per_conversation as usize)?;

@@ -106,7 +106,8 @@ fn chunk_is_content(chunk: &Chunk<'_>) -> bool {
 
 /// Verbs a question about a conversation uses to point at a turn ("what
 /// did she say about…", "when did he mention…"), which the turn itself
-/// rarely holds: not counted as words a keyword match should cover.
+/// rarely holds: left out of the keyword query (outside quotes) and of the
+/// words a keyword match should cover.
 const REPORTING_VERBS: &[&str] = &[
     "say",
     "says",
@@ -209,6 +210,9 @@ impl NaturalQueries {
         let mut content = Atoms::default();
         let mut analyzer = self.analyzer.clone();
         for chunk in chunks(text) {
+            if !chunk.phrase && is_reporting_verb(chunk.text) {
+                continue;
+            }
             let atoms = self.atoms(&mut analyzer, &chunk);
             if chunk_is_content(&chunk) {
                 for a in &atoms {
@@ -412,7 +416,8 @@ mod tests {
     /// The same query the parser makes for the hybrid keyword side's old
     /// syntax, `+(content words) all words`, for plain questions (words of
     /// letters and digits with trailing punctuation, distinct stems): the
-    /// natural path ranks what used to work exactly as before.
+    /// natural path ranks what used to work exactly as before, reporting
+    /// verbs left out.
     #[test]
     fn plain_questions_build_the_old_keyword_side() {
         let (_, parser, natural, _) = setup();
@@ -424,7 +429,10 @@ mod tests {
             "the rust",
             "is it",
         ] {
-            let words: Vec<&str> = q.split_whitespace().collect();
+            let words: Vec<&str> = q
+                .split_whitespace()
+                .filter(|w| !is_reporting_verb(w))
+                .collect();
             let content: Vec<&str> = words
                 .iter()
                 .copied()
@@ -465,6 +473,16 @@ mod tests {
             .collect();
         ids.sort_unstable();
         ids
+    }
+
+    /// A reporting verb points at a turn ("what did she say about…"): a
+    /// turn holding only it does not match, and a quoted one still does.
+    #[test]
+    fn reporting_verbs_are_framing_not_terms() {
+        let texts = ["I say hello to everyone", "lifetimes are hard", "they said no"];
+        assert_eq!(matching(&texts, "what did she say about lifetimes?"), vec![1]);
+        assert_eq!(matching(&texts, "what was said"), Vec::<u32>::new());
+        assert_eq!(matching(&texts, "\"said no\""), vec![2]);
     }
 
     #[test]
