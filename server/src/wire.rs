@@ -267,6 +267,10 @@ pub struct QueryWeights {
     /// Share of a top hit's score its neighbouring turns enter with, 0..=1
     /// (default 0.5; 0 off).
     pub neighbours: Option<f32>,
+    /// Share of a top hit's score the turn after it enters with when the
+    /// hit asks something (holds a `?`), 0..=1 (default 0.8; SPEC.md
+    /// §18.3).
+    pub answers: Option<f32>,
     /// At most this many of the first 50 hits from one conversation; the
     /// rest move behind them, 0..=1000 (default 0: off).
     pub per_conversation: Option<u32>,
@@ -288,6 +292,7 @@ impl QueryWeights {
             keyword: self.keyword.unwrap_or(d.keyword),
             semantic: self.semantic.unwrap_or(d.semantic),
             neighbours: self.neighbours.unwrap_or(d.neighbours),
+            answers: self.answers.unwrap_or(d.answers),
             per_conversation: self.per_conversation.unwrap_or(d.per_conversation),
             coverage: self.coverage.unwrap_or(d.coverage),
             speaker: self.speaker.unwrap_or(d.speaker),

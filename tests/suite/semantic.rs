@@ -1197,6 +1197,68 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 
+/// Answers (`weights.answers`): the turn after a top hit that asks
+/// something enters with that share of the hit's score (0.8 by default),
+/// the turn after a statement with `neighbours`' (0.5); 0 makes an answer
+/// an ordinary neighbour; a value outside 0..=1 is refused.
+#[test]
+fn the_answer_to_a_matching_question_enters_with_its_own_share() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    conv(
+        &db,
+        "asked",
+        "/",
+        &[
+            "which museum shows the giraffe skeleton?",
+            "downtown, near the old station",
+        ],
+    );
+    conv(
+        &db,
+        "told",
+        "/",
+        &[
+            "the giraffe skeleton museum was closed",
+            "pity, maybe next week then",
+        ],
+    );
+    let shares = |answers: f32| -> (f32, f32) {
+        let mut req = SearchRequest::new("giraffe skeleton museum");
+        req.explain = true;
+        req.weights.answers = answers;
+        let r = db.search(&req).unwrap();
+        let share = |parent: &str, reply: &str| -> f32 {
+            let fused = |t: &str| {
+                r.hits
+                    .iter()
+                    .find(|h| h.message.content.text() == t)
+                    .and_then(|h| h.explain.unwrap().fused)
+                    .unwrap_or_else(|| panic!("{t:?} is a hit: {r:?}"))
+            };
+            fused(reply) / fused(parent)
+        };
+        (
+            share(
+                "which museum shows the giraffe skeleton?",
+                "downtown, near the old station",
+            ),
+            share(
+                "the giraffe skeleton museum was closed",
+                "pity, maybe next week then",
+            ),
+        )
+    };
+    let (answer, reply) = shares(memdb::DEFAULT_ANSWERS);
+    assert!((answer - 0.8).abs() < 1e-4, "{answer}");
+    assert!((reply - 0.5).abs() < 1e-4, "{reply}");
+    let (answer, _) = shares(0.0);
+    assert!((answer - 0.5).abs() < 1e-4, "{answer}");
+    let mut req = SearchRequest::new("giraffe");
+    req.weights.answers = 2.0;
+    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+}
+
 /// Keyword coverage (`weights.coverage`): the keyword ranking's weight
 /// falls with the share of the question's content words its best match
 /// misses, so a partial match counts less; a question whose words a turn

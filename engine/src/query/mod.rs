@@ -170,6 +170,12 @@ pub struct FusionWeights {
     /// off). SPEC.md §18.3.
     #[serde(default = "default_neighbours")]
     pub neighbours: f32,
+    /// Answers: the share of a top candidate's fused score the turn after
+    /// it enters with when the candidate asks something (its text holds a
+    /// `?`), in place of `neighbours` (0..=1, default [`DEFAULT_ANSWERS`];
+    /// 0: such a turn enters as any neighbour). SPEC.md §18.3.
+    #[serde(default = "default_answers")]
+    pub answers: f32,
     /// Session spread: at most this many hits of one conversation among
     /// the first [`SPREAD_WINDOW`] of the fused list; the others move after
     /// them, in order (0 = off, the default). SPEC.md §18.3.
@@ -231,6 +237,14 @@ fn default_neighbours() -> f32 {
     0.5
 }
 
+/// The default of [`FusionWeights::answers`] (SPEC.md §18.3 has the
+/// measurements).
+pub const DEFAULT_ANSWERS: f32 = 0.8;
+
+fn default_answers() -> f32 {
+    DEFAULT_ANSWERS
+}
+
 impl Default for FusionWeights {
     fn default() -> Self {
         FusionWeights {
@@ -239,6 +253,7 @@ impl Default for FusionWeights {
             rrf_k: 60.0,
             method: FusionMethod::RelativeScore,
             neighbours: default_neighbours(),
+            answers: DEFAULT_ANSWERS,
             per_conversation: 0,
             coverage: DEFAULT_COVERAGE,
             speaker: DEFAULT_SPEAKER,
@@ -520,6 +535,7 @@ impl Memdb {
         for (field, v) in [
             ("weights.coverage", w.coverage),
             ("weights.speaker", w.speaker),
+            ("weights.answers", w.answers),
         ] {
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                 return Err(Error::invalid(field, format!("{v} is outside 0..=1")));
@@ -732,15 +748,16 @@ impl Memdb {
 
     /// Neighbour expansion (SPEC.md §18.3): the turns just before and after
     /// each of the first [`NEIGHBOUR_PARENTS`] fused candidates enter with
-    /// `share` of that candidate's score (or keep their own when higher),
-    /// so the reply to a matching question ("Yes, last Tuesday!") can come
-    /// back with it. Run only without a role or time filter, which a
+    /// `w.neighbours` of that candidate's score (or keep their own when
+    /// higher), so the reply to a matching question ("Yes, last Tuesday!")
+    /// can come back with it; the turn after a candidate that asks
+    /// something (holds a `?`) enters with `w.answers`. Run only without a role or time filter, which a
     /// neighbour might not pass (it always shares the hit's conversation,
     /// so every conversation-scope filter holds for it).
     fn expand_neighbours(
         &self,
         fused: &mut Vec<(u128, f32, ScoreExplain)>,
-        share: f32,
+        w: FusionWeights,
     ) -> Result<()> {
         let parents: Ranking = fused
             .iter()
@@ -752,12 +769,25 @@ impl Memdb {
         let mut index: HashMap<u128, usize> =
             fused.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
         let mut moved = false;
+        let rows = self.row_reader();
         for (rank, (id, score)) in parents.into_iter().enumerate() {
             let Some((prev, next)) = around.get(&id) else {
                 continue;
             };
-            let s = share * score;
-            for nb in [prev, next].into_iter().flatten() {
+            let next_share = if w.answers > 0.0
+                && rows
+                    .message(id)?
+                    .is_some_and(|m| m.content.text().contains('?'))
+            {
+                w.answers
+            } else {
+                w.neighbours
+            };
+            for (nb, share) in [(prev, w.neighbours), (next, next_share)] {
+                let Some(nb) = nb.as_ref().filter(|_| share > 0.0) else {
+                    continue;
+                };
+                let s = share * score;
                 match index.get(nb) {
                     Some(&i) => {
                         if fused[i].1 < s {
@@ -813,7 +843,11 @@ impl Memdb {
             return Ok(());
         }
         for ((_, f, e), named) in fused.iter_mut().zip(named) {
-            let factor = if named == Some(false) { 1.0 - share } else { 1.0 };
+            let factor = if named == Some(false) {
+                1.0 - share
+            } else {
+                1.0
+            };
             *f *= factor;
             e.fused = Some(*f);
             e.speaker_factor = Some(factor);
@@ -1026,12 +1060,12 @@ impl Memdb {
         if absolute.is_some() || relative {
             self.favour_period(&mut fused, &req.query, absolute)?;
         }
-        if req.weights.neighbours > 0.0
+        if (req.weights.neighbours > 0.0 || req.weights.answers > 0.0)
             && req.role.is_none()
             && filter.since.is_none()
             && filter.until.is_none()
         {
-            self.expand_neighbours(&mut fused, req.weights.neighbours)?;
+            self.expand_neighbours(&mut fused, req.weights)?;
         }
         if req.weights.speaker > 0.0 && natural_query {
             self.favour_named_speakers(&mut fused, &req.query, req.weights.speaker)?;

@@ -25,7 +25,10 @@ pub(crate) fn speaker_of(metadata: &serde_json::Value, text: &str) -> Option<Str
         }
     }
     let t = text.trim_start();
-    let colon = t.get(..MAX_NAME_BYTES.min(t.len()) + 1).unwrap_or(t).find(':')?;
+    let colon = t
+        .get(..MAX_NAME_BYTES.min(t.len()) + 1)
+        .unwrap_or(t)
+        .find(':')?;
     let name = &t[..colon];
     if name.len() > MAX_NAME_BYTES {
         return None;
@@ -85,7 +88,10 @@ mod tests {
     #[test]
     fn a_speaker_comes_from_metadata_or_the_opening_name() {
         let none = json!({});
-        assert_eq!(speaker_of(&none, "Zara: I broke my wrist").as_deref(), Some("zara"));
+        assert_eq!(
+            speaker_of(&none, "Zara: I broke my wrist").as_deref(),
+            Some("zara")
+        );
         assert_eq!(
             speaker_of(&none, "  Mary Ann Lee: hello").as_deref(),
             Some("mary ann lee")

@@ -479,8 +479,15 @@ mod tests {
     /// turn holding only it does not match, and a quoted one still does.
     #[test]
     fn reporting_verbs_are_framing_not_terms() {
-        let texts = ["I say hello to everyone", "lifetimes are hard", "they said no"];
-        assert_eq!(matching(&texts, "what did she say about lifetimes?"), vec![1]);
+        let texts = [
+            "I say hello to everyone",
+            "lifetimes are hard",
+            "they said no",
+        ];
+        assert_eq!(
+            matching(&texts, "what did she say about lifetimes?"),
+            vec![1]
+        );
         assert_eq!(matching(&texts, "what was said"), Vec::<u32>::new());
         assert_eq!(matching(&texts, "\"said no\""), vec![2]);
     }
