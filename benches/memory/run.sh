@@ -3,7 +3,7 @@
 # multi-session chitchat histories (memory_quality.py says what it builds
 # and measures). One fresh server and store per passage rule, side by side:
 #
-#   benches/memory/run.sh [RULE...]        # default: turn with-previous
+#   benches/memory/run.sh [RULE...]        # default: with-previous with-neighbours
 #
 # Needs the local model (scripts/install-model.sh) and benches/data
 # (benches/fetch-data.sh); the paraphrased set needs WordNet (Debian's
@@ -17,7 +17,7 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 work="${MEMDB_MEMORY_DIR:-${TMPDIR:-/tmp}/memdb-memory}"
 key="memory-quality-key-0123456789abcdef01234"
 rules=("$@")
-[[ ${#rules[@]} -gt 0 ]] || rules=(turn with-previous)
+[[ ${#rules[@]} -gt 0 ]] || rules=(with-previous with-neighbours)
 
 "$root/benches/fetch-data.sh" >/dev/null
 (cd "$root" && cargo build --release -q -p memdb-server --bin memdb-server -p memdb-benches --bin synonyms)

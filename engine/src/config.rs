@@ -151,7 +151,7 @@ impl Default for Config {
             embed_on_write: true,
             embed_inline_max: 256,
             embed_yield_max: std::time::Duration::from_secs(10),
-            message_passage: crate::embed::Passage::WithPrevious,
+            message_passage: crate::embed::Passage::WithNeighbours,
             embed_batch: 64,
             vector_compact_backlog: 20_000,
             query_cache_entries: 10_000,

@@ -694,6 +694,9 @@ fn concurrent_writers_and_the_worker_leave_the_index_equal_to_the_store() {
     let d = tmp();
     let mut config = Config::with_embedder(hashing(512));
     config.embed_inline_max = 16;
+    // Bare turns, so each message's vector is its own text's: a question
+    // and its answer embedded with each other would tie.
+    config.message_passage = Passage::Turn;
     let db = Arc::new(Memdb::open_with(d.path(), config).unwrap());
     let worker = EmbedWorker::spawn(db.clone()).unwrap();
     std::thread::scope(|s| {
@@ -1157,6 +1160,47 @@ fn the_passage_rule_is_part_of_the_message_space() {
     assert!((q_bare - q_ctx).abs() < 1e-4, "{q_bare} vs {q_ctx}");
     // Stored messages are unchanged.
     assert!(ctx.iter().any(|(t, _)| t == "yes, last tuesday!"));
+}
+
+/// With-neighbours passages: appending a turn queues the turn before it
+/// again, and its vector then holds the new turn (the passage it would
+/// have had if the two had been written together).
+#[test]
+fn an_appended_turn_re_embeds_the_turn_before_it_under_with_neighbours() {
+    let dir = tmp();
+    let e = hashing(256);
+    let mut c = Config::with_embedder(e.clone());
+    c.message_passage = Passage::WithNeighbours;
+    let db = Memdb::open_with(dir.path(), c).unwrap();
+    let question = "did you visit the giraffes at the zoo";
+    let reply = "yes, last tuesday!";
+    let created = conv(&db, "zoo", "/", &[question]);
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    let space = db.embedding_status().unwrap().active.unwrap().space;
+    let first = created.messages[0].id;
+    let cos = |a: &[f32], b: &[f32]| -> f32 {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        dot / (n(a) * n(b))
+    };
+    let embed = |t: &str| e.embed(&[t]).unwrap().remove(0);
+    let alone = embed(&Passage::WithNeighbours.build(question, None, None));
+    let before = db.get_vector(&space, first).unwrap().unwrap();
+    assert!(cos(&before, &alone) > 0.9999);
+    db.append_messages(
+        created.conversation.id,
+        vec![NewMessage::new("user", reply)],
+    )
+    .unwrap();
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 0);
+    let after = db.get_vector(&space, first).unwrap().unwrap();
+    let with_reply = embed(&Passage::WithNeighbours.build(question, None, Some(reply)));
+    assert!(
+        cos(&alone, &with_reply) < 0.99,
+        "the reply changes the passage"
+    );
+    assert!(cos(&after, &with_reply) > 0.9999);
 }
 
 /// Hybrid neighbour expansion: the reply to a matching turn comes back

@@ -361,7 +361,11 @@ fn memory_store_without_a_label_is_auto_labelled() {
 #[test]
 fn query_min_similarity_drops_distant_semantic_hits() {
     let hashing = std::sync::Arc::new(memdb::Hashing::new(256).unwrap());
-    let s = TestServer::start_with(config(), memdb::Config::with_embedder(hashing));
+    // Bare turns: under a passage rule with neighbours, the reply's vector
+    // holds the message it follows and would clear the floor with it.
+    let mut engine = memdb::Config::with_embedder(hashing);
+    engine.message_passage = memdb::Passage::Turn;
+    let s = TestServer::start_with(config(), engine);
     create(&s, "Bread", "/", "sourdough bread baking with a starter");
     create(&s, "Rust", "/", "borrow checker lifetimes and references");
     let run = |floor: Option<f64>| {

@@ -156,13 +156,33 @@ pub(crate) struct Pipeline {
 const MAX_CACHE_PENDING: usize = 1024;
 
 /// Queues the messages created by this transaction for every message space
-/// (active and rebuilding). Called inside every write transaction.
+/// (active and rebuilding), and, for a space whose passage reads the turn
+/// after, the turn before each of them again (its passage changed). Called
+/// inside every write transaction.
 pub(crate) fn enqueue_new(txn: &WriteTransaction, ops: &[Op]) -> Result<()> {
-    let ids = ops.iter().filter_map(|op| match op {
-        Op::InsertMessage(id) => Some(u128::from_le_bytes(*id)),
-        _ => None,
-    });
-    embed_queue::enqueue_for_message_spaces(txn, ids)
+    let ids: Vec<u128> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::InsertMessage(id) => Some(u128::from_le_bytes(*id)),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    embed_queue::enqueue_for_message_spaces(txn, ids.iter().copied())?;
+    let mut reads_next = Vec::new();
+    for id in embed_queue::message_space_ids(txn)? {
+        if let Some((name, rec)) = store::vectors::space_by_id_in_write(txn, id)?
+            && passage_of(&spaces::space_from(&name, &rec)?).wants_next()
+        {
+            reads_next.push(id);
+        }
+    }
+    if reads_next.is_empty() {
+        return Ok(());
+    }
+    embed_queue::requeue_previous_turns(txn, &reads_next, &ids)
 }
 
 /// Clears the META pointers to a space being deleted.
@@ -610,6 +630,10 @@ impl Memdb {
         // by its space's passage rule.
         let mut entries: Vec<(u32, u128)> = Vec::new();
         let mut texts: BTreeMap<(Passage, u128), String> = BTreeMap::new();
+        // The turn after each message whose passage read it: a turn
+        // appended meanwhile requeues the message (`enqueue_new`), and its
+        // vector is then not written from the older passage.
+        let mut next_of: HashMap<u128, Option<u128>> = HashMap::new();
         let fills: HashMap<u32, Fill> = targets.iter().map(|s| (s.id, Fill::of(s))).collect();
         {
             let txn = self.store.read()?;
@@ -636,6 +660,9 @@ impl Memdb {
                                 passage.wants_previous(),
                                 passage.wants_next(),
                             )?;
+                            if passage.wants_next() {
+                                next_of.insert(mid, queue.next_id(&m)?);
+                            }
                             let (prev, next) =
                                 (prev.map(|p| record_text(&p)), next.map(|n| record_text(&n)));
                             v.insert(passage.build(
@@ -761,6 +788,15 @@ impl Memdb {
                                 }
                             }
                         }
+                    }
+                    if fills[&sid].passage().wants_next()
+                        && let Some(seen) = next_of.get(&mid)
+                        && embed_queue::next_turn_in_write(txn, mid)?
+                            .is_some_and(|now| now != *seen)
+                    {
+                        // A turn came after it meanwhile: it stays queued
+                        // and is embedded again with that turn.
+                        continue;
                     }
                     if !queue.remove(sid, mid)? {
                         continue;

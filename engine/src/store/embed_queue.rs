@@ -78,6 +78,18 @@ pub(crate) fn forget_message_space(txn: &WriteTransaction, id: u32) -> Result<()
     Ok(())
 }
 
+/// The ids of the message spaces (active, then rebuilding), in a write.
+pub(crate) fn message_space_ids(txn: &WriteTransaction) -> Result<Vec<u32>> {
+    let meta = txn.open_table(META)?;
+    Ok([
+        pointer(&meta, MessageSpace::Active)?,
+        pointer(&meta, MessageSpace::Next)?,
+    ]
+    .into_iter()
+    .flatten()
+    .collect())
+}
+
 /// Queues the messages `ids` for every message space (active and
 /// rebuilding); reads nothing when `ids` is empty.
 pub(crate) fn enqueue_for_message_spaces(
@@ -87,16 +99,7 @@ pub(crate) fn enqueue_for_message_spaces(
     let Some(first) = ids.next() else {
         return Ok(());
     };
-    let targets: Vec<u32> = {
-        let meta = txn.open_table(META)?;
-        [
-            pointer(&meta, MessageSpace::Active)?,
-            pointer(&meta, MessageSpace::Next)?,
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
-    };
+    let targets = message_space_ids(txn)?;
     if targets.is_empty() {
         return Ok(());
     }
@@ -107,6 +110,48 @@ pub(crate) fn enqueue_for_message_spaces(
         }
     }
     Ok(())
+}
+
+/// Queues again, for each of `spaces`, the turn before each message of
+/// `ids` in its conversation, unless that turn is one of `ids` itself:
+/// for a space whose passage reads the turn after (SPEC.md §10.1), the
+/// turn before a new message now has a different passage.
+pub(crate) fn requeue_previous_turns(
+    txn: &WriteTransaction,
+    spaces: &[u32],
+    ids: &[u128],
+) -> Result<()> {
+    let new: std::collections::HashSet<u128> = ids.iter().copied().collect();
+    let messages = txn.open_table(MESSAGES)?;
+    let conv_messages = txn.open_table(CONV_MESSAGES)?;
+    let mut queue = txn.open_table(EMBED_QUEUE)?;
+    for &id in ids {
+        let Some(m) = crate::store::conversations::get_message(&messages, id)? else {
+            continue;
+        };
+        let (prev, _) =
+            crate::store::conversations::neighbour_ids(&conv_messages, &m, true, false)?;
+        if let Some(prev) = prev.filter(|p| !new.contains(p)) {
+            for &s in spaces {
+                queue.insert((s, prev), ())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The id of the turn after message `id` in its conversation, inside a
+/// write (`None` when the message is gone, `Some(None)` when it is the
+/// last turn).
+pub(crate) fn next_turn_in_write(txn: &WriteTransaction, id: u128) -> Result<Option<Option<u128>>> {
+    let messages = txn.open_table(MESSAGES)?;
+    let Some(m) = crate::store::conversations::get_message(&messages, id)? else {
+        return Ok(None);
+    };
+    let conv_messages = txn.open_table(CONV_MESSAGES)?;
+    Ok(Some(
+        crate::store::conversations::neighbour_ids(&conv_messages, &m, false, true)?.1,
+    ))
 }
 
 /// Queues the records `ids` for their record space `space`.
@@ -230,6 +275,11 @@ impl QueueReader {
             crate::store::conversations::neighbour_ids(&self.conv_messages, m, previous, next)?;
         let load = |id: Option<u128>| id.map_or(Ok(None), |id| self.message(id));
         Ok((load(p)?, load(n)?))
+    }
+
+    /// The id of the turn after `m` in its conversation.
+    pub(crate) fn next_id(&self, m: &MessageRecord) -> Result<Option<u128>> {
+        Ok(crate::store::conversations::neighbour_ids(&self.conv_messages, m, false, true)?.1)
     }
 
     /// The generic record `id`, if it still exists.

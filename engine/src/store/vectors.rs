@@ -62,7 +62,21 @@ pub(crate) fn spaces(txn: &ReadTransaction) -> Result<Vec<(String, SpaceRecord)>
 
 /// The space whose id is `id`, with its name.
 pub(crate) fn space_by_id(txn: &ReadTransaction, id: u32) -> Result<Option<(String, SpaceRecord)>> {
-    let t = txn.open_table(VECTOR_SPACES)?;
+    space_in(&txn.open_table(VECTOR_SPACES)?, id)
+}
+
+/// [`space_by_id`] inside a write.
+pub(crate) fn space_by_id_in_write(
+    txn: &WriteTransaction,
+    id: u32,
+) -> Result<Option<(String, SpaceRecord)>> {
+    space_in(&txn.open_table(VECTOR_SPACES)?, id)
+}
+
+fn space_in(
+    t: &impl ReadableTable<&'static str, &'static [u8]>,
+    id: u32,
+) -> Result<Option<(String, SpaceRecord)>> {
     for row in t.iter()? {
         let (k, v) = row?;
         let rec = SpaceRecord::decode(v.value())?;
