@@ -419,6 +419,44 @@ fn query_weights_reach_the_fusion_and_bad_ones_are_refused() {
     assert_error(&run(json!({"per_conversation": 5000})), 400);
     assert_error(&run(json!({"neighbours": 2})), 400);
     assert_error(&run(json!({"nieghbours": 0})), 400);
+    assert_error(&run(json!({"answers": -1})), 400);
+    assert_error(&run(json!({"speaker": 1.5})), 400);
+    // Speakers: a question naming Zara discounts Otto's turn by the share
+    // given; `explain` shows the factor.
+    let r = s.send(
+        "POST",
+        "/api/v1/conversations",
+        &json!({"label": "Chat", "folder": "/chat", "messages": [
+            {"role": "user", "content": "Otto: rye bread rises slowly"},
+            {"role": "user", "content": "Zara: rye bread rises slowly here too"},
+        ]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let out = s
+        .send(
+            "POST",
+            "/api/v1/query",
+            &json!({"query": "What did Zara say about rye bread?", "limit": 10, "explain": true,
+                    "filters": {"folder": "/chat"}, "weights": {"speaker": 0.5, "neighbours": 0}}),
+        )
+        .json();
+    let factor = |opening: &str| {
+        out["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["content"].as_str().unwrap().starts_with(opening))
+            .map(|h| h["explain"]["speaker_factor"].clone())
+    };
+    assert_eq!(factor("Otto:"), Some(json!(0.5)), "{out}");
+    assert_eq!(factor("Zara:"), Some(json!(1.0)), "{out}");
+    assert!(
+        out["results"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Zara:"),
+        "{out}"
+    );
 }
 
 #[test]
