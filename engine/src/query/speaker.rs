@@ -25,14 +25,14 @@ pub(crate) fn speaker_of(metadata: &serde_json::Value, text: &str) -> Option<Str
         }
     }
     let t = text.trim_start();
+    // The colon must come within the first MAX_NAME_BYTES + 1 bytes: only
+    // the opening is read, however long the message.
     let colon = t
-        .get(..MAX_NAME_BYTES.min(t.len()) + 1)
-        .unwrap_or(t)
-        .find(':')?;
+        .char_indices()
+        .take_while(|(i, _)| *i <= MAX_NAME_BYTES)
+        .find(|(_, c)| *c == ':')?
+        .0;
     let name = &t[..colon];
-    if name.len() > MAX_NAME_BYTES {
-        return None;
-    }
     let after = &t[colon + 1..];
     if !after.starts_with(char::is_whitespace) {
         // "http://…", "10:30", "Note:text": not a speaker's turn.
@@ -96,6 +96,10 @@ mod tests {
             speaker_of(&none, "  Mary Ann Lee: hello").as_deref(),
             Some("mary ann lee")
         );
+        assert_eq!(speaker_of(&none, "Zoë: ça va").as_deref(), Some("zoë"));
+        // A long message without an opening name is read only at its start.
+        let long = format!("{}: tail", "é".repeat(100_000));
+        assert_eq!(speaker_of(&none, &long), None);
         assert_eq!(
             speaker_of(&json!({"speaker": "Otto"}), "Zara: hi").as_deref(),
             Some("otto")
@@ -115,6 +119,7 @@ mod tests {
             "",
             ": nothing before",
             "Zara (laughing): a remark",
+            "Averyveryveryverylongnamethatgoesonandonandon: hi",
         ] {
             assert_eq!(speaker_of(&none, text), None, "{text:?}");
         }
