@@ -37,6 +37,10 @@ struct Args {
     /// Models directory for `local` [default: $MEMDB_MODELS, else the platform default].
     #[arg(long)]
     models: Option<PathBuf>,
+    /// Passage rule of the message space (`turn`, `with-previous`,
+    /// `with-neighbours`) [default: the engine's].
+    #[arg(long, value_parser = |s: &str| memdb::Passage::parse(s).map_err(|e| e.to_string()))]
+    passage: Option<memdb::Passage>,
     /// Messages per `create_conversations` batch.
     #[arg(long, default_value_t = 20_000)]
     batch_messages: usize,
@@ -66,6 +70,10 @@ fn main() -> Result<()> {
     config.embedder = Some(embedder);
     // Bulk writes: embed in one explicit pass below, not inline.
     config.embed_on_write = false;
+    if let Some(p) = args.passage {
+        config.message_passage = p;
+    }
+    let passage = config.message_passage;
     let db = Memdb::open_with(&args.dir, config)?;
 
     let t = Instant::now();
@@ -115,6 +123,7 @@ fn main() -> Result<()> {
             "messages": corpus.message_count(),
             "conversations": total,
             "embedder": match args.embedder { EmbedderArg::Hashing => "hashing", EmbedderArg::Local => "local" },
+            "passage": passage.name(),
             "store_s": store_s,
             "embedded": report.embedded,
             "embed_s": embed_s,
