@@ -55,8 +55,9 @@ struct Args {
     /// chitchat dataset.json (default: benches/data/dataset.json).
     #[arg(long)]
     data: Option<PathBuf>,
-    /// Store directory (default: benches/data/quality/c<N>-s<seed>); reused
-    /// when it holds the same subset.
+    /// Store directory (default: benches/data/quality/c<N>-s<seed>[-int8]-<passage>,
+    /// so each passage rule gets its own store); reused when it holds the
+    /// same subset.
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Models directory (default: memdb's, see scripts/install-model.sh).
@@ -72,7 +73,7 @@ struct Args {
     float: bool,
     /// Passage rule of the message space (`turn`, `with-previous`,
     /// `with-neighbours`; default the engine's) for a new store. A store
-    /// built before keeps its rule: give each rule its own `--dir`.
+    /// built before keeps its rule: with `--dir`, give each rule its own.
     #[arg(long, value_parser = parse_passage)]
     passage: Option<memdb::Passage>,
     /// WordNet database directory (Debian's wordnet-base); the synonyms set
@@ -302,10 +303,11 @@ fn main() -> anyhow::Result<()> {
 
     let dir = args.dir.clone().unwrap_or_else(|| {
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-            "data/quality/c{}-s{}{}",
+            "data/quality/c{}-s{}{}-{}",
             args.conversations,
             args.seed,
-            if args.float { "" } else { "-int8" }
+            if args.float { "" } else { "-int8" },
+            config.message_passage.name()
         ))
     });
     let (db, ids, import_secs, embed_secs) = open_or_build(&dir, config, &subset, &args)?;
