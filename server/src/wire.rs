@@ -518,7 +518,8 @@ pub struct SearchResultOut {
     pub metadata: Value,
     /// How the score was made (only when the request asked to explain):
     /// `keyword_rank`, `keyword_score`, `semantic_rank`, `similarity`,
-    /// `fused`, `period_boost`, `neighbour_of`, `keyword_weight` (SPEC §18.4).
+    /// `fused`, `period_boost`, `neighbour_of`, `keyword_weight`,
+    /// `speaker_factor` (SPEC §18.4).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub explain: Option<memdb::ScoreExplain>,

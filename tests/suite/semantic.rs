@@ -1241,6 +1241,15 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 
+/// The score explanation of the hit whose text starts with `opening`
+/// (`None` when no hit does).
+fn explained(r: &SearchResults, opening: &str) -> Option<ScoreExplain> {
+    r.hits
+        .iter()
+        .find(|h| h.message.content.text().starts_with(opening))
+        .and_then(|h| h.explain)
+}
+
 /// Answers (`weights.answers`): the turn after a top hit that asks
 /// something enters with that share of the hit's score (0.8 by default),
 /// the turn after a statement with `neighbours`' (0.5); 0 makes an answer
@@ -1274,10 +1283,8 @@ fn the_answer_to_a_matching_question_enters_with_its_own_share() {
         let r = db.search(&req).unwrap();
         let share = |parent: &str, reply: &str| -> f32 {
             let fused = |t: &str| {
-                r.hits
-                    .iter()
-                    .find(|h| h.message.content.text() == t)
-                    .and_then(|h| h.explain.unwrap().fused)
+                explained(&r, t)
+                    .and_then(|e| e.fused)
                     .unwrap_or_else(|| panic!("{t:?} is a hit: {r:?}"))
             };
             fused(reply) / fused(parent)
@@ -1323,12 +1330,9 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
         req.weights.neighbours = 0.0;
         req.weights.coverage = coverage;
         let r = db.search(&req).unwrap();
-        let hit = r
-            .hits
-            .iter()
-            .find(|h| h.message.content.text().contains("wrist"))
-            .expect("the keyword match is found");
-        hit.explain.unwrap().fused.unwrap()
+        explained(&r, "the wrist")
+            .and_then(|e| e.fused)
+            .expect("the keyword match is found")
     };
     // One of three content words matched ("when did she mention" is
     // framing): with coverage 1 the keyword weight is a third, so the
@@ -1380,12 +1384,8 @@ fn a_named_speaker_s_turns_lead() {
         req.weights.speaker = speaker;
         db.search(&req).unwrap()
     };
-    let factor = |r: &memdb::SearchResults, opening: &str| {
-        r.hits
-            .iter()
-            .find(|h| h.message.content.text().starts_with(opening))
-            .and_then(|h| h.explain.unwrap().speaker_factor)
-    };
+    let factor =
+        |r: &SearchResults, opening: &str| explained(r, opening).and_then(|e| e.speaker_factor);
     let q = "What did Zara say about pottery class glazes bowls?";
     let on = search(q, 0.5);
     assert!(
@@ -1397,13 +1397,7 @@ fn a_named_speaker_s_turns_lead() {
     assert_eq!(factor(&on, "pottery"), Some(1.0), "no speaker, no discount");
     // The discount is exactly the share: Otto's fused score halves.
     let off = search(q, 0.0);
-    let fused = |r: &memdb::SearchResults| {
-        r.hits
-            .iter()
-            .find(|h| h.message.content.text().starts_with("Otto:"))
-            .and_then(|h| h.explain.unwrap().fused)
-            .unwrap()
-    };
+    let fused = |r: &SearchResults| explained(r, "Otto:").and_then(|e| e.fused).unwrap();
     assert!((fused(&on) - 0.5 * fused(&off)).abs() < 1e-5);
     assert_eq!(factor(&off, "Otto:"), None, "off: the stage does not run");
     // No speaker named: the stage leaves every score alone.

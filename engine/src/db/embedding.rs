@@ -661,10 +661,12 @@ impl Memdb {
                                 passage.wants_next(),
                             )?;
                             if passage.wants_next() {
-                                next_of.insert(mid, queue.next_id(&m)?);
+                                next_of.insert(mid, next.as_ref().map(|n| n.0));
                             }
-                            let (prev, next) =
-                                (prev.map(|p| record_text(&p)), next.map(|n| record_text(&n)));
+                            let (prev, next) = (
+                                prev.map(|p| record_text(&p.1)),
+                                next.map(|n| record_text(&n.1)),
+                            );
                             v.insert(passage.build(
                                 &record_text(&m),
                                 prev.as_deref(),
@@ -766,6 +768,12 @@ impl Memdb {
             let mut parents: BTreeMap<u32, Vec<u128>> = BTreeMap::new();
             {
                 let mut queue = QueueWriter::open(txn)?;
+                // Turn order, read only when a passage holds the turn after.
+                let turns = if next_of.is_empty() {
+                    None
+                } else {
+                    Some(embed_queue::TurnsInWrite::open(txn)?)
+                };
                 for &(sid, mid) in &entries {
                     if fills[&sid] == Fill::Records {
                         match store::records::get_for_write(txn, mid)? {
@@ -790,9 +798,10 @@ impl Memdb {
                         }
                     }
                     if fills[&sid].passage().wants_next()
-                        && let Some(seen) = next_of.get(&mid)
-                        && embed_queue::next_turn_in_write(txn, mid)?
-                            .is_some_and(|now| now != *seen)
+                        && let (Some(turns), Some(seen)) = (&turns, next_of.get(&mid))
+                        && turns
+                            .around(mid, false, true)?
+                            .is_some_and(|(_, now)| now != *seen)
                     {
                         // A turn came after it meanwhile: it stays queued
                         // and is embedded again with that turn.

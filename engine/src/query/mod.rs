@@ -751,9 +751,10 @@ impl Memdb {
     /// `w.neighbours` of that candidate's score (or keep their own when
     /// higher), so the reply to a matching question ("Yes, last Tuesday!")
     /// can come back with it; the turn after a candidate that asks
-    /// something (holds a `?`) enters with `w.answers`. Run only without a role or time filter, which a
-    /// neighbour might not pass (it always shares the hit's conversation,
-    /// so every conversation-scope filter holds for it).
+    /// something (holds a `?`) enters with `w.answers`. Run only without a
+    /// role or time filter, which a neighbour might not pass (it always
+    /// shares the hit's conversation, so every conversation-scope filter
+    /// holds for it).
     fn expand_neighbours(
         &self,
         fused: &mut Vec<(u128, f32, ScoreExplain)>,
@@ -899,13 +900,16 @@ impl Memdb {
             // Nothing to cover (only reporting verbs, say): no message read.
             return Ok(1.0);
         }
-        let top: Ranking = keyword.iter().take(COVERAGE_DEPTH).copied().collect();
-        Ok(self
-            .resolve_hits(&top)?
-            .iter()
-            .map(|hit| text.coverage(&terms, &hit.message.content.text()))
-            .reduce(f32::max)
-            .unwrap_or(1.0))
+        // The messages alone, through the row cache: no conversation read.
+        let rows = self.row_reader();
+        let mut best: Option<f32> = None;
+        for (id, _) in keyword.iter().take(COVERAGE_DEPTH) {
+            if let Some(m) = rows.message(*id)? {
+                let c = text.coverage(&terms, &m.content.text());
+                best = Some(best.map_or(c, |b| b.max(c)));
+            }
+        }
+        Ok(best.unwrap_or(1.0))
     }
 
     fn hybrid(

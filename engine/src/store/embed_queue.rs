@@ -122,16 +122,13 @@ pub(crate) fn requeue_previous_turns(
     ids: &[u128],
 ) -> Result<()> {
     let new: std::collections::HashSet<u128> = ids.iter().copied().collect();
-    let messages = txn.open_table(MESSAGES)?;
-    let conv_messages = txn.open_table(CONV_MESSAGES)?;
+    let turns = TurnsInWrite::open(txn)?;
     let mut queue = txn.open_table(EMBED_QUEUE)?;
     for &id in ids {
-        let Some(m) = crate::store::conversations::get_message(&messages, id)? else {
+        let Some((Some(prev), _)) = turns.around(id, true, false)? else {
             continue;
         };
-        let (prev, _) =
-            crate::store::conversations::neighbour_ids(&conv_messages, &m, true, false)?;
-        if let Some(prev) = prev.filter(|p| !new.contains(p)) {
+        if !new.contains(&prev) {
             for &s in spaces {
                 queue.insert((s, prev), ())?;
             }
@@ -140,18 +137,36 @@ pub(crate) fn requeue_previous_turns(
     Ok(())
 }
 
-/// The id of the turn after message `id` in its conversation, inside a
-/// write (`None` when the message is gone, `Some(None)` when it is the
-/// last turn).
-pub(crate) fn next_turn_in_write(txn: &WriteTransaction, id: u128) -> Result<Option<Option<u128>>> {
-    let messages = txn.open_table(MESSAGES)?;
-    let Some(m) = crate::store::conversations::get_message(&messages, id)? else {
-        return Ok(None);
-    };
-    let conv_messages = txn.open_table(CONV_MESSAGES)?;
-    Ok(Some(
-        crate::store::conversations::neighbour_ids(&conv_messages, &m, false, true)?.1,
-    ))
+/// The messages and their conversation order inside a write, opened once
+/// for many questions about a message's neighbouring turns.
+pub(crate) struct TurnsInWrite<'txn> {
+    messages: Table<'txn, u128, &'static [u8]>,
+    conv_messages: Table<'txn, (u128, i64, u32), u128>,
+}
+
+impl<'txn> TurnsInWrite<'txn> {
+    pub(crate) fn open(txn: &'txn WriteTransaction) -> Result<TurnsInWrite<'txn>> {
+        Ok(TurnsInWrite {
+            messages: txn.open_table(MESSAGES)?,
+            conv_messages: txn.open_table(CONV_MESSAGES)?,
+        })
+    }
+
+    /// The ids of the turns just before and after message `id` in its
+    /// conversation, each when asked for and present; `None` when the
+    /// message is gone.
+    pub(crate) fn around(
+        &self,
+        id: u128,
+        previous: bool,
+        next: bool,
+    ) -> Result<Option<(Option<u128>, Option<u128>)>> {
+        let Some(m) = crate::store::conversations::get_message(&self.messages, id)? else {
+            return Ok(None);
+        };
+        crate::store::conversations::neighbour_ids(&self.conv_messages, &m, previous, next)
+            .map(Some)
+    }
 }
 
 /// Queues the records `ids` for their record space `space`.
@@ -231,6 +246,9 @@ pub(crate) fn queued_up_to(txn: &ReadTransaction, space: u32, cap: u64) -> Resul
     Ok((n, false))
 }
 
+/// A message with its id.
+pub(crate) type Turn = (u128, MessageRecord);
+
 /// The queue and the messages of one snapshot, opened once for reading a
 /// batch of entries with their messages.
 pub(crate) struct QueueReader {
@@ -264,22 +282,23 @@ impl QueueReader {
     }
 
     /// The messages just before and just after `m` in its conversation
-    /// (timestamp, then position order), each when asked for and present.
+    /// (timestamp, then position order), with their ids, each when asked
+    /// for and present.
     pub(crate) fn neighbours(
         &self,
         m: &MessageRecord,
         previous: bool,
         next: bool,
-    ) -> Result<(Option<MessageRecord>, Option<MessageRecord>)> {
+    ) -> Result<(Option<Turn>, Option<Turn>)> {
         let (p, n) =
             crate::store::conversations::neighbour_ids(&self.conv_messages, m, previous, next)?;
-        let load = |id: Option<u128>| id.map_or(Ok(None), |id| self.message(id));
+        let load = |id: Option<u128>| -> Result<Option<Turn>> {
+            match id {
+                Some(id) => Ok(self.message(id)?.map(|m| (id, m))),
+                None => Ok(None),
+            }
+        };
         Ok((load(p)?, load(n)?))
-    }
-
-    /// The id of the turn after `m` in its conversation.
-    pub(crate) fn next_id(&self, m: &MessageRecord) -> Result<Option<u128>> {
-        Ok(crate::store::conversations::neighbour_ids(&self.conv_messages, m, false, true)?.1)
     }
 
     /// The generic record `id`, if it still exists.
