@@ -362,7 +362,7 @@ def main():
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--context", type=int, default=0, help="also assemble context for this many questions per set")
     ap.add_argument("--budget", type=int, default=2000, help="token budget of --context")
-    ap.add_argument("--weights", help="a JSON object sent as the query's `weights` (memdb extension: keyword, semantic, neighbours, answers, per_conversation, coverage, speaker)")
+    ap.add_argument("--weights", help="a JSON object sent as the query's `weights` (memdb extension: keyword, semantic, neighbours, answers, second_neighbours, per_conversation, coverage, speaker, questions)")
     ap.add_argument("--written", help="a JSONL file of written questions ({sample, kind, query, turns}): "
                     "run as one more set, `written`, and per kind")
     ap.add_argument("--sets", help="only these sets (comma-separated names)")

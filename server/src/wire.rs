@@ -271,6 +271,9 @@ pub struct QueryWeights {
     /// hit asks something (holds a `?`), 0..=1 (default 0.8; SPEC.md
     /// §18.3).
     pub answers: Option<f32>,
+    /// Share of a top hit's score the turns two before and after it enter
+    /// with, 0..=1 (default 0.4; 0 off; SPEC.md §18.3).
+    pub second_neighbours: Option<f32>,
     /// At most this many of the first 50 hits from one conversation; the
     /// rest move behind them, 0..=1000 (default 0: off).
     pub per_conversation: Option<u32>,
@@ -282,6 +285,9 @@ pub struct QueryWeights {
     /// name loses, when it names another candidate's speaker, 0..=1
     /// (SPEC.md §18.3).
     pub speaker: Option<f32>,
+    /// Share of its fused score a turn that only asks loses, 0..=1
+    /// (SPEC.md §18.3).
+    pub questions: Option<f32>,
 }
 
 impl QueryWeights {
@@ -293,9 +299,11 @@ impl QueryWeights {
             semantic: self.semantic.unwrap_or(d.semantic),
             neighbours: self.neighbours.unwrap_or(d.neighbours),
             answers: self.answers.unwrap_or(d.answers),
+            second_neighbours: self.second_neighbours.unwrap_or(d.second_neighbours),
             per_conversation: self.per_conversation.unwrap_or(d.per_conversation),
             coverage: self.coverage.unwrap_or(d.coverage),
             speaker: self.speaker.unwrap_or(d.speaker),
+            questions: self.questions.unwrap_or(d.questions),
             ..d
         }
     }

@@ -1231,6 +1231,7 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
     assert_eq!(reply.explain.unwrap().neighbour_of, Some(1), "{r:?}");
     assert!(r.hits[0].message.content.text().contains("giraffes"));
     req.weights.neighbours = 0.0;
+    req.weights.second_neighbours = 0.0;
     let off = db.search(&req).unwrap();
     assert!(
         off.hits
@@ -1307,6 +1308,106 @@ fn the_answer_to_a_matching_question_enters_with_its_own_share() {
     assert!((answer - 0.5).abs() < 1e-4, "{answer}");
     let mut req = SearchRequest::new("giraffe");
     req.weights.answers = 2.0;
+    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+}
+
+/// Second neighbours (`weights.second_neighbours`): the turns two before
+/// and after a top hit (the same speaker's, in a dialogue) enter with that
+/// share of its score, 0.4 by default; 0 turns them off; a value outside
+/// 0..=1 is refused.
+#[test]
+fn the_turns_two_away_from_a_hit_enter_with_their_share() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    conv(
+        &db,
+        "story",
+        "/",
+        &[
+            "Zara: the first chapter was about the harbour",
+            "Otto: go on",
+            "Zara: the lighthouse keeper kept a tortoise",
+            "Otto: really",
+            "Zara: and it outlived three keepers",
+            "Otto: amazing",
+            "Zara: the end came with a storm",
+        ],
+    );
+    let search = |share: f32| {
+        let mut req = SearchRequest::new("lighthouse keeper tortoise");
+        req.explain = true;
+        req.weights.second_neighbours = share;
+        req.weights.speaker = 0.0;
+        db.search(&req).unwrap()
+    };
+    let r = search(memdb::DEFAULT_SECOND_NEIGHBOURS);
+    let parent = explained(&r, "Zara: the lighthouse").and_then(|e| e.fused);
+    let parent = parent.unwrap_or_else(|| panic!("the hit: {r:?}"));
+    for far in ["Zara: the first chapter", "Zara: and it outlived"] {
+        let e = explained(&r, far).unwrap_or_else(|| panic!("{far:?} is a hit: {r:?}"));
+        assert_eq!(e.neighbour_of, Some(1), "{far:?}");
+        let share = e.fused.unwrap() / parent;
+        assert!((share - 0.4).abs() < 1e-4, "{far:?}: {share}");
+    }
+    // Three turns away is not the hit's neighbour.
+    assert!(explained(&r, "Otto: amazing").is_none_or(|e| e.neighbour_of != Some(1)));
+    let off = search(0.0);
+    for far in ["Zara: the first chapter", "Zara: and it outlived"] {
+        assert!(
+            explained(&off, far).is_none_or(|e| e.neighbour_of != Some(1)),
+            "{far:?}: {off:?}"
+        );
+    }
+    let mut req = SearchRequest::new("tortoise");
+    req.weights.second_neighbours = -0.1;
+    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+}
+
+/// Questions (`weights.questions`, off by default): a hit that only asks
+/// loses that share of its fused score, after its answer took its share;
+/// a hit that also states something keeps its score.
+#[test]
+fn a_turn_that_only_asks_loses_its_share_when_asked_to() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    conv(
+        &db,
+        "asked",
+        "/",
+        &[
+            "Otto: what is your favourite giraffe at the zoo?",
+            "Zara: the tall one with the crooked horn",
+        ],
+    );
+    conv(
+        &db,
+        "told",
+        "/",
+        &["Zara: my favourite giraffe at the zoo is tall. Do you have one?"],
+    );
+    let search = |questions: f32| {
+        let mut req = SearchRequest::new("favourite giraffe at the zoo");
+        req.explain = true;
+        req.weights.questions = questions;
+        db.search(&req).unwrap()
+    };
+    let fused = |r: &SearchResults, t: &str| {
+        explained(r, t)
+            .and_then(|e| e.fused)
+            .unwrap_or_else(|| panic!("{t:?} is a hit: {r:?}"))
+    };
+    let before = search(0.0);
+    let after = search(0.5);
+    let asked = "Otto: what is your favourite";
+    let told = "Zara: my favourite giraffe";
+    let answer = "Zara: the tall one";
+    let ratio = fused(&after, asked) / fused(&before, asked);
+    assert!((ratio - 0.5).abs() < 1e-4, "{ratio}");
+    assert!((fused(&after, told) - fused(&before, told)).abs() < 1e-6);
+    // The answer took its share of the question's undiscounted score.
+    assert!((fused(&after, answer) - fused(&before, answer)).abs() < 1e-6);
+    let mut req = SearchRequest::new("giraffe");
+    req.weights.questions = 1.5;
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 

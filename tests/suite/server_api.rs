@@ -421,6 +421,12 @@ fn query_weights_reach_the_fusion_and_bad_ones_are_refused() {
     assert_error(&run(json!({"nieghbours": 0})), 400);
     assert_error(&run(json!({"answers": -1})), 400);
     assert_error(&run(json!({"speaker": 1.5})), 400);
+    assert_error(&run(json!({"second_neighbours": 2})), 400);
+    assert_error(&run(json!({"questions": -1})), 400);
+    assert_eq!(
+        run(json!({"second_neighbours": 0, "questions": 0.5})).status,
+        200
+    );
     // Speakers: a question naming Zara discounts Otto's turn by the share
     // given; `explain` shows the factor.
     let r = s.send(

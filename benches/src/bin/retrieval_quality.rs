@@ -135,9 +135,11 @@ const fn hybrid(
             method,
             neighbours: 0.5,
             answers: memdb::DEFAULT_ANSWERS,
+            second_neighbours: memdb::DEFAULT_SECOND_NEIGHBOURS,
             per_conversation: 0,
             coverage: memdb::DEFAULT_COVERAGE,
             speaker: memdb::DEFAULT_SPEAKER,
+            questions: memdb::DEFAULT_QUESTIONS,
         },
     }
 }
@@ -149,9 +151,11 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     method: FusionMethod::RelativeScore,
     neighbours: 0.5,
     answers: memdb::DEFAULT_ANSWERS,
+    second_neighbours: memdb::DEFAULT_SECOND_NEIGHBOURS,
     per_conversation: 0,
     coverage: memdb::DEFAULT_COVERAGE,
     speaker: memdb::DEFAULT_SPEAKER,
+    questions: memdb::DEFAULT_QUESTIONS,
 };
 
 /// The settings every set is run with: the three modes at their defaults,

@@ -176,6 +176,12 @@ pub struct FusionWeights {
     /// 0: such a turn enters as any neighbour). SPEC.md §18.3.
     #[serde(default = "default_answers")]
     pub answers: f32,
+    /// Second neighbours: the share of a top candidate's fused score the
+    /// turns two before and two after it enter with (in a two-person
+    /// dialogue, the same speaker's previous and next turn; 0..=1, default
+    /// [`DEFAULT_SECOND_NEIGHBOURS`]; 0 turns it off). SPEC.md §18.3.
+    #[serde(default = "default_second_neighbours")]
+    pub second_neighbours: f32,
     /// Session spread: at most this many hits of one conversation among
     /// the first [`SPREAD_WINDOW`] of the fused list; the others move after
     /// them, in order (0 = off, the default). SPEC.md §18.3.
@@ -197,6 +203,13 @@ pub struct FusionWeights {
     /// [`DEFAULT_SPEAKER`]; SPEC.md §18.3.
     #[serde(default = "default_speaker")]
     pub speaker: f32,
+    /// Questions: a turn that only asks ([`speaker::asks_only`]: every
+    /// sentence a question, but for a few words) loses this share of its
+    /// fused score, after neighbour expansion has given its answer its
+    /// share (0..=1; 0 turns it off). Default [`DEFAULT_QUESTIONS`];
+    /// SPEC.md §18.3.
+    #[serde(default = "default_questions")]
+    pub questions: f32,
 }
 
 /// The keyword weight [`FusionWeights::coverage`] leaves when the best
@@ -233,6 +246,22 @@ fn default_speaker() -> f32 {
     DEFAULT_SPEAKER
 }
 
+/// The default of [`FusionWeights::second_neighbours`] (SPEC.md §18.3
+/// has the measurements).
+pub const DEFAULT_SECOND_NEIGHBOURS: f32 = 0.4;
+
+fn default_second_neighbours() -> f32 {
+    DEFAULT_SECOND_NEIGHBOURS
+}
+
+/// The default of [`FusionWeights::questions`] (SPEC.md §18.3 has the
+/// measurements).
+pub const DEFAULT_QUESTIONS: f32 = 0.0;
+
+fn default_questions() -> f32 {
+    DEFAULT_QUESTIONS
+}
+
 fn default_neighbours() -> f32 {
     0.5
 }
@@ -254,9 +283,11 @@ impl Default for FusionWeights {
             method: FusionMethod::RelativeScore,
             neighbours: default_neighbours(),
             answers: DEFAULT_ANSWERS,
+            second_neighbours: DEFAULT_SECOND_NEIGHBOURS,
             per_conversation: 0,
             coverage: DEFAULT_COVERAGE,
             speaker: DEFAULT_SPEAKER,
+            questions: DEFAULT_QUESTIONS,
         }
     }
 }
@@ -536,6 +567,8 @@ impl Memdb {
             ("weights.coverage", w.coverage),
             ("weights.speaker", w.speaker),
             ("weights.answers", w.answers),
+            ("weights.second_neighbours", w.second_neighbours),
+            ("weights.questions", w.questions),
         ] {
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                 return Err(Error::invalid(field, format!("{v} is outside 0..=1")));
@@ -751,8 +784,9 @@ impl Memdb {
     /// `w.neighbours` of that candidate's score (or keep their own when
     /// higher), so the reply to a matching question ("Yes, last Tuesday!")
     /// can come back with it; the turn after a candidate that asks
-    /// something (holds a `?`) enters with `w.answers`. Run only without a
-    /// role or time filter, which a neighbour might not pass (it always
+    /// something (holds a `?`) enters with `w.answers`, and the turns two
+    /// away (the same speaker's, in a dialogue) with
+    /// `w.second_neighbours`. Run only without a role or time filter, which a neighbour might not pass (it always
     /// shares the hit's conversation, so every conversation-scope filter
     /// holds for it).
     fn expand_neighbours(
@@ -767,6 +801,18 @@ impl Memdb {
             .collect();
         let ids: Vec<u128> = parents.iter().map(|(id, _)| *id).collect();
         let around = self.neighbour_turns(&ids)?;
+        // The turns two away: the neighbours' own neighbours, read only
+        // when they get a share.
+        let around2 = if w.second_neighbours > 0.0 {
+            let first: Vec<u128> = around
+                .values()
+                .flat_map(|(p, n)| [*p, *n])
+                .flatten()
+                .collect();
+            self.neighbour_turns(&first)?
+        } else {
+            Default::default()
+        };
         let mut index: HashMap<u128, usize> =
             fused.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
         let mut moved = false;
@@ -784,7 +830,14 @@ impl Memdb {
             } else {
                 w.neighbours
             };
-            for (nb, share) in [(prev, w.neighbours), (next, next_share)] {
+            let prev2 = prev.and_then(|p| around2.get(&p).and_then(|x| x.0));
+            let next2 = next.and_then(|n| around2.get(&n).and_then(|x| x.1));
+            for (nb, share) in [
+                (prev, w.neighbours),
+                (next, next_share),
+                (&prev2, w.second_neighbours),
+                (&next2, w.second_neighbours),
+            ] {
                 let Some(nb) = nb.as_ref().filter(|_| share > 0.0) else {
                     continue;
                 };
@@ -854,6 +907,31 @@ impl Memdb {
             e.speaker_factor = Some(factor);
         }
         sort_fused(fused);
+        Ok(())
+    }
+
+    /// Questions ([`FusionWeights::questions`]): every fused candidate
+    /// that only asks loses `share` of its fused score.
+    fn discount_questions(
+        &self,
+        fused: &mut [(u128, f32, ScoreExplain)],
+        share: f32,
+    ) -> Result<()> {
+        let rows = self.row_reader();
+        let mut moved = false;
+        for (id, f, e) in fused.iter_mut() {
+            if rows
+                .message(*id)?
+                .is_some_and(|m| speaker::asks_only(&m.content.text()))
+            {
+                *f *= 1.0 - share;
+                e.fused = Some(*f);
+                moved = true;
+            }
+        }
+        if moved {
+            sort_fused(fused);
+        }
         Ok(())
     }
 
@@ -1064,7 +1142,9 @@ impl Memdb {
         if absolute.is_some() || relative {
             self.favour_period(&mut fused, &req.query, absolute)?;
         }
-        if (req.weights.neighbours > 0.0 || req.weights.answers > 0.0)
+        if (req.weights.neighbours > 0.0
+            || req.weights.answers > 0.0
+            || req.weights.second_neighbours > 0.0)
             && req.role.is_none()
             && filter.since.is_none()
             && filter.until.is_none()
@@ -1073,6 +1153,9 @@ impl Memdb {
         }
         if req.weights.speaker > 0.0 && natural_query {
             self.favour_named_speakers(&mut fused, &req.query, req.weights.speaker)?;
+        }
+        if req.weights.questions > 0.0 {
+            self.discount_questions(&mut fused, req.weights.questions)?;
         }
         if req.weights.per_conversation > 0 {
             self.spread_conversations(&mut fused, req.weights.per_conversation as usize)?;

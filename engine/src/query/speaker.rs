@@ -80,6 +80,57 @@ pub(crate) fn names(words: &[String], speaker: &str) -> bool {
                 .any(|win| win.iter().zip(&parts).all(|(a, b)| a == b)))
 }
 
+/// Most words outside question sentences in a turn that [`asks_only`].
+const MAX_ASIDE_WORDS: usize = 3;
+
+/// Words that open a question: capitalised after a lowercase word, one
+/// starts a new sentence in chat typed without stops ("I fell disco
+/// skating Have you ever broken a bone?").
+const QUESTION_OPENERS: [&str; 21] = [
+    "What", "How", "Have", "Has", "Do", "Does", "Did", "Are", "Is", "Was", "Were", "Where", "When",
+    "Why", "Who", "Which", "Can", "Could", "Would", "Will", "Should",
+];
+
+/// Whether a turn only asks: its text (after an opening `Name:`) holds a
+/// question, and its sentences that are not questions hold at most
+/// [`MAX_ASIDE_WORDS`] words between them ("Haha. What is your dream
+/// job?"). Sentences end at `.`, `!` or `?`, and before a capitalised
+/// [`QUESTION_OPENERS`] word that follows a lowercase one; a run of text
+/// with no closing mark counts as a statement.
+pub(crate) fn asks_only(text: &str) -> bool {
+    let t = text.trim_start();
+    let body = match speaker_of(&serde_json::Value::Null, t) {
+        Some(_) => t.split_once(':').map_or(t, |(_, rest)| rest),
+        None => t,
+    };
+    let mut asked = false;
+    let mut aside = 0;
+    let mut words = 0;
+    let mut last_lower = false;
+    for token in body.split_whitespace() {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+        if !word.is_empty() {
+            if last_lower && QUESTION_OPENERS.contains(&word) {
+                aside += words;
+                words = 0;
+            }
+            words += 1;
+            last_lower = word.chars().next().is_some_and(char::is_lowercase);
+        }
+        // A mark inside a token ("3.5") ends no sentence; one among its
+        // closing marks does ("really?!" asks).
+        let marks = &token[token.trim_end_matches(|c: char| !c.is_alphanumeric()).len()..];
+        if marks.contains('?') {
+            asked |= words > 0;
+            words = 0;
+        } else if marks.contains(['.', '!']) {
+            aside += words;
+            words = 0;
+        }
+    }
+    asked && aside + words <= MAX_ASIDE_WORDS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +185,30 @@ mod tests {
         assert!(!names(&q, "otto"));
         assert!(!names(&q, ""));
         assert!(names(&question_words("And Zara’s?"), "zara"));
+    }
+
+    #[test]
+    fn a_turn_asks_only_when_its_statements_are_a_few_words_at_most() {
+        for text in [
+            "Zara: What would be your dream job?",
+            "Haha. What is your dream vacation spot then?",
+            "Oh nice! Where? When did you go?",
+            "what kind of music did she like? lol",
+            "what kind of music did Sarah like?",
+            "Oh really?! Tell me more?",
+            "e.g. which one?",
+        ] {
+            assert!(asks_only(text), "{text:?}");
+        }
+        for text in [
+            "Zara: I fell disco skating. Have you ever broken a bone?",
+            "I fell disco skating Have you ever broken a bone?",
+            "Otto: I broke my wrist.",
+            "",
+            "?",
+            "Zara: was it 3.5 degrees? No, it was 35 degrees outside today",
+        ] {
+            assert!(!asks_only(text), "{text:?}");
+        }
     }
 }
