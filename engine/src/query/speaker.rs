@@ -1,5 +1,5 @@
-//! Who said a message, and which speakers a question names (SPEC.md §18.3,
-//! "Speakers").
+//! Who said a message, which speakers a question names, and whether a turn
+//! only asks (SPEC.md §18.3, "Speakers" and "Questions").
 //!
 //! Dialogue histories are commonly stored one turn per message as
 //! `"Name: text"` under one role (two people's chat, a meeting transcript),
