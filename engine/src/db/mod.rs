@@ -888,14 +888,15 @@ impl Memdb {
         Ok(hits)
     }
 
-    /// The turns just before and after each message of `ids` in its
-    /// conversation, from one snapshot; a message that no longer exists is
-    /// left out.
+    /// Up to `reach` turns before and after each message of `ids` in its
+    /// conversation, nearest first, from one snapshot; a message that no
+    /// longer exists is left out.
     pub(crate) fn neighbour_turns(
         &self,
         ids: &[u128],
+        reach: usize,
     ) -> Result<crate::store::conversations::NeighbourTurns> {
-        crate::store::conversations::neighbour_turns(&self.store.read()?, ids)
+        crate::store::conversations::neighbour_turns(&self.store.read()?, ids, reach)
     }
 
     /// Reads decoded rows through the row cache, from one redb snapshot

@@ -786,9 +786,9 @@ impl Memdb {
     /// can come back with it; the turn after a candidate that asks
     /// something (holds a `?`) enters with `w.answers`, and the turns two
     /// away (the same speaker's, in a dialogue) with
-    /// `w.second_neighbours`. Run only without a role or time filter, which a neighbour might not pass (it always
-    /// shares the hit's conversation, so every conversation-scope filter
-    /// holds for it).
+    /// `w.second_neighbours`. Run only without a role or time filter,
+    /// which a neighbour might not pass (it always shares the hit's
+    /// conversation, so every conversation-scope filter holds for it).
     fn expand_neighbours(
         &self,
         fused: &mut Vec<(u128, f32, ScoreExplain)>,
@@ -800,25 +800,15 @@ impl Memdb {
             .map(|(id, s, _)| (*id, *s))
             .collect();
         let ids: Vec<u128> = parents.iter().map(|(id, _)| *id).collect();
-        let around = self.neighbour_turns(&ids)?;
-        // The turns two away: the neighbours' own neighbours, read only
-        // when they get a share.
-        let around2 = if w.second_neighbours > 0.0 {
-            let first: Vec<u128> = around
-                .values()
-                .flat_map(|(p, n)| [*p, *n])
-                .flatten()
-                .collect();
-            self.neighbour_turns(&first)?
-        } else {
-            Default::default()
-        };
+        // The turns two away are read only when they get a share.
+        let reach = if w.second_neighbours > 0.0 { 2 } else { 1 };
+        let around = self.neighbour_turns(&ids, reach)?;
         let mut index: HashMap<u128, usize> =
             fused.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
         let mut moved = false;
         let rows = self.row_reader();
         for (rank, (id, score)) in parents.into_iter().enumerate() {
-            let Some((prev, next)) = around.get(&id) else {
+            let Some((before, after)) = around.get(&id) else {
                 continue;
             };
             let next_share = if w.answers > 0.0
@@ -830,15 +820,13 @@ impl Memdb {
             } else {
                 w.neighbours
             };
-            let prev2 = prev.and_then(|p| around2.get(&p).and_then(|x| x.0));
-            let next2 = next.and_then(|n| around2.get(&n).and_then(|x| x.1));
             for (nb, share) in [
-                (prev, w.neighbours),
-                (next, next_share),
-                (&prev2, w.second_neighbours),
-                (&next2, w.second_neighbours),
+                (before.first(), w.neighbours),
+                (after.first(), next_share),
+                (before.get(1), w.second_neighbours),
+                (after.get(1), w.second_neighbours),
             ] {
-                let Some(nb) = nb.as_ref().filter(|_| share > 0.0) else {
+                let Some(nb) = nb.filter(|_| share > 0.0) else {
                     continue;
                 };
                 let s = share * score;
@@ -873,65 +861,63 @@ impl Memdb {
         Ok(())
     }
 
-    /// Speakers ([`FusionWeights::speaker`]): when the question names the
-    /// speaker of some candidates and others have another speaker, those
-    /// others lose `share` of their fused score; a candidate without a
-    /// known speaker keeps its score. Every fused candidate is read (the
-    /// row cache holds the recent ones).
-    fn favour_named_speakers(
+    /// Speakers and questions (SPEC.md §18.3), from one read of each fused
+    /// candidate. Speakers ([`FusionWeights::speaker`], with `speakers`:
+    /// the question and the share): when the question names the speaker
+    /// of some candidates and others have another speaker, those others
+    /// lose the share of their fused score; a candidate without a known
+    /// speaker keeps its score. Questions ([`FusionWeights::questions`],
+    /// `questions` > 0): a candidate that only asks loses that share.
+    fn weigh_turns(
         &self,
         fused: &mut [(u128, f32, ScoreExplain)],
-        query: &str,
-        share: f32,
+        speakers: Option<(&str, f32)>,
+        questions: f32,
     ) -> Result<()> {
-        let words = speaker::question_words(query);
+        let words = speakers.map(|(query, _)| speaker::question_words(query));
         let rows = self.row_reader();
         let mut named = Vec::with_capacity(fused.len());
+        let mut asks = Vec::with_capacity(fused.len());
         for (id, _, _) in fused.iter() {
-            named.push(rows.message(*id)?.and_then(|m| {
-                speaker::speaker_of(&m.metadata, &m.content.text())
-                    .map(|s| speaker::names(&words, &s))
-            }));
+            let (n, a) = match rows.message(*id)? {
+                Some(m) => {
+                    let text = m.content.text();
+                    (
+                        words.as_ref().and_then(|words| {
+                            speaker::speaker_of(&m.metadata, &text)
+                                .map(|s| speaker::names(words, &s))
+                        }),
+                        questions > 0.0 && speaker::asks_only(&text),
+                    )
+                }
+                None => (None, false),
+            };
+            named.push(n);
+            asks.push(a);
         }
-        if !named.contains(&Some(true)) || !named.contains(&Some(false)) {
+        let speaker_share = speakers
+            .filter(|_| named.contains(&Some(true)) && named.contains(&Some(false)))
+            .map(|(_, share)| share);
+        if speaker_share.is_none() && !asks.contains(&true) {
             return Ok(());
         }
-        for ((_, f, e), named) in fused.iter_mut().zip(named) {
-            let factor = if named == Some(false) {
-                1.0 - share
-            } else {
-                1.0
-            };
-            *f *= factor;
-            e.fused = Some(*f);
-            e.speaker_factor = Some(factor);
-        }
-        sort_fused(fused);
-        Ok(())
-    }
-
-    /// Questions ([`FusionWeights::questions`]): every fused candidate
-    /// that only asks loses `share` of its fused score.
-    fn discount_questions(
-        &self,
-        fused: &mut [(u128, f32, ScoreExplain)],
-        share: f32,
-    ) -> Result<()> {
-        let rows = self.row_reader();
-        let mut moved = false;
-        for (id, f, e) in fused.iter_mut() {
-            if rows
-                .message(*id)?
-                .is_some_and(|m| speaker::asks_only(&m.content.text()))
-            {
-                *f *= 1.0 - share;
+        for ((_, f, e), (named, asks)) in fused.iter_mut().zip(named.into_iter().zip(asks)) {
+            if let Some(share) = speaker_share {
+                let factor = if named == Some(false) {
+                    1.0 - share
+                } else {
+                    1.0
+                };
+                *f *= factor;
                 e.fused = Some(*f);
-                moved = true;
+                e.speaker_factor = Some(factor);
+            }
+            if asks {
+                *f *= 1.0 - questions;
+                e.fused = Some(*f);
             }
         }
-        if moved {
-            sort_fused(fused);
-        }
+        sort_fused(fused);
         Ok(())
     }
 
@@ -1151,11 +1137,10 @@ impl Memdb {
         {
             self.expand_neighbours(&mut fused, req.weights)?;
         }
-        if req.weights.speaker > 0.0 && natural_query {
-            self.favour_named_speakers(&mut fused, &req.query, req.weights.speaker)?;
-        }
-        if req.weights.questions > 0.0 {
-            self.discount_questions(&mut fused, req.weights.questions)?;
+        let speakers = (req.weights.speaker > 0.0 && natural_query)
+            .then_some((req.query.as_str(), req.weights.speaker));
+        if speakers.is_some() || req.weights.questions > 0.0 {
+            self.weigh_turns(&mut fused, speakers, req.weights.questions)?;
         }
         if req.weights.per_conversation > 0 {
             self.spread_conversations(&mut fused, req.weights.per_conversation as usize)?;

@@ -24,9 +24,17 @@ pub(crate) fn speaker_of(metadata: &serde_json::Value, text: &str) -> Option<Str
             return Some(s.to_lowercase());
         }
     }
+    let (words, _) = opening_name(text)?;
+    Some(words.join(" ").to_lowercase())
+}
+
+/// The words of the `Name:` a text opens with, and the text after its
+/// colon: one to three words, each starting with an uppercase letter
+/// (letters, digits, `'`, `.`, `-`), at most [`MAX_NAME_BYTES`], then a
+/// colon and whitespace. Only the opening is read, however long the text.
+fn opening_name(text: &str) -> Option<(Vec<&str>, &str)> {
     let t = text.trim_start();
-    // The colon must come within the first MAX_NAME_BYTES + 1 bytes: only
-    // the opening is read, however long the message.
+    // The colon must come within the first MAX_NAME_BYTES + 1 bytes.
     let colon = t
         .char_indices()
         .take_while(|(i, _)| *i <= MAX_NAME_BYTES)
@@ -45,7 +53,7 @@ pub(crate) fn speaker_of(metadata: &serde_json::Value, text: &str) -> Option<Str
             w.chars().next().is_some_and(char::is_uppercase)
                 && w.chars().all(|c| c.is_alphanumeric() || "'.-".contains(c))
         });
-    well_formed.then(|| words.join(" ").to_lowercase())
+    well_formed.then_some((words, after))
 }
 
 /// The question's words, lowercased, a possessive `'s` dropped: what
@@ -98,11 +106,7 @@ const QUESTION_OPENERS: [&str; 21] = [
 /// [`QUESTION_OPENERS`] word that follows a lowercase one; a run of text
 /// with no closing mark counts as a statement.
 pub(crate) fn asks_only(text: &str) -> bool {
-    let t = text.trim_start();
-    let body = match speaker_of(&serde_json::Value::Null, t) {
-        Some(_) => t.split_once(':').map_or(t, |(_, rest)| rest),
-        None => t,
-    };
+    let body = opening_name(text).map_or(text, |(_, rest)| rest);
     let mut asked = false;
     let mut aside = 0;
     let mut words = 0;

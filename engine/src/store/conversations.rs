@@ -602,34 +602,61 @@ pub(crate) fn neighbour_ids(
     previous: bool,
     next: bool,
 ) -> Result<(Option<u128>, Option<u128>)> {
+    let (before, after) = turns_around(conv_messages, m, usize::from(previous), usize::from(next))?;
+    Ok((before.first().copied(), after.first().copied()))
+}
+
+/// The ids of up to `before` turns before message `m` and `after` turns
+/// after it in its conversation ((timestamp, seq) order), nearest first.
+fn turns_around(
+    conv_messages: &impl ReadableTable<(u128, i64, u32), u128>,
+    m: &MessageRecord,
+    before: usize,
+    after: usize,
+) -> Result<(Vec<u128>, Vec<u128>)> {
     let conv = u128::from_le_bytes(m.conversation_id);
     let at = (conv, m.timestamp, m.seq);
-    let mut out = (None, None);
-    if previous && let Some(row) = conv_messages.range((conv, i64::MIN, 0)..at)?.next_back() {
-        out.0 = Some(row?.1.value());
+    let mut out = (Vec::new(), Vec::new());
+    if before > 0 {
+        for row in conv_messages
+            .range((conv, i64::MIN, 0)..at)?
+            .rev()
+            .take(before)
+        {
+            out.0.push(row?.1.value());
+        }
     }
-    if next {
+    if after > 0 {
         // The first row of the range is `m` itself.
-        if let Some(row) = conv_messages.range(at..=(conv, i64::MAX, u32::MAX))?.nth(1) {
-            out.1 = Some(row?.1.value());
+        for row in conv_messages
+            .range(at..=(conv, i64::MAX, u32::MAX))?
+            .skip(1)
+            .take(after)
+        {
+            out.1.push(row?.1.value());
         }
     }
     Ok(out)
 }
 
-/// Message id → (the turn before it, the turn after it) in its
-/// conversation.
-pub(crate) type NeighbourTurns = HashMap<u128, (Option<u128>, Option<u128>)>;
+/// Message id → (the turns before it, the turns after it) in its
+/// conversation, nearest first, at most the `reach` asked for on each side.
+pub(crate) type NeighbourTurns = HashMap<u128, (Vec<u128>, Vec<u128>)>;
 
-/// For each message of `ids` that still exists: the turns before and after
-/// it in its conversation ([`neighbour_ids`]), from one snapshot.
-pub(crate) fn neighbour_turns(txn: &ReadTransaction, ids: &[u128]) -> Result<NeighbourTurns> {
+/// For each message of `ids` that still exists: up to `reach` turns before
+/// and after it in its conversation, nearest first ([`turns_around`]), from
+/// one snapshot.
+pub(crate) fn neighbour_turns(
+    txn: &ReadTransaction,
+    ids: &[u128],
+    reach: usize,
+) -> Result<NeighbourTurns> {
     let messages = txn.open_table(MESSAGES)?;
     let conv_messages = txn.open_table(CONV_MESSAGES)?;
     let mut out = HashMap::with_capacity(ids.len());
     for &id in ids {
         if let Some(m) = get_message(&messages, id)? {
-            out.insert(id, neighbour_ids(&conv_messages, &m, true, true)?);
+            out.insert(id, turns_around(&conv_messages, &m, reach, reach)?);
         }
     }
     Ok(out)
