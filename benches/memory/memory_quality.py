@@ -166,16 +166,25 @@ class Client:
         return json.loads(raw) if "json" in ctype else raw.decode()
 
 
-def store(client, samples, timestamps):
+# What --follow-ups appends: the question back that closes many turns of
+# generated or more formal dialogue.
+FOLLOW_UPS = ["How about you?", "What about you?", "Have you ever tried that?", "What do you think?"]
+
+
+def store(client, samples, timestamps, follow_ups=0.0, seed=7):
     count = 0
+    rng = random.Random(seed)
     for s in samples:
         for i, sess in enumerate(s["sessions"], 1):
             date = session_date(sess["start"])
             msgs = []
             for j, t in enumerate(sess["turns"], 1):
+                text = t["text"]
+                if follow_ups > 0 and "?" not in text and rng.random() < follow_ups:
+                    text = f"{text} {rng.choice(FOLLOW_UPS)}"
                 m = {
                     "role": "user",
-                    "content": f"{s['names'][t['sender']]}: {t['text']}",
+                    "content": f"{s['names'][t['sender']]}: {text}",
                     "metadata": {"turn_id": f"S{i}:{j}", "session_date": date},
                 }
                 if timestamps:
@@ -358,6 +367,9 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--modes", default="keyword,semantic,hybrid")
     ap.add_argument("--timestamps", action="store_true")
+    ap.add_argument("--follow-ups", type=float, default=0.0,
+                    help="append a question back (\"How about you?\") to this share of the turns that ask nothing, "
+                         "seeded: a stress test for the stages that read a turn's `?` (answers, questions)")
     ap.add_argument("--skip-store", action="store_true", help="the store already holds the samples")
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--context", type=int, default=0, help="also assemble context for this many questions per set")
@@ -377,7 +389,7 @@ def main():
     print(f"{len(samples)} samples, {sessions} sessions, {turns} turns", flush=True)
     if not a.skip_store:
         t0 = time.time()
-        store(client, samples, a.timestamps)
+        store(client, samples, a.timestamps, a.follow_ups, a.seed)
         print(f"stored in {time.time() - t0:.1f} s", flush=True)
     waited = wait_embedded(client)
     print(f"embedding finished {waited:.1f} s after the last store", flush=True)
