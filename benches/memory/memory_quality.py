@@ -48,7 +48,7 @@ of people are the dated sessions of one long history.
 
 Usage (run.sh starts the server):
     python3 benches/memory/memory_quality.py --url URL --key KEY [--samples 12]
-        [--per-set 40] [--seed 7] [--json FILE] [--timestamps]
+        [--per-set 40] [--seed 7] [--json FILE] [--timestamps] [--follow-ups SHARE]
 """
 
 import argparse

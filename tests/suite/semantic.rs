@@ -1203,6 +1203,46 @@ fn an_appended_turn_re_embeds_the_turn_before_it_under_with_neighbours() {
     assert!(cos(&after, &with_reply) > 0.9999);
 }
 
+/// With-previous passages: a message inserted before an existing turn (an
+/// earlier timestamp) queues that turn again, whose passage now opens with
+/// the new message; its vector ends as if the two had been written in
+/// order.
+#[test]
+fn a_turn_inserted_before_another_re_embeds_the_turn_after_it() {
+    let dir = tmp();
+    let e = hashing(256);
+    let mut c = Config::with_embedder(e.clone());
+    c.message_passage = Passage::WithPrevious;
+    let db = Memdb::open_with(dir.path(), c).unwrap();
+    let question = "did you visit the giraffes at the zoo";
+    let reply = "yes, last tuesday!";
+    let created = conv(&db, "zoo", "/", &[reply]);
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    let space = db.embedding_status().unwrap().active.unwrap().space;
+    let later = &created.messages[0];
+    let cos = |a: &[f32], b: &[f32]| -> f32 {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        dot / (n(a) * n(b))
+    };
+    let embed = |t: &str| e.embed(&[t]).unwrap().remove(0);
+    let alone = embed(&Passage::WithPrevious.build(reply, None, None));
+    assert!(cos(&db.get_vector(&space, later.id).unwrap().unwrap(), &alone) > 0.9999);
+    let mut earlier = NewMessage::new("user", question);
+    earlier.timestamp = Some(later.timestamp - chrono::Duration::seconds(60));
+    db.append_messages(created.conversation.id, vec![earlier])
+        .unwrap();
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 0);
+    let with_question = embed(&Passage::WithPrevious.build(reply, Some(question), None));
+    assert!(
+        cos(&alone, &with_question) < 0.99,
+        "the question changes the passage"
+    );
+    let after = db.get_vector(&space, later.id).unwrap().unwrap();
+    assert!(cos(&after, &with_question) > 0.9999);
+}
+
 /// Hybrid neighbour expansion: the reply to a matching turn comes back
 /// right after it, and `explain` says whose neighbour it is; weight 0
 /// turns it off.

@@ -47,6 +47,10 @@ struct Args {
     /// The chitchat dataset [default: benches/data/dataset.json].
     #[arg(long)]
     data: Option<PathBuf>,
+    /// Store only: no embedding pass and no compaction (the write path's
+    /// cost alone; `embed_s` and `compact_s` are then 0).
+    #[arg(long)]
+    store_only: bool,
 }
 
 fn main() -> Result<()> {
@@ -92,6 +96,21 @@ fn main() -> Result<()> {
     }
     let store_s = t.elapsed().as_secs_f64();
 
+    if args.store_only {
+        db.close()?;
+        println!(
+            "{}",
+            serde_json::json!({
+                "messages": corpus.message_count(),
+                "conversations": total,
+                "passage": passage.name(),
+                "store_s": store_s,
+                "embed_s": 0,
+                "compact_s": 0,
+            })
+        );
+        return Ok(());
+    }
     let t = Instant::now();
     let mut last = 0;
     let report = db.embed_pending(None, &mut |p| {

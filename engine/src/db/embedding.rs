@@ -156,9 +156,11 @@ pub(crate) struct Pipeline {
 const MAX_CACHE_PENDING: usize = 1024;
 
 /// Queues the messages created by this transaction for every message space
-/// (active and rebuilding), and, for a space whose passage reads the turn
-/// after, the turn before each of them again (its passage changed). Called
-/// inside every write transaction.
+/// (active and rebuilding), and again the turns whose passage a new message
+/// changed: for a space whose passage reads the turn after, the turn before
+/// each new message; for one that reads the turn before, the turn after it
+/// (a message inserted before others). Called inside every write
+/// transaction.
 pub(crate) fn enqueue_new(txn: &WriteTransaction, ops: &[Op]) -> Result<()> {
     let ids: Vec<u128> = ops
         .iter()
@@ -171,18 +173,19 @@ pub(crate) fn enqueue_new(txn: &WriteTransaction, ops: &[Op]) -> Result<()> {
         return Ok(());
     }
     embed_queue::enqueue_for_message_spaces(txn, ids.iter().copied())?;
-    let mut reads_next = Vec::new();
+    let mut reading = Vec::new();
     for id in embed_queue::message_space_ids(txn)? {
-        if let Some((name, rec)) = store::vectors::space_by_id_in_write(txn, id)?
-            && passage_of(&spaces::space_from(&name, &rec)?).wants_next()
-        {
-            reads_next.push(id);
+        if let Some((name, rec)) = store::vectors::space_by_id_in_write(txn, id)? {
+            let passage = passage_of(&spaces::space_from(&name, &rec)?);
+            if passage.wants_previous() || passage.wants_next() {
+                reading.push((id, passage));
+            }
         }
     }
-    if reads_next.is_empty() {
+    if reading.is_empty() {
         return Ok(());
     }
-    embed_queue::requeue_previous_turns(txn, &reads_next, &ids)
+    embed_queue::requeue_neighbour_turns(txn, &reading, &ids)
 }
 
 /// Clears the META pointers to a space being deleted.
@@ -630,10 +633,12 @@ impl Memdb {
         // by its space's passage rule.
         let mut entries: Vec<(u32, u128)> = Vec::new();
         let mut texts: BTreeMap<(Passage, u128), String> = BTreeMap::new();
-        // The turn after each message whose passage read it: a turn
-        // appended meanwhile requeues the message (`enqueue_new`), and its
-        // vector is then not written from the older passage.
-        let mut next_of: HashMap<u128, Option<u128>> = HashMap::new();
+        // The turns before and after each message that its passage read
+        // (`None` for a side it does not read): a turn inserted next to it
+        // meanwhile requeues the message (`enqueue_new`), and its vector is
+        // then not written from the older passage.
+        let mut read_around: HashMap<(Passage, u128), (Option<u128>, Option<u128>)> =
+            HashMap::new();
         let fills: HashMap<u32, Fill> = targets.iter().map(|s| (s.id, Fill::of(s))).collect();
         {
             let txn = self.store.read()?;
@@ -660,8 +665,11 @@ impl Memdb {
                                 passage.wants_previous(),
                                 passage.wants_next(),
                             )?;
-                            if passage.wants_next() {
-                                next_of.insert(mid, next.as_ref().map(|n| n.0));
+                            if passage.wants_previous() || passage.wants_next() {
+                                read_around.insert(
+                                    (passage, mid),
+                                    (prev.as_ref().map(|p| p.0), next.as_ref().map(|n| n.0)),
+                                );
                             }
                             let (prev, next) = (
                                 prev.map(|p| record_text(&p.1)),
@@ -768,8 +776,8 @@ impl Memdb {
             let mut parents: BTreeMap<u32, Vec<u128>> = BTreeMap::new();
             {
                 let mut queue = QueueWriter::open(txn)?;
-                // Turn order, read only when a passage holds the turn after.
-                let turns = if next_of.is_empty() {
+                // Turn order, read only when a passage holds another turn.
+                let turns = if read_around.is_empty() {
                     None
                 } else {
                     Some(embed_queue::TurnsInWrite::open(txn)?)
@@ -797,13 +805,13 @@ impl Memdb {
                             }
                         }
                     }
-                    if fills[&sid].passage().wants_next()
-                        && let (Some(turns), Some(seen)) = (&turns, next_of.get(&mid))
+                    let passage = fills[&sid].passage();
+                    if let (Some(turns), Some(seen)) = (&turns, read_around.get(&(passage, mid)))
                         && turns
-                            .around(mid, false, true)?
-                            .is_some_and(|(_, now)| now != *seen)
+                            .around(mid, passage.wants_previous(), passage.wants_next())?
+                            .is_some_and(|now| now != *seen)
                     {
-                        // A turn came after it meanwhile: it stays queued
+                        // A turn came next to it meanwhile: it stays queued
                         // and is embedded again with that turn.
                         continue;
                     }

@@ -10,6 +10,7 @@ use redb::{
     ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata, Table, WriteTransaction,
 };
 
+use crate::embed::Passage;
 use crate::error::Result;
 use crate::store::records::RECORDS;
 use crate::store::{CONV_MESSAGES, EMBED_QUEUE, MESSAGES, META};
@@ -112,25 +113,36 @@ pub(crate) fn enqueue_for_message_spaces(
     Ok(())
 }
 
-/// Queues again, for each of `spaces`, the turn before each message of
-/// `ids` in its conversation, unless that turn is one of `ids` itself:
-/// for a space whose passage reads the turn after (SPEC.md §10.1), the
-/// turn before a new message now has a different passage.
-pub(crate) fn requeue_previous_turns(
+/// Queues again the turns whose passage the new messages `ids` changed, for
+/// each of `spaces` (id, passage rule): the turn before each new message for
+/// a space whose passage reads the turn after (SPEC.md §10.1), the turn
+/// after it for one that reads the turn before (the new message was
+/// inserted before it); a turn that is itself new is already queued.
+pub(crate) fn requeue_neighbour_turns(
     txn: &WriteTransaction,
-    spaces: &[u32],
+    spaces: &[(u32, Passage)],
     ids: &[u128],
 ) -> Result<()> {
     let new: std::collections::HashSet<u128> = ids.iter().copied().collect();
+    let want_prev = spaces.iter().any(|(_, p)| p.wants_next());
+    let want_next = spaces.iter().any(|(_, p)| p.wants_previous());
     let turns = TurnsInWrite::open(txn)?;
     let mut queue = txn.open_table(EMBED_QUEUE)?;
     for &id in ids {
-        let Some((Some(prev), _)) = turns.around(id, true, false)? else {
+        let Some((prev, next)) = turns.around(id, want_prev, want_next)? else {
             continue;
         };
-        if !new.contains(&prev) {
-            for &s in spaces {
-                queue.insert((s, prev), ())?;
+        for &(s, passage) in spaces {
+            for turn in [
+                prev.filter(|_| passage.wants_next()),
+                next.filter(|_| passage.wants_previous()),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if !new.contains(&turn) {
+                    queue.insert((s, turn), ())?;
+                }
             }
         }
     }
