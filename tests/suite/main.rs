@@ -58,6 +58,13 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     panic!("timed out waiting until {what}");
 }
 
+/// The cosine similarity of two vectors.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("create temp dir")
 }

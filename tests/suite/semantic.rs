@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use memdb::*;
 
-use crate::{conv, tmp};
+use crate::{conv, cosine as cos, tmp};
 
 fn local() -> Arc<dyn Embedder> {
     static MODEL: OnceLock<Arc<LocalOnnx>> = OnceLock::new();
@@ -1178,11 +1178,6 @@ fn an_appended_turn_re_embeds_the_turn_before_it_under_with_neighbours() {
     db.embed_pending(None, &mut |_| {}).unwrap();
     let space = db.embedding_status().unwrap().active.unwrap().space;
     let first = created.messages[0].id;
-    let cos = |a: &[f32], b: &[f32]| -> f32 {
-        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-        let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        dot / (n(a) * n(b))
-    };
     let embed = |t: &str| e.embed(&[t]).unwrap().remove(0);
     let alone = embed(&Passage::WithNeighbours.build(question, None, None));
     let before = db.get_vector(&space, first).unwrap().unwrap();
@@ -1220,11 +1215,6 @@ fn a_turn_inserted_before_another_re_embeds_the_turn_after_it() {
     db.embed_pending(None, &mut |_| {}).unwrap();
     let space = db.embedding_status().unwrap().active.unwrap().space;
     let later = &created.messages[0];
-    let cos = |a: &[f32], b: &[f32]| -> f32 {
-        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-        let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        dot / (n(a) * n(b))
-    };
     let embed = |t: &str| e.embed(&[t]).unwrap().remove(0);
     let alone = embed(&Passage::WithPrevious.build(reply, None, None));
     assert!(cos(&db.get_vector(&space, later.id).unwrap().unwrap(), &alone) > 0.9999);

@@ -96,44 +96,32 @@ fn main() -> Result<()> {
     }
     let store_s = t.elapsed().as_secs_f64();
 
-    if args.store_only {
-        db.close()?;
-        println!(
-            "{}",
-            serde_json::json!({
-                "messages": corpus.message_count(),
-                "conversations": total,
-                "passage": passage.name(),
-                "store_s": store_s,
-                "embed_s": 0,
-                "compact_s": 0,
-            })
-        );
-        return Ok(());
-    }
-    let t = Instant::now();
-    let mut last = 0;
-    let report = db.embed_pending(None, &mut |p| {
-        if p.done >= last + 5_000 {
-            last = p.done;
-            eprintln!(
-                "embedded {}/{} ({:.0}/s)",
-                p.done,
-                p.total,
-                p.done as f64 / t.elapsed().as_secs_f64()
-            );
-        }
-    })?;
-    let embed_s = t.elapsed().as_secs_f64();
-
-    let t = Instant::now();
-    let space = db
-        .embedding_status()?
-        .active
-        .context("no active message space after embedding")?
-        .space;
-    db.compact_vectors(&space)?;
-    let compact_s = t.elapsed().as_secs_f64();
+    let (embedded, embed_s, compact_s) = if args.store_only {
+        (0, 0.0, 0.0)
+    } else {
+        let t = Instant::now();
+        let mut last = 0;
+        let report = db.embed_pending(None, &mut |p| {
+            if p.done >= last + 5_000 {
+                last = p.done;
+                eprintln!(
+                    "embedded {}/{} ({:.0}/s)",
+                    p.done,
+                    p.total,
+                    p.done as f64 / t.elapsed().as_secs_f64()
+                );
+            }
+        })?;
+        let embed_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let space = db
+            .embedding_status()?
+            .active
+            .context("no active message space after embedding")?
+            .space;
+        db.compact_vectors(&space)?;
+        (report.embedded, embed_s, t.elapsed().as_secs_f64())
+    };
     db.close()?;
 
     println!(
@@ -144,9 +132,9 @@ fn main() -> Result<()> {
             "embedder": match args.embedder { EmbedderArg::Hashing => "hashing", EmbedderArg::Local => "local" },
             "passage": passage.name(),
             "store_s": store_s,
-            "embedded": report.embedded,
+            "embedded": embedded,
             "embed_s": embed_s,
-            "embed_per_s": report.embedded as f64 / embed_s.max(1e-9),
+            "embed_per_s": embedded as f64 / embed_s.max(1e-9),
             "compact_s": compact_s,
         })
     );
