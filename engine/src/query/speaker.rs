@@ -13,10 +13,56 @@ const MAX_NAME_BYTES: usize = 40;
 /// Most words in a speaker name read from a message's opening.
 const MAX_NAME_WORDS: usize = 3;
 
+/// One-word openings that label a note rather than name who spoke
+/// (`TODO: call the bank`, `Update: shipped`), compared lowercased. A
+/// message's metadata `speaker` is still read as given.
+const LABELS: &[&str] = &[
+    "answer",
+    "bug",
+    "cc",
+    "date",
+    "done",
+    "edit",
+    "error",
+    "example",
+    "fixme",
+    "fyi",
+    "goal",
+    "hack",
+    "idea",
+    "important",
+    "info",
+    "input",
+    "issue",
+    "nb",
+    "note",
+    "notes",
+    "output",
+    "ps",
+    "question",
+    "re",
+    "reminder",
+    "result",
+    "source",
+    "status",
+    "step",
+    "subject",
+    "summary",
+    "task",
+    "tip",
+    "title",
+    "tldr",
+    "todo",
+    "update",
+    "warning",
+    "xxx",
+];
+
 /// The speaker of a message, lowercased: its metadata's `speaker` string
 /// when it has a non-empty one, else the `Name:` its text opens with (one
 /// to three words, each starting with an uppercase letter, at most 40
-/// bytes, then a colon and whitespace). `None` when neither is there.
+/// bytes, then a colon and whitespace; not a one-word label such as
+/// `TODO` or `Note`). `None` when neither is there.
 pub(crate) fn speaker_of(metadata: &serde_json::Value, text: &str) -> Option<String> {
     if let Some(s) = metadata.get("speaker").and_then(|v| v.as_str()) {
         let s = s.trim();
@@ -31,7 +77,8 @@ pub(crate) fn speaker_of(metadata: &serde_json::Value, text: &str) -> Option<Str
 /// The words of the `Name:` a text opens with, and the text after its
 /// colon: one to three words, each starting with an uppercase letter
 /// (letters, digits, `'`, `.`, `-`), at most [`MAX_NAME_BYTES`], then a
-/// colon and whitespace. Only the opening is read, however long the text.
+/// colon and whitespace; a single word from [`LABELS`] is not a name. Only
+/// the opening is read, however long the text.
 fn opening_name(text: &str) -> Option<(Vec<&str>, &str)> {
     let t = text.trim_start();
     // The colon must come within the first MAX_NAME_BYTES + 1 bytes.
@@ -47,6 +94,11 @@ fn opening_name(text: &str) -> Option<(Vec<&str>, &str)> {
         return None;
     }
     let words: Vec<&str> = name.split_whitespace().collect();
+    if let [one] = words.as_slice()
+        && LABELS.contains(&one.to_lowercase().as_str())
+    {
+        return None;
+    }
     let well_formed = !words.is_empty()
         && words.len() <= MAX_NAME_WORDS
         && words.iter().all(|w| {
@@ -159,6 +211,11 @@ mod tests {
             speaker_of(&json!({"speaker": "Otto"}), "Zara: hi").as_deref(),
             Some("otto")
         );
+        // A label word is a speaker only when the metadata says so.
+        assert_eq!(
+            speaker_of(&json!({"speaker": "Note"}), "TODO: x").as_deref(),
+            Some("note")
+        );
         // An empty metadata speaker falls back to the text.
         assert_eq!(
             speaker_of(&json!({"speaker": " "}), "Zara: hi").as_deref(),
@@ -175,6 +232,9 @@ mod tests {
             ": nothing before",
             "Zara (laughing): a remark",
             "Averyveryveryverylongnamethatgoesonandonandon: hi",
+            "TODO: call the bank",
+            "Note: the key is under the mat",
+            "Update: shipped",
         ] {
             assert_eq!(speaker_of(&none, text), None, "{text:?}");
         }
