@@ -353,6 +353,8 @@ fn export_import_round_trip() {
             skipped: 0
         }
     );
+    let text = db2.text_index_status();
+    assert_eq!(text.committed_lsn, text.store_lsn, "{text:?}");
     assert_eq!(last, (2, 2), "progress ends at done == total");
     let again = db2.export(&Selection::Matching(Filter::default())).unwrap();
     let mut x = export.conversations.clone();

@@ -127,6 +127,10 @@ fn a_chatgpt_export_keeps_every_branch_and_its_times() {
     assert_eq!(r.format, ChatFormat::ChatGpt);
     assert_eq!((r.conversations, r.messages, r.skipped), (2, 6, 0));
     assert_eq!(r.skipped_messages, 1, "the hidden empty system message");
+    // The import ended with a text commit: nothing waits in the text
+    // writer's memory through the embedding drain that follows.
+    let text = db.text_index_status();
+    assert_eq!(text.committed_lsn, text.store_lsn, "{text:?}");
     let c = db.get_conversation_with_messages(r.ids[0]).unwrap();
     assert_eq!(c.conversation.label, "Sourdough starter");
     assert_eq!(c.conversation.folder, "/imports/chatgpt");

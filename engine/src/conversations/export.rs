@@ -240,6 +240,10 @@ impl Memdb {
                 progress(report.imported, total);
             }
         }
+        // Searchable by keyword on return, and the text writer's in-memory
+        // segment freed before any embedding drain that follows (as a
+        // knowledge-base sync ends, §15.2).
+        self.fresh_text()?;
         Ok(report)
     }
 }

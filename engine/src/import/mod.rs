@@ -442,6 +442,9 @@ impl Memdb {
         }
         report.conversations = prepared.len() as u64;
         self.write_imports(prepared)?;
+        // Searchable by keyword on return, the text writer's segment freed
+        // before an embedding drain (as `Memdb::import` ends).
+        self.fresh_text()?;
         Ok(report)
     }
 }
