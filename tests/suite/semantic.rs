@@ -1073,6 +1073,75 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
     assert_eq!(plain.hits[0].explain.unwrap().period_boost, None);
 }
 
+/// A question naming a day reaches that day's turns even when the whole
+/// store's best matches for its words fill both candidate lists: the
+/// conversations dated in the period are searched on their own and their
+/// best turns join the rankings (SPEC.md §18.3, "Named periods").
+#[test]
+fn a_question_naming_a_day_reaches_turns_outside_the_best_matches() {
+    let dir = tmp();
+    // Wide hashed vectors: few collisions, so similarity is shared words.
+    let db = open(dir.path(), hashing(2048));
+    let session = |label: &str, date: &str, texts: &[String]| {
+        let messages = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut m = NewMessage::new("user", t.clone());
+                m.metadata = Some(
+                    serde_json::json!({"turn_id": format!("{label}:{i}"), "session_date": date}),
+                );
+                m
+            })
+            .collect();
+        db.create_conversation(NewConversation {
+            folder: Some("/ana".into()),
+            ..NewConversation::new(label, messages)
+        })
+        .unwrap();
+    };
+    // 80 short turns on another day match the question's words better
+    // than the answer does, on both sides: each list's first 50 are theirs.
+    let cooking: Vec<String> = (0..80).map(|i| format!("Ana: I cook {i}")).collect();
+    session("S1", "7:00 pm on 9 May, 2018", &cooking);
+    session(
+        "S2",
+        "6:20 am on 8 May, 2018",
+        &[
+            "Ana: I cook a stew".into(),
+            "Ben: sounds good".into(),
+            "Ben: morning sunshine and birds and trees and rain".into(),
+        ],
+    );
+    // Fifty hits (what each candidate list holds for one such page), fused
+    // on the semantic side alone so the arithmetic is plain: the stew's
+    // similarity scaled between its day's weakest turn and the fillers',
+    // plus the period's boost, beats a filler's 1.
+    let ask = |q: &str| {
+        let mut req = SearchRequest::new(q);
+        req.explain = true;
+        req.limit = 50;
+        req.weights.keyword = 0.0;
+        req.weights.coverage = 0.0;
+        req.weights.semantic = 1.0;
+        db.search(&req).unwrap()
+    };
+    let stew = |r: &memdb::SearchResults| {
+        r.hits
+            .iter()
+            .position(|h| h.message.content.text().contains("stew"))
+    };
+    let dated = ask("What did Ana cook on 8 May 2018?");
+    assert_eq!(stew(&dated), Some(0), "{dated:?}");
+    let e = dated.hits[0].explain.unwrap();
+    assert_eq!(e.period_boost, Some(PERIOD_BOOST));
+    assert!(e.keyword_rank.unwrap() > 50, "{e:?}");
+    assert!(e.semantic_rank.unwrap() > 50, "{e:?}");
+    // The same words without the day: the stew is not a candidate at all.
+    let plain = ask("What did Ana cook?");
+    assert_eq!(stew(&plain), None, "{plain:?}");
+}
+
 /// A call of several batches runs them on several sessions at once; the
 /// vectors still come back in input order, each the one its text gets
 /// alone.

@@ -841,6 +841,17 @@ impl Memdb {
         query: &TextQuery,
         reading: Reading,
     ) -> Result<Vec<(u128, f32)>> {
+        self.text_hits_within(query, reading, query.conversation_id.as_slice())
+    }
+
+    /// [`Self::text_hits_as`] over `conversations` only (none: every
+    /// conversation `query` selects).
+    pub(crate) fn text_hits_within(
+        &self,
+        query: &TextQuery,
+        reading: Reading,
+        conversations: &[Uuid],
+    ) -> Result<Vec<(u128, f32)>> {
         let filter = normalize_filter(&query.filter)?;
         let text = self.fresh_text()?;
         text.search(
@@ -848,7 +859,7 @@ impl Memdb {
             reading,
             self.ns_clause()?,
             &filter,
-            query.conversation_id,
+            conversations,
             query.role.as_deref(),
             query.limit,
             query.offset,

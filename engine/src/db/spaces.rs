@@ -430,6 +430,21 @@ impl Memdb {
         self.search_vectors_in(space, query, params, filter, true)
     }
 
+    /// [`Self::search_message_vectors`] over the messages of
+    /// `conversations` (already in the handle's namespace) only.
+    pub(crate) fn search_message_vectors_within(
+        &self,
+        space: &VectorSpace,
+        query: &[f32],
+        params: crate::vector::index::VectorSearch,
+        conversations: &[u128],
+    ) -> Result<(Vec<VectorHit>, Vec<VectorPlan>)> {
+        check_vector("query", space, query)?;
+        let index = self.searchable_index(space)?;
+        self.vectors
+            .search_conversations(&self.store, &index, query, params, conversations)
+    }
+
     fn search_vectors_in(
         &self,
         space: &str,

@@ -5,6 +5,7 @@
 //! candidate's similarity; SPEC.md §18). Every surface
 //! (CLI, REST, MCP) calls this; none ranks anything itself.
 
+mod period;
 mod speaker;
 
 use std::collections::{HashMap, HashSet};
@@ -1056,7 +1057,7 @@ impl Memdb {
         let keyword = match (!keyword_query.is_empty())
             .then(|| {
                 let mut q = self.text_query(req, filter, depth, 0);
-                q.query = keyword_query;
+                q.query = keyword_query.clone();
                 self.text_hits_as(&q, reading(natural))
             })
             .transpose()
@@ -1106,7 +1107,41 @@ impl Memdb {
             space,
             plan,
         } = semantic;
-        let keyword = keyword.unwrap_or_default();
+        let mut keyword = keyword.unwrap_or_default();
+        let mut semantic = semantic;
+        // A named period's own conversations, searched on their own: their
+        // best turns join both rankings (SPEC.md §18.3).
+        if let Some(p) = absolute
+            && req.role.is_none()
+            && filter.since.is_none()
+            && filter.until.is_none()
+            && let Some(within) = self.conversations_in_period(filter, req.conversation_id, &p)?
+            && !within.is_empty()
+        {
+            if !keyword_query.is_empty() {
+                let mut q = self.text_query(req, filter, depth, 0);
+                q.query = keyword_query.clone();
+                match self.text_hits_within(&q, reading(natural), &within) {
+                    Ok(hits) => period::merge_ranking(&mut keyword, hits),
+                    Err(Error::InvalidInput { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let ids: Vec<u128> = within.iter().map(|c| c.as_u128()).collect();
+            let params = crate::vector::index::VectorSearch {
+                k: depth,
+                ef: depth.max(crate::vector::index::VectorSearch::default().ef),
+            };
+            let (hits, _) = self.search_message_vectors_within(&space, &query, params, &ids)?;
+            let floor = req.min_similarity.unwrap_or(f32::NEG_INFINITY);
+            period::merge_ranking(
+                &mut semantic,
+                hits.into_iter()
+                    .filter(|h| h.similarity >= floor)
+                    .map(|h| (h.record.as_u128(), h.similarity))
+                    .collect(),
+            );
+        }
         let in_semantic: HashSet<u128> = semantic.iter().map(|x| x.0).collect();
         let keyword_only: Vec<u128> = keyword
             .iter()

@@ -179,6 +179,16 @@ impl ConversationsView {
             .map(|r| r.1.value()))
     }
 
+    /// The last message id of conversation `cid`, if any.
+    pub(crate) fn last_message(&self, cid: u128) -> Result<Option<u128>> {
+        Ok(self
+            .conv_msgs
+            .range((cid, i64::MIN, 0u32)..=(cid, i64::MAX, u32::MAX))?
+            .next_back()
+            .transpose()?
+            .map(|r| r.1.value()))
+    }
+
     /// The timestamp of the last message of conversation `cid`, if any.
     pub(crate) fn last_message_time(&self, cid: u128) -> Result<Option<i64>> {
         Ok(self

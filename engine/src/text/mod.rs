@@ -37,7 +37,7 @@ use tantivy::columnar::Column;
 use tantivy::index::SegmentId;
 use tantivy::indexer::UserOperation;
 use tantivy::query::{
-    BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, RangeQuery, TermQuery,
+    BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, RangeQuery, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
@@ -902,7 +902,8 @@ impl TextIndex {
 
     /// Runs a query, read as `reading` says, and returns (message id,
     /// score), best first. `namespace` is `None` when the store has one
-    /// namespace.
+    /// namespace; `conversations`, when not empty, are the only ones
+    /// searched.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn search(
         &self,
@@ -910,7 +911,7 @@ impl TextIndex {
         reading: Reading,
         namespace: Option<u32>,
         filter: &Filter,
-        conversation: Option<Uuid>,
+        conversations: &[Uuid],
         role: Option<&str>,
         limit: usize,
         offset: usize,
@@ -964,8 +965,13 @@ impl TextIndex {
         if let Some(status) = filter.status {
             must(term(f.status, status.as_str()));
         }
-        if let Some(c) = conversation {
-            must(term(f.conv, &c.to_string()));
+        match conversations {
+            [] => {}
+            [c] => must(term(f.conv, &c.to_string())),
+            many => must(Box::new(TermSetQuery::new(
+                many.iter()
+                    .map(|c| Term::from_field_text(f.conv, &c.to_string())),
+            ))),
         }
         if let Some(r) = role {
             must(term(f.role, r));

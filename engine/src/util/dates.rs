@@ -203,6 +203,9 @@ fn month_period(y: i32, m: u32) -> Option<(NaiveDate, NaiveDate)> {
     Some((start, end))
 }
 
+/// Parts of a day a question may name with a date ("the evening of").
+const PARTS_OF_DAY: [&str; 4] = ["morning", "afternoon", "evening", "night"];
+
 /// Words of `s` with their byte ranges.
 fn spans(s: &str) -> Vec<(String, usize, usize)> {
     let mut out = Vec::new();
@@ -290,10 +293,30 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                     span: (w[first].1, w[i + 2].2),
                 });
             }
+            // A time of day naming part of that day belongs to the date,
+            // not to the words to match: "on the evening of D Month YYYY",
+            // "the D Month YYYY morning chat".
+            let part = |k: usize| PARTS_OF_DAY.contains(&w[k].0.as_str());
+            let mut first = start_of(i);
+            if i >= 2 && w[i - 1].0 == "of" && part(i - 2) {
+                let mut k = i - 2;
+                if k >= 1 && w[k - 1].0 == "the" {
+                    k -= 1;
+                }
+                if k >= 1 && matches!(w[k - 1].0.as_str(), "in" | "on" | "during") {
+                    k -= 1;
+                }
+                first = w[k].1;
+            }
+            let last = if w.len() > i + 3 && part(i + 3) {
+                w[i + 3].2
+            } else {
+                w[i + 2].2
+            };
             return Some(Period {
                 start: date,
                 end: date.succ_opt()?,
-                span: (start_of(i), w[i + 2].2),
+                span: (first, last),
             });
         }
         if let Some(m) = month(word) {
@@ -502,6 +525,23 @@ mod tests {
         assert_eq!(&q[p.span.0..p.span.1], "in May 2018");
         let p = query_period("what happened on 8 May 2023", None).unwrap();
         assert_eq!((p.start, p.end), (d(2023, 5, 8), d(2023, 5, 9)));
+        // A part of the day named with the date is part of the span.
+        for (q, span) in [
+            (
+                "What did Otto share on the evening of 13 May 2018?",
+                "on the evening of 13 May 2018",
+            ),
+            ("by the night of 11 May 2018", "the night of 11 May 2018"),
+            (
+                "the snack during the 11 May 2018 morning chat",
+                "11 May 2018 morning",
+            ),
+            ("a run on 8 May 2018 with Ana", "on 8 May 2018"),
+        ] {
+            let p = query_period(q, None).unwrap();
+            assert_eq!(&q[p.span.0..p.span.1], span, "{q:?}");
+            assert_eq!(p.end - p.start, Duration::days(1), "{q:?}");
+        }
         let p = query_period("plans during 2021?", None).unwrap();
         assert_eq!((p.start, p.end), (d(2021, 1, 1), d(2022, 1, 1)));
         let p = query_period("December 31, 2020 party", None).unwrap();
