@@ -111,8 +111,9 @@ pub use model::validate::{
 };
 pub use query::{
     DEFAULT_ANSWERS, DEFAULT_COVERAGE, DEFAULT_QUESTIONS, DEFAULT_SECOND_NEIGHBOURS,
-    DEFAULT_SEMANTIC_WEIGHT, DEFAULT_SPEAKER, FusionMethod, FusionWeights, MAX_OFFSET,
-    PERIOD_BOOST, QueryLanguage, SearchMode, SearchRequest, SearchResults,
+    DEFAULT_SEMANTIC_WEIGHT, DEFAULT_SHORT_TURNS, DEFAULT_SPEAKER, FusionMethod, FusionWeights,
+    MAX_OFFSET, PERIOD_BOOST, QueryLanguage, SHORT_TURN_WORDS, SearchMode, SearchRequest,
+    SearchResults,
 };
 pub use text::budget::{
     QueryLimits, QueryShape, check as check_query, check_with as check_query_with,

@@ -288,6 +288,10 @@ pub struct QueryWeights {
     /// Share of its fused score a turn that only asks loses, 0..=1
     /// (SPEC.md §18.3).
     pub questions: Option<f32>,
+    /// Most share of its fused score a short turn (under 10 content
+    /// words) that is not a reply loses, 0..=1 (default 0.3; 0 off;
+    /// SPEC.md §18.3).
+    pub short_turns: Option<f32>,
 }
 
 impl QueryWeights {
@@ -304,6 +308,7 @@ impl QueryWeights {
             coverage: self.coverage.unwrap_or(d.coverage),
             speaker: self.speaker.unwrap_or(d.speaker),
             questions: self.questions.unwrap_or(d.questions),
+            short_turns: self.short_turns.unwrap_or(d.short_turns),
             ..d
         }
     }
@@ -527,7 +532,7 @@ pub struct SearchResultOut {
     /// How the score was made (only when the request asked to explain):
     /// `keyword_rank`, `keyword_score`, `semantic_rank`, `similarity`,
     /// `fused`, `period_boost`, `neighbour_of`, `keyword_weight`,
-    /// `speaker_factor` (SPEC §18.4).
+    /// `speaker_factor`, `short_factor` (SPEC §18.4).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub explain: Option<memdb::ScoreExplain>,

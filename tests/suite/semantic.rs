@@ -210,6 +210,9 @@ fn hybrid_explains_and_fuses_both_rankings() {
     );
     let mut req = SearchRequest::new("password").limit(3);
     req.explain = true;
+    // The fusion's own arithmetic: no short-turn discount (§18.3) on these
+    // one-line messages.
+    req.weights.short_turns = 0.0;
     let r = db.search(&req).unwrap();
     assert_eq!(r.mode, SearchMode::Hybrid);
     let top = &r.hits[0];
@@ -1510,6 +1513,70 @@ fn a_turn_that_only_asks_loses_its_share_when_asked_to() {
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 
+/// Short turns (`weights.short_turns`, default 0.3): a hit with fewer than
+/// 10 content words in what it says loses that share in proportion to the
+/// words it lacks; a reply (the turn before it holds a `?`) and a long
+/// turn keep their score; 0 turns it off; a value outside 0..=1 is refused.
+#[test]
+fn a_short_turn_loses_a_share_unless_it_replies() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    conv(
+        &db,
+        "job",
+        "/",
+        &[
+            "Zara: hello there",
+            "Otto: pluralsight",
+            "Zara: where is the job?",
+            "Otto: pluralsight",
+            "Otto: the pluralsight internship means designing mobile apps for product \
+             teams downtown every weekday morning",
+        ],
+    );
+    let search = |share: f32| {
+        let mut req = SearchRequest::new("pluralsight");
+        req.explain = true;
+        req.weights.short_turns = share;
+        req.weights.neighbours = 0.0;
+        req.weights.answers = 0.0;
+        req.weights.second_neighbours = 0.0;
+        db.search(&req).unwrap()
+    };
+    let on = search(memdb::DEFAULT_SHORT_TURNS);
+    let off = search(0.0);
+    let factors = |r: &SearchResults| -> Vec<Option<f32>> {
+        let mut hits: Vec<_> = r.hits.iter().collect();
+        hits.sort_by_key(|h| (h.message.timestamp, h.message.id));
+        hits.iter()
+            .filter(|h| h.message.content.text().contains("pluralsight"))
+            .map(|h| h.explain.unwrap().short_factor)
+            .collect()
+    };
+    // The first "pluralsight" follows a greeting: one content word of 10,
+    // so it keeps 1 − 0.3 · 9/10. The second replies to a question; the
+    // last says 13 content words.
+    let f = factors(&on);
+    assert_eq!(f.len(), 3, "{on:?}");
+    assert!(f[0].is_some_and(|x| (x - 0.73).abs() < 1e-6), "{f:?}");
+    assert_eq!((f[1], f[2]), (None, None), "{f:?}");
+    let fused = |r: &SearchResults, pick: usize| {
+        let mut hits: Vec<_> = r
+            .hits
+            .iter()
+            .filter(|h| h.message.content.text() == "Otto: pluralsight")
+            .collect();
+        hits.sort_by_key(|h| (h.message.timestamp, h.message.id));
+        hits[pick].explain.unwrap().fused.unwrap()
+    };
+    assert!((fused(&on, 0) / fused(&off, 0) - 0.73).abs() < 1e-4);
+    assert!((fused(&on, 1) - fused(&off, 1)).abs() < 1e-6);
+    assert!(factors(&off).iter().all(Option::is_none));
+    let mut req = SearchRequest::new("pluralsight");
+    req.weights.short_turns = 1.5;
+    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+}
+
 /// Keyword coverage (`weights.coverage`): the keyword ranking's weight
 /// falls with the share of the question's content words its best match
 /// misses, so a partial match counts less; a question whose words a turn
@@ -1528,6 +1595,7 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
         let mut req = SearchRequest::new(query);
         req.explain = true;
         req.weights.neighbours = 0.0;
+        req.weights.short_turns = 0.0;
         req.weights.coverage = coverage;
         let r = db.search(&req).unwrap();
         explained(&r, "the wrist")

@@ -140,6 +140,7 @@ const fn hybrid(
             coverage: memdb::DEFAULT_COVERAGE,
             speaker: memdb::DEFAULT_SPEAKER,
             questions: memdb::DEFAULT_QUESTIONS,
+            short_turns: memdb::DEFAULT_SHORT_TURNS,
         },
     }
 }
@@ -156,6 +157,7 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     coverage: memdb::DEFAULT_COVERAGE,
     speaker: memdb::DEFAULT_SPEAKER,
     questions: memdb::DEFAULT_QUESTIONS,
+    short_turns: memdb::DEFAULT_SHORT_TURNS,
 };
 
 /// The settings every set is run with: the three modes at their defaults,

@@ -600,6 +600,11 @@ pub struct ScoreExplain {
     /// did not run (SPEC.md §18.3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speaker_factor: Option<f32>,
+    /// What the short-turn stage multiplied the fused score by (below 1
+    /// for a short turn that is not a reply); absent when it did not apply
+    /// to this hit (SPEC.md §18.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_factor: Option<f32>,
 }
 
 /// Where the bytes of a data directory go ([`crate::Memdb::storage`],

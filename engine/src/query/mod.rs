@@ -211,6 +211,14 @@ pub struct FusionWeights {
     /// SPEC.md §18.3.
     #[serde(default = "default_questions")]
     pub questions: f32,
+    /// Short turns: a candidate whose words (after its speaker's `Name:`)
+    /// hold fewer than [`SHORT_TURN_WORDS`] content words loses up to this
+    /// share of its fused score, in proportion to the words it lacks,
+    /// before neighbour expansion; a turn right after one that asks (holds
+    /// a `?`) keeps its score, being a reply (0..=1; 0 turns it off).
+    /// Default [`DEFAULT_SHORT_TURNS`]; SPEC.md §18.3.
+    #[serde(default = "default_short_turns")]
+    pub short_turns: f32,
 }
 
 /// The keyword weight [`FusionWeights::coverage`] leaves when the best
@@ -263,6 +271,18 @@ fn default_questions() -> f32 {
     DEFAULT_QUESTIONS
 }
 
+/// The default of [`FusionWeights::short_turns`] (SPEC.md §18.3 has the
+/// measurements).
+pub const DEFAULT_SHORT_TURNS: f32 = 0.3;
+
+/// Content words from which a turn is not short (see
+/// [`FusionWeights::short_turns`]).
+pub const SHORT_TURN_WORDS: usize = 10;
+
+fn default_short_turns() -> f32 {
+    DEFAULT_SHORT_TURNS
+}
+
 fn default_neighbours() -> f32 {
     0.5
 }
@@ -289,6 +309,7 @@ impl Default for FusionWeights {
             coverage: DEFAULT_COVERAGE,
             speaker: DEFAULT_SPEAKER,
             questions: DEFAULT_QUESTIONS,
+            short_turns: DEFAULT_SHORT_TURNS,
         }
     }
 }
@@ -570,6 +591,7 @@ impl Memdb {
             ("weights.answers", w.answers),
             ("weights.second_neighbours", w.second_neighbours),
             ("weights.questions", w.questions),
+            ("weights.short_turns", w.short_turns),
         ] {
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                 return Err(Error::invalid(field, format!("{v} is outside 0..=1")));
@@ -859,6 +881,57 @@ impl Memdb {
         if moved {
             sort_fused(fused);
         }
+        Ok(())
+    }
+
+    /// Short turns (SPEC.md §18.3, [`FusionWeights::short_turns`]): a
+    /// candidate with `n` < [`SHORT_TURN_WORDS`] content words in what it
+    /// says has its fused score multiplied by `1 − share · (SHORT_TURN_WORDS
+    /// − n) / SHORT_TURN_WORDS`, unless the turn before it in its
+    /// conversation asks something (holds a `?`): a short reply ("Yes,
+    /// last Tuesday!") carries its question's meaning. Short chat turns
+    /// ("Hahaha this spring", "So what type of job?") otherwise crowd the
+    /// top on a single shared word, by BM25's length normalisation and by
+    /// the embedding model's pull towards short texts.
+    fn discount_short_turns(
+        &self,
+        fused: &mut [(u128, f32, ScoreExplain)],
+        share: f32,
+    ) -> Result<()> {
+        let rows = self.row_reader();
+        let mut short = Vec::new();
+        for (i, (id, _, _)) in fused.iter().enumerate() {
+            if let Some(m) = rows.message(*id)? {
+                let n = speaker::content_words_said(&m.content.text());
+                if n < SHORT_TURN_WORDS {
+                    let lacking = (SHORT_TURN_WORDS - n) as f32 / SHORT_TURN_WORDS as f32;
+                    short.push((i, 1.0 - share * lacking));
+                }
+            }
+        }
+        if short.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<u128> = short.iter().map(|&(i, _)| fused[i].0).collect();
+        let around = self.neighbour_turns(&ids, 1)?;
+        for (i, factor) in short {
+            let before = around
+                .get(&fused[i].0)
+                .and_then(|(before, _)| before.first().copied());
+            let reply = match before {
+                Some(b) => rows
+                    .message(b)?
+                    .is_some_and(|m| m.content.text().contains('?')),
+                None => false,
+            };
+            if !reply {
+                let (_, f, e) = &mut fused[i];
+                *f *= factor;
+                e.fused = Some(*f);
+                e.short_factor = Some(factor);
+            }
+        }
+        sort_fused(fused);
         Ok(())
     }
 
@@ -1162,6 +1235,9 @@ impl Memdb {
         }
         if absolute.is_some() || relative {
             self.favour_period(&mut fused, &req.query, absolute)?;
+        }
+        if req.weights.short_turns > 0.0 && natural_query {
+            self.discount_short_turns(&mut fused, req.weights.short_turns)?;
         }
         if (req.weights.neighbours > 0.0
             || req.weights.answers > 0.0

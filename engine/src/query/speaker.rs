@@ -74,6 +74,13 @@ pub(crate) fn speaker_of(metadata: &serde_json::Value, text: &str) -> Option<Str
     Some(words.join(" ").to_lowercase())
 }
 
+/// How many content words ([`crate::util::keywords::content_words`]) a
+/// turn says: its text after the `Name:` it opens with, if any.
+pub(crate) fn content_words_said(text: &str) -> usize {
+    let said = opening_name(text).map_or(text, |(_, after)| after);
+    crate::util::keywords::content_words(said).len()
+}
+
 /// The words of the `Name:` a text opens with, and the text after its
 /// colon: one to three words, each starting with an uppercase letter
 /// (letters, digits, `'`, `.`, `-`), at most [`MAX_NAME_BYTES`], then a
