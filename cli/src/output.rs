@@ -793,6 +793,12 @@ fn explain_line(e: &memdb::ScoreExplain) -> String {
             "outside the period".to_string()
         });
     }
+    if let Some(f) = e.short_factor {
+        parts.push(format!("short turn x{f:.2}"));
+    }
+    if let Some(f) = e.speaker_factor.filter(|f| *f < 1.0) {
+        parts.push(format!("other speaker x{f:.2}"));
+    }
     if let Some(f) = e.fused {
         parts.push(format!("fused {f:.5}"));
     }
@@ -851,5 +857,26 @@ mod tests {
         let s = snippet(&long);
         assert_eq!(s.chars().count(), SNIPPET_CHARS + 1);
         assert!(s.ends_with('…'));
+    }
+
+    #[test]
+    fn an_explanation_names_the_factors_that_moved_a_score() {
+        let e = memdb::ScoreExplain {
+            keyword_rank: Some(2),
+            keyword_score: Some(3.5),
+            short_factor: Some(0.73),
+            speaker_factor: Some(0.8),
+            fused: Some(0.5),
+            ..Default::default()
+        };
+        assert_eq!(
+            explain_line(&e),
+            "keyword #2 bm25 3.500, short turn x0.73, other speaker x0.80, fused 0.50000"
+        );
+        let plain = memdb::ScoreExplain {
+            speaker_factor: Some(1.0),
+            ..Default::default()
+        };
+        assert_eq!(explain_line(&plain), "");
     }
 }
