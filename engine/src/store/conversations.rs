@@ -171,32 +171,30 @@ impl ConversationsView {
 
     /// The first message id of conversation `cid`, if any.
     pub(crate) fn first_message(&self, cid: u128) -> Result<Option<u128>> {
-        Ok(self
-            .conv_msgs
-            .range((cid, i64::MIN, 0u32)..=(cid, i64::MAX, u32::MAX))?
-            .next()
-            .transpose()?
-            .map(|r| r.1.value()))
+        Ok(self.end_of(cid, true)?.map(|(_, id)| id))
     }
 
     /// The last message id of conversation `cid`, if any.
     pub(crate) fn last_message(&self, cid: u128) -> Result<Option<u128>> {
-        Ok(self
-            .conv_msgs
-            .range((cid, i64::MIN, 0u32)..=(cid, i64::MAX, u32::MAX))?
-            .next_back()
-            .transpose()?
-            .map(|r| r.1.value()))
+        Ok(self.end_of(cid, false)?.map(|(_, id)| id))
     }
 
     /// The timestamp of the last message of conversation `cid`, if any.
     pub(crate) fn last_message_time(&self, cid: u128) -> Result<Option<i64>> {
-        Ok(self
+        Ok(self.end_of(cid, false)?.map(|(ts, _)| ts))
+    }
+
+    /// The (timestamp, id) of conversation `cid`'s first or last message.
+    fn end_of(&self, cid: u128, first: bool) -> Result<Option<(i64, u128)>> {
+        let mut range = self
             .conv_msgs
-            .range((cid, i64::MIN, 0u32)..=(cid, i64::MAX, u32::MAX))?
-            .next_back()
-            .transpose()?
-            .map(|r| r.0.value().1))
+            .range((cid, i64::MIN, 0u32)..=(cid, i64::MAX, u32::MAX))?;
+        let row = if first {
+            range.next()
+        } else {
+            range.next_back()
+        };
+        Ok(row.transpose()?.map(|(k, v)| (k.value().1, v.value())))
     }
 }
 
