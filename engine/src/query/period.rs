@@ -14,7 +14,9 @@ use crate::util::dates::{Period, event_date};
 
 /// Most conversations in scope whose dates are read for a period: each
 /// costs two message reads, so a wider scope skips the stage (the period
-/// boost still applies to the ordinary candidates).
+/// boost still applies to the ordinary candidates). A store holding more
+/// conversations is only listed through a folder-only or label-only
+/// filter, whose index keys are the scope.
 pub(crate) const MAX_PERIOD_SCOPE: usize = 2_000;
 
 impl Memdb {
@@ -30,6 +32,21 @@ impl Memdb {
         period: &Period,
     ) -> Result<Option<Vec<Uuid>>> {
         let (txn, rows) = self.row_snapshot()?;
+        let view = ConversationsView::open(&txn)?;
+        // Listing the scope must stay cheap: a store small enough, or a
+        // filter a folder or label index answers from its keys alone.
+        let by_index = Filter {
+            folder: None,
+            label: None,
+            ..filter.clone()
+        } == Filter::default()
+            && (filter.label.is_some() != filter.folder.as_deref().is_some_and(|f| f != "/"));
+        if conversation.is_none()
+            && !by_index
+            && view.conversation_count()? > MAX_PERIOD_SCOPE as u64
+        {
+            return Ok(None);
+        }
         let scope = match conversation {
             Some(c) => vec![c.as_u128()],
             None => crate::store::conversations::matching_ids_in(&txn, self.ns_read()?, filter)?,
@@ -37,7 +54,6 @@ impl Memdb {
         if scope.len() > MAX_PERIOD_SCOPE {
             return Ok(None);
         }
-        let view = ConversationsView::open(&txn)?;
         let date_of = |id: Option<u128>| -> Result<Option<chrono::NaiveDate>> {
             Ok(match id {
                 Some(id) => rows
