@@ -286,7 +286,7 @@ pub struct QueryWeights {
     /// (SPEC.md §18.3).
     pub speaker: Option<f32>,
     /// Share of its fused score a turn that only asks loses, 0..=1
-    /// (SPEC.md §18.3).
+    /// (default 0.2; 0 off; SPEC.md §18.3).
     pub questions: Option<f32>,
     /// Most share of its fused score a short turn (under 10 content
     /// words) that is not a reply loses, 0..=1 (default 0.3; 0 off;

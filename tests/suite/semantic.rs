@@ -210,9 +210,10 @@ fn hybrid_explains_and_fuses_both_rankings() {
     );
     let mut req = SearchRequest::new("password").limit(3);
     req.explain = true;
-    // The fusion's own arithmetic: no short-turn discount (§18.3) on these
-    // one-line messages.
+    // The fusion's own arithmetic: no short-turn or question discount
+    // (§18.3) on these one-line messages.
     req.weights.short_turns = 0.0;
+    req.weights.questions = 0.0;
     let r = db.search(&req).unwrap();
     assert_eq!(r.mode, SearchMode::Hybrid);
     let top = &r.hits[0];
@@ -1383,6 +1384,9 @@ fn the_answer_to_a_matching_question_enters_with_its_own_share() {
         let mut req = SearchRequest::new("giraffe skeleton museum");
         req.explain = true;
         req.weights.answers = answers;
+        // The shares as expansion gives them: the question that only asks
+        // keeps its score (the questions stage is tested on its own).
+        req.weights.questions = 0.0;
         let r = db.search(&req).unwrap();
         let share = |parent: &str, reply: &str| -> f32 {
             let fused = |t: &str| {
@@ -1465,11 +1469,11 @@ fn the_turns_two_away_from_a_hit_enter_with_their_share() {
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 
-/// Questions (`weights.questions`, off by default): a hit that only asks
+/// Questions (`weights.questions`, default 0.2): a hit that only asks
 /// loses that share of its fused score, after its answer took its share;
 /// a hit that also states something keeps its score.
 #[test]
-fn a_turn_that_only_asks_loses_its_share_when_asked_to() {
+fn a_turn_that_only_asks_loses_its_share() {
     let dir = tmp();
     let db = open(dir.path(), hashing(128));
     conv(
@@ -1500,11 +1504,14 @@ fn a_turn_that_only_asks_loses_its_share_when_asked_to() {
     };
     let before = search(0.0);
     let after = search(0.5);
+    let default = search(memdb::DEFAULT_QUESTIONS);
     let asked = "Otto: what is your favourite";
     let told = "Zara: my favourite giraffe";
     let answer = "Zara: the tall one";
     let ratio = fused(&after, asked) / fused(&before, asked);
     assert!((ratio - 0.5).abs() < 1e-4, "{ratio}");
+    let ratio = fused(&default, asked) / fused(&before, asked);
+    assert!((ratio - 0.8).abs() < 1e-4, "{ratio}");
     assert!((fused(&after, told) - fused(&before, told)).abs() < 1e-6);
     // The answer took its share of the question's undiscounted score.
     assert!((fused(&after, answer) - fused(&before, answer)).abs() < 1e-6);

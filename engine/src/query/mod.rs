@@ -265,7 +265,7 @@ fn default_second_neighbours() -> f32 {
 
 /// The default of [`FusionWeights::questions`] (SPEC.md §18.3 has the
 /// measurements).
-pub const DEFAULT_QUESTIONS: f32 = 0.0;
+pub const DEFAULT_QUESTIONS: f32 = 0.2;
 
 fn default_questions() -> f32 {
     DEFAULT_QUESTIONS
