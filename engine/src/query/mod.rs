@@ -249,7 +249,7 @@ fn default_coverage() -> f32 {
 
 /// The default of [`FusionWeights::speaker`] (SPEC.md §18.3 has the
 /// measurements).
-pub const DEFAULT_SPEAKER: f32 = 0.2;
+pub const DEFAULT_SPEAKER: f32 = 0.3;
 
 fn default_speaker() -> f32 {
     DEFAULT_SPEAKER
