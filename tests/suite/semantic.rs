@@ -1347,6 +1347,13 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
 
 /// The score explanation of the hit whose text starts with `opening`
 /// (`None` when no hit does).
+/// A search for `query` with a weight `set` out of its range is refused.
+fn assert_weight_refused(db: &Memdb, query: &str, set: impl FnOnce(&mut memdb::FusionWeights)) {
+    let mut req = SearchRequest::new(query);
+    set(&mut req.weights);
+    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+}
+
 fn explained(r: &SearchResults, opening: &str) -> Option<ScoreExplain> {
     r.hits
         .iter()
@@ -1412,9 +1419,7 @@ fn the_answer_to_a_matching_question_enters_with_its_own_share() {
     assert!((reply - 0.5).abs() < 1e-4, "{reply}");
     let (answer, _) = shares(0.0);
     assert!((answer - 0.5).abs() < 1e-4, "{answer}");
-    let mut req = SearchRequest::new("giraffe");
-    req.weights.answers = 2.0;
-    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+    assert_weight_refused(&db, "giraffe", |w| w.answers = 2.0);
 }
 
 /// Second neighbours (`weights.second_neighbours`): the turns two before
@@ -1464,9 +1469,7 @@ fn the_turns_two_away_from_a_hit_enter_with_their_share() {
             "{far:?}: {off:?}"
         );
     }
-    let mut req = SearchRequest::new("tortoise");
-    req.weights.second_neighbours = -0.1;
-    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+    assert_weight_refused(&db, "tortoise", |w| w.second_neighbours = -0.1);
 }
 
 /// Questions (`weights.questions`, default 0.2): a hit that only asks
@@ -1515,9 +1518,7 @@ fn a_turn_that_only_asks_loses_its_share() {
     assert!((fused(&after, told) - fused(&before, told)).abs() < 1e-6);
     // The answer took its share of the question's undiscounted score.
     assert!((fused(&after, answer) - fused(&before, answer)).abs() < 1e-6);
-    let mut req = SearchRequest::new("giraffe");
-    req.weights.questions = 1.5;
-    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+    assert_weight_refused(&db, "giraffe", |w| w.questions = 1.5);
 }
 
 /// Short turns (`weights.short_turns`, default 0.3): a hit with fewer than
@@ -1579,9 +1580,7 @@ fn a_short_turn_loses_a_share_unless_it_replies() {
     assert!((fused(&on, 0) / fused(&off, 0) - 0.73).abs() < 1e-4);
     assert!((fused(&on, 1) - fused(&off, 1)).abs() < 1e-6);
     assert!(factors(&off).iter().all(Option::is_none));
-    let mut req = SearchRequest::new("pluralsight");
-    req.weights.short_turns = 1.5;
-    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+    assert_weight_refused(&db, "pluralsight", |w| w.short_turns = 1.5);
 }
 
 /// Keyword coverage (`weights.coverage`): the keyword ranking's weight
@@ -1628,9 +1627,7 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
     // Every content word matched: no discount.
     let whole = "wrist broken fall";
     assert!((fused(whole, 0.0) - fused(whole, 1.0)).abs() < 1e-6);
-    let mut req = SearchRequest::new(whole);
-    req.weights.coverage = 1.5;
-    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+    assert_weight_refused(&db, whole, |w| w.coverage = 1.5);
 }
 
 /// Speakers (`weights.speaker`): when the question names one speaker of
@@ -1678,9 +1675,7 @@ fn a_named_speaker_s_turns_lead() {
     // No speaker named: the stage leaves every score alone.
     let unnamed = search("pottery class glazes bowls", 0.5);
     assert_eq!(factor(&unnamed, "Otto:"), None);
-    let mut req = SearchRequest::new(q);
-    req.weights.speaker = -0.1;
-    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+    assert_weight_refused(&db, q, |w| w.speaker = -0.1);
 }
 
 /// Session spread (`weights.per_conversation`): with a cap of 1, the first

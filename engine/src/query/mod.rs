@@ -20,7 +20,7 @@ use crate::model::notes::SearchNote;
 use crate::model::types::{Filter, ScoreExplain, SearchHit, TextQuery, VectorPlan};
 use crate::text::Reading;
 use crate::vector::index::VectorSearch;
-use crate::vector::spaces::VectorFilter;
+use crate::vector::spaces::{VectorFilter, VectorHit};
 
 /// Largest `offset` a search accepts.
 pub const MAX_OFFSET: usize = 10_000;
@@ -521,6 +521,26 @@ pub(crate) fn fuse(
     out
 }
 
+/// The vector search for `k` semantic candidates (clamped to
+/// [`MAX_LIMIT`]), its beam at least the index's default.
+fn semantic_params(k: usize) -> VectorSearch {
+    let k = k.min(MAX_LIMIT);
+    VectorSearch {
+        k,
+        ef: k.max(VectorSearch::default().ef),
+    }
+}
+
+/// Vector hits as a semantic ranking, those under the request's
+/// `min_similarity` dropped.
+fn similarity_ranking(hits: Vec<VectorHit>, req: &SearchRequest) -> Ranking {
+    let floor = req.min_similarity.unwrap_or(f32::NEG_INFINITY);
+    hits.into_iter()
+        .filter(|h| h.similarity >= floor)
+        .map(|h| (h.record.as_u128(), h.similarity))
+        .collect()
+}
+
 /// Best fused score first, ties broken by the better single rank, then by
 /// id, so the order is deterministic.
 fn sort_fused(out: &mut [(u128, f32, ScoreExplain)]) {
@@ -731,19 +751,10 @@ impl Memdb {
             role: req.role.clone(),
             records: None,
         };
-        let k = k.min(MAX_LIMIT);
-        let params = VectorSearch {
-            k,
-            ef: k.max(VectorSearch::default().ef),
-        };
-        let (hits, plan) = self.search_message_vectors(&space.name, &query, params, &vf)?;
-        let floor = req.min_similarity.unwrap_or(f32::NEG_INFINITY);
+        let (hits, plan) =
+            self.search_message_vectors(&space.name, &query, semantic_params(k), &vf)?;
         Ok(SemanticSide {
-            ranking: hits
-                .into_iter()
-                .filter(|h| h.similarity >= floor)
-                .map(|h| (h.record.as_u128(), h.similarity))
-                .collect(),
+            ranking: similarity_ranking(hits, req),
             query,
             space,
             plan,
@@ -1127,12 +1138,12 @@ impl Memdb {
                 None => req.query.clone(),
             }
         };
-        let keyword = match (!keyword_query.is_empty())
-            .then(|| {
-                let mut q = self.text_query(req, filter, depth, 0);
-                q.query = keyword_query.clone();
-                self.text_hits_as(&q, reading(natural))
-            })
+        let keyword_text_query = TextQuery {
+            query: keyword_query,
+            ..self.text_query(req, filter, depth, 0)
+        };
+        let keyword = match (!keyword_text_query.query.is_empty())
+            .then(|| self.text_hits_as(&keyword_text_query, reading(natural)))
             .transpose()
         {
             Ok(r) => r,
@@ -1191,29 +1202,19 @@ impl Memdb {
             && let Some(within) = self.conversations_in_period(filter, req.conversation_id, &p)?
             && !within.is_empty()
         {
-            if !keyword_query.is_empty() {
-                let mut q = self.text_query(req, filter, depth, 0);
-                q.query = keyword_query.clone();
-                match self.text_hits_within(&q, reading(natural), &within) {
+            if !keyword_text_query.query.is_empty() {
+                // A query the main keyword search could not read was noted
+                // there; the period adds nothing to that side then.
+                match self.text_hits_within(&keyword_text_query, reading(natural), &within) {
                     Ok(hits) => period::merge_ranking(&mut keyword, hits),
                     Err(Error::InvalidInput { .. }) => {}
                     Err(e) => return Err(e),
                 }
             }
             let ids: Vec<u128> = within.iter().map(|c| c.as_u128()).collect();
-            let params = crate::vector::index::VectorSearch {
-                k: depth,
-                ef: depth.max(crate::vector::index::VectorSearch::default().ef),
-            };
-            let (hits, _) = self.search_message_vectors_within(&space, &query, params, &ids)?;
-            let floor = req.min_similarity.unwrap_or(f32::NEG_INFINITY);
-            period::merge_ranking(
-                &mut semantic,
-                hits.into_iter()
-                    .filter(|h| h.similarity >= floor)
-                    .map(|h| (h.record.as_u128(), h.similarity))
-                    .collect(),
-            );
+            let (hits, _) =
+                self.search_message_vectors_within(&space, &query, semantic_params(depth), &ids)?;
+            period::merge_ranking(&mut semantic, similarity_ranking(hits, req));
         }
         let in_semantic: HashSet<u128> = semantic.iter().map(|x| x.0).collect();
         let keyword_only: Vec<u128> = keyword

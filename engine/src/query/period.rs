@@ -35,14 +35,8 @@ impl Memdb {
         let view = ConversationsView::open(&txn)?;
         // Listing the scope must stay cheap: a store small enough, or a
         // filter a folder or label index answers from its keys alone.
-        let by_index = Filter {
-            folder: None,
-            label: None,
-            ..filter.clone()
-        } == Filter::default()
-            && (filter.label.is_some() != filter.folder.as_deref().is_some_and(|f| f != "/"));
         if conversation.is_none()
-            && !by_index
+            && !crate::store::conversations::listed_by_index(filter)
             && view.conversation_count()? > MAX_PERIOD_SCOPE as u64
         {
             return Ok(None);

@@ -74,11 +74,15 @@ pub(crate) fn speaker_of(metadata: &serde_json::Value, text: &str) -> Option<Str
     Some(words.join(" ").to_lowercase())
 }
 
+/// What a turn says: its text after the `Name:` it opens with, if any.
+fn said(text: &str) -> &str {
+    opening_name(text).map_or(text, |(_, after)| after)
+}
+
 /// How many content words ([`crate::util::keywords::content_words`]) a
-/// turn says: its text after the `Name:` it opens with, if any.
+/// turn [`said`].
 pub(crate) fn content_words_said(text: &str) -> usize {
-    let said = opening_name(text).map_or(text, |(_, after)| after);
-    crate::util::keywords::content_words(said).len()
+    crate::util::keywords::content_words(said(text)).len()
 }
 
 /// The words of the `Name:` a text opens with, and the text after its
@@ -165,7 +169,7 @@ const QUESTION_OPENERS: [&str; 21] = [
 /// [`QUESTION_OPENERS`] word that follows a lowercase one; a run of text
 /// with no closing mark counts as a statement.
 pub(crate) fn asks_only(text: &str) -> bool {
-    let body = opening_name(text).map_or(text, |(_, rest)| rest);
+    let body = said(text);
     let mut asked = false;
     let mut aside = 0;
     let mut words = 0;

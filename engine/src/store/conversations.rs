@@ -313,6 +313,23 @@ fn index_candidates(txn: &ReadTransaction, ns: u32, filter: &Filter) -> Result<O
     })
 }
 
+/// Whether `filter` is exactly one of a label or a folder below the root,
+/// nothing else: its matches are the keys of that index, listed without
+/// decoding a conversation row ([`matching_ids_in`]).
+pub(crate) fn listed_by_index(filter: &Filter) -> bool {
+    let rest = Filter {
+        folder: None,
+        label: None,
+        ..filter.clone()
+    };
+    rest == Filter::default()
+        && match (&filter.label, filter.folder.as_deref()) {
+            (Some(_), None) => true,
+            (None, Some(f)) => f != "/",
+            _ => false,
+        }
+}
+
 /// The ids of namespace `ns`'s conversations matching `filter`, in no
 /// particular order. A filter of only a label or only a folder is answered
 /// from its index alone (its keys are exactly the matches), without
@@ -323,19 +340,9 @@ pub(crate) fn matching_ids_in(
     ns: u32,
     filter: &Filter,
 ) -> Result<Vec<u128>> {
-    let rest = Filter {
-        folder: None,
-        label: None,
-        ..filter.clone()
-    };
-    // Exactly one of a label or a folder below the root, nothing else.
-    let by_index_alone = rest == Filter::default()
-        && match (&filter.label, filter.folder.as_deref()) {
-            (Some(_), None) => true,
-            (None, Some(f)) => f != "/",
-            _ => false,
-        };
-    if by_index_alone && let Some(ids) = index_candidates(txn, ns, filter)? {
+    if listed_by_index(filter)
+        && let Some(ids) = index_candidates(txn, ns, filter)?
+    {
         return Ok(ids);
     }
     let mut ids = Vec::new();
