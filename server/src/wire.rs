@@ -292,6 +292,10 @@ pub struct QueryWeights {
     /// words) that is not a reply loses, 0..=1 (default 0.3; 0 off;
     /// SPEC.md §18.3).
     pub short_turns: Option<f32>,
+    /// Weight of the question's words in the turn before each message, in
+    /// the keyword ranking of a hybrid search, 0..=1 (default 0.3; 0 off;
+    /// SPEC.md §18.2).
+    pub previous_turn: Option<f32>,
 }
 
 impl QueryWeights {
@@ -309,6 +313,7 @@ impl QueryWeights {
             speaker: self.speaker.unwrap_or(d.speaker),
             questions: self.questions.unwrap_or(d.questions),
             short_turns: self.short_turns.unwrap_or(d.short_turns),
+            previous_turn: self.previous_turn.unwrap_or(d.previous_turn),
             ..d
         }
     }

@@ -1583,6 +1583,99 @@ fn a_short_turn_loses_a_share_unless_it_replies() {
     assert_weight_refused(&db, "pluralsight", |w| w.short_turns = 1.5);
 }
 
+/// The turn before (`weights.previous_turn`): in hybrid search a reply
+/// matches the question's words in the turn it answers, so it is a keyword
+/// candidate of its own, scored at that share; keyword mode and weight 0
+/// match a message's own words only; a value outside 0..=1 is refused.
+#[test]
+fn a_reply_matches_the_words_of_the_turn_before_it() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    conv(
+        &db,
+        "zoo",
+        "/",
+        &[
+            "Ana: did you visit the giraffes at the zoo",
+            "Ben: yes, last tuesday!",
+            "Ana: unrelated chatter about bread",
+        ],
+    );
+    let search = |share: f32| {
+        let mut req = SearchRequest::new("giraffes zoo");
+        req.explain = true;
+        req.weights.previous_turn = share;
+        req.weights.neighbours = 0.0;
+        req.weights.answers = 0.0;
+        req.weights.second_neighbours = 0.0;
+        db.search(&req).unwrap()
+    };
+    let on = search(memdb::DEFAULT_PREVIOUS_TURN);
+    let reply = explained(&on, "Ben:").expect("the reply is a hit");
+    let question = explained(&on, "Ana: did").expect("the question is a hit");
+    let (r, q) = (
+        reply.keyword_score.expect("the reply matches by keyword"),
+        question.keyword_score.expect("the question matches"),
+    );
+    assert!(r > 0.0 && r < q, "{on:?}");
+    assert!(explained(&on, "Ana: unrelated").is_none_or(|e| e.keyword_score.is_none()));
+    let off = search(0.0);
+    assert!(
+        explained(&off, "Ben:").is_none_or(|e| e.keyword_score.is_none()),
+        "{off:?}"
+    );
+    let mut kw = SearchRequest::new("giraffes zoo");
+    kw.mode = SearchMode::Keyword;
+    let kw = db.search(&kw).unwrap();
+    assert_eq!(kw.hits.len(), 1, "{kw:?}");
+    assert_weight_refused(&db, "giraffes zoo", |w| w.previous_turn = 1.5);
+}
+
+/// The turn before is read when a message is indexed: a turn inserted
+/// before an existing one (an earlier timestamp) re-indexes that one, a
+/// conversation's update re-indexes its turns in order, and a rebuilt
+/// index holds the same.
+#[test]
+fn the_turn_before_follows_inserts_updates_and_rebuilds() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    let created = conv(&db, "zoo", "/", &["Ben: yes, last tuesday!"]);
+    let reply_matches = |db: &Memdb| {
+        let mut req = SearchRequest::new("giraffes zoo");
+        req.explain = true;
+        req.weights.neighbours = 0.0;
+        req.weights.answers = 0.0;
+        req.weights.second_neighbours = 0.0;
+        let r = db.search(&req).unwrap();
+        explained(&r, "Ben:").is_some_and(|e| e.keyword_score.is_some())
+    };
+    assert!(!reply_matches(&db));
+    let later = &created.messages[0];
+    let mut earlier = NewMessage::new("user", "Ana: did you visit the giraffes at the zoo");
+    earlier.timestamp = Some(later.timestamp - chrono::Duration::seconds(60));
+    db.append_messages(created.conversation.id, vec![earlier])
+        .unwrap();
+    assert!(
+        reply_matches(&db),
+        "the insert re-indexes the turn after it"
+    );
+    let update = ConversationUpdate {
+        label: Some("zoo trip".into()),
+        ..ConversationUpdate::default()
+    };
+    db.update_conversation(created.conversation.id, update)
+        .unwrap();
+    assert!(
+        reply_matches(&db),
+        "an update keeps each turn's turn before"
+    );
+    db.reindex().unwrap();
+    assert!(reply_matches(&db), "a rebuild reads the turn before");
+    drop(db);
+    let db = open(dir.path(), hashing(128));
+    assert!(reply_matches(&db));
+}
+
 /// Keyword coverage (`weights.coverage`): the keyword ranking's weight
 /// falls with the share of the question's content words its best match
 /// misses, so a partial match counts less; a question whose words a turn

@@ -424,8 +424,12 @@ fn query_weights_reach_the_fusion_and_bad_ones_are_refused() {
     assert_error(&run(json!({"second_neighbours": 2})), 400);
     assert_error(&run(json!({"questions": -1})), 400);
     assert_error(&run(json!({"short_turns": 1.5})), 400);
+    assert_error(&run(json!({"previous_turn": -0.5})), 400);
     assert_eq!(
-        run(json!({"second_neighbours": 0, "questions": 0.5, "short_turns": 0})).status,
+        run(
+            json!({"second_neighbours": 0, "questions": 0.5, "short_turns": 0, "previous_turn": 1})
+        )
+        .status,
         200
     );
     // Speakers: a question naming Zara discounts Otto's turn by the share

@@ -141,6 +141,7 @@ const fn hybrid(
             speaker: memdb::DEFAULT_SPEAKER,
             questions: memdb::DEFAULT_QUESTIONS,
             short_turns: memdb::DEFAULT_SHORT_TURNS,
+            previous_turn: memdb::DEFAULT_PREVIOUS_TURN,
         },
     }
 }
@@ -158,11 +159,12 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     speaker: memdb::DEFAULT_SPEAKER,
     questions: memdb::DEFAULT_QUESTIONS,
     short_turns: memdb::DEFAULT_SHORT_TURNS,
+    previous_turn: memdb::DEFAULT_PREVIOUS_TURN,
 };
 
 /// The settings every set is run with: the three modes at their defaults,
 /// then other hybrid fusion settings (for the diagnosis, not the verdict).
-const SETTINGS: [Setting; 13] = [
+const SETTINGS: [Setting; 14] = [
     Setting {
         name: "keyword",
         mode: SearchMode::Keyword,
@@ -220,6 +222,14 @@ const SETTINGS: [Setting; 13] = [
         mode: SearchMode::Hybrid,
         weights: FusionWeights {
             coverage: 0.0,
+            ..DEFAULT_WEIGHTS
+        },
+    },
+    Setting {
+        name: "hybrid previous_turn=0 (before)",
+        mode: SearchMode::Hybrid,
+        weights: FusionWeights {
+            previous_turn: 0.0,
             ..DEFAULT_WEIGHTS
         },
     },

@@ -50,7 +50,7 @@ mod int8;
 mod local;
 #[cfg(feature = "openai")]
 mod openai;
-mod passage;
+pub(crate) mod passage;
 #[cfg(feature = "local-onnx")]
 mod protowire;
 mod select;

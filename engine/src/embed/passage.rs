@@ -97,7 +97,7 @@ impl Passage {
 
 /// The first `max` characters of `s`, ending at a word boundary when one is
 /// near.
-fn cut(s: &str, max: usize) -> &str {
+pub(crate) fn cut(s: &str, max: usize) -> &str {
     match s.char_indices().nth(max) {
         None => s,
         Some((end, _)) => {

@@ -10,11 +10,18 @@ use crate::util::time::from_micros;
 
 /// The indexed text of a stored message.
 pub(crate) fn record_text(m: &MessageRecord) -> String {
+    message_text(m).into_owned()
+}
+
+/// [`record_text`], borrowed when the message is plain text.
+pub(crate) fn message_text(m: &MessageRecord) -> std::borrow::Cow<'_, str> {
     match &m.content {
-        ContentRecord::Text(s) => s.clone(),
-        ContentRecord::PartsJson(j) => serde_json::from_str::<Vec<serde_json::Value>>(j)
-            .map(|p| Content::Parts(p).text())
-            .unwrap_or_default(),
+        ContentRecord::Text(s) => std::borrow::Cow::Borrowed(s.as_str()),
+        ContentRecord::PartsJson(j) => std::borrow::Cow::Owned(
+            serde_json::from_str::<Vec<serde_json::Value>>(j)
+                .map(|p| Content::Parts(p).text())
+                .unwrap_or_default(),
+        ),
     }
 }
 

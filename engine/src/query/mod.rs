@@ -219,6 +219,14 @@ pub struct FusionWeights {
     /// Default [`DEFAULT_SHORT_TURNS`]; SPEC.md §18.3.
     #[serde(default = "default_short_turns")]
     pub short_turns: f32,
+    /// The turn before: the keyword ranking of a hybrid search also
+    /// matches the question's content words in the turn before each
+    /// message (the text index's `content_before` field), with this weight
+    /// beside its own words' (0..=1; 0 turns it off). A reply ("Yes, last
+    /// Tuesday!") holds few of the words its question asked with. Default
+    /// [`DEFAULT_PREVIOUS_TURN`]; SPEC.md §18.2.
+    #[serde(default = "default_previous_turn")]
+    pub previous_turn: f32,
 }
 
 /// The keyword weight [`FusionWeights::coverage`] leaves when the best
@@ -283,6 +291,14 @@ fn default_short_turns() -> f32 {
     DEFAULT_SHORT_TURNS
 }
 
+/// The default of [`FusionWeights::previous_turn`] (SPEC.md §18.2 has the
+/// measurements).
+pub const DEFAULT_PREVIOUS_TURN: f32 = 0.3;
+
+fn default_previous_turn() -> f32 {
+    DEFAULT_PREVIOUS_TURN
+}
+
 fn default_neighbours() -> f32 {
     0.5
 }
@@ -310,6 +326,7 @@ impl Default for FusionWeights {
             speaker: DEFAULT_SPEAKER,
             questions: DEFAULT_QUESTIONS,
             short_turns: DEFAULT_SHORT_TURNS,
+            previous_turn: DEFAULT_PREVIOUS_TURN,
         }
     }
 }
@@ -418,10 +435,11 @@ pub struct SearchResults {
     pub plan: Vec<VectorPlan>,
 }
 
-/// How the text index reads the query.
-fn reading(natural: bool) -> Reading {
+/// How the text index reads the query: `previous_turn`, the weight of
+/// the turn before each message (hybrid search only; SPEC.md §18.2).
+fn reading(natural: bool, previous_turn: f32) -> Reading {
     if natural {
-        Reading::Natural
+        Reading::Natural { previous_turn }
     } else {
         Reading::Syntax
     }
@@ -612,6 +630,7 @@ impl Memdb {
             ("weights.second_neighbours", w.second_neighbours),
             ("weights.questions", w.questions),
             ("weights.short_turns", w.short_turns),
+            ("weights.previous_turn", w.previous_turn),
         ] {
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                 return Err(Error::invalid(field, format!("{v} is outside 0..=1")));
@@ -661,7 +680,7 @@ impl Memdb {
                 }
                 let ids = self.text_hits_as(
                     &self.text_query(req, &filter, req.limit, req.offset),
-                    reading(natural),
+                    reading(natural, 0.0),
                 )?;
                 let mut hits = self.resolve_hits(&ids)?;
                 if req.explain {
@@ -1142,8 +1161,16 @@ impl Memdb {
             query: keyword_query,
             ..self.text_query(req, filter, depth, 0)
         };
+        // The turn before counts only in a fused ranking: run as keyword
+        // search (no usable embedder), hybrid's hits hold the words asked
+        // for, as keyword mode's do (SPEC.md §18.2).
+        let previous_turn = if semantic.is_some() {
+            req.weights.previous_turn
+        } else {
+            0.0
+        };
         let keyword = match (!keyword_text_query.query.is_empty())
-            .then(|| self.text_hits_as(&keyword_text_query, reading(natural)))
+            .then(|| self.text_hits_as(&keyword_text_query, reading(natural, previous_turn)))
             .transpose()
         {
             Ok(r) => r,
@@ -1205,7 +1232,11 @@ impl Memdb {
             if !keyword_text_query.query.is_empty() {
                 // A query the main keyword search could not read was noted
                 // there; the period adds nothing to that side then.
-                match self.text_hits_within(&keyword_text_query, reading(natural), &within) {
+                match self.text_hits_within(
+                    &keyword_text_query,
+                    reading(natural, previous_turn),
+                    &within,
+                ) {
                     Ok(hits) => period::merge_ranking(&mut keyword, hits),
                     Err(Error::InvalidInput { .. }) => {}
                     Err(e) => return Err(e),

@@ -77,6 +77,20 @@ impl ConversationsView {
         })
     }
 
+    /// The turn just before message `m` in its conversation, if any.
+    pub(crate) fn turn_before(&self, m: &MessageRecord) -> Result<Option<MessageRecord>> {
+        match neighbour_ids(&self.conv_msgs, m, true, false)?.0 {
+            Some(id) => self.message(id),
+            None => Ok(None),
+        }
+    }
+
+    /// The id of the turn just after message `m` in its conversation, if
+    /// any.
+    pub(crate) fn turn_after(&self, m: &MessageRecord) -> Result<Option<u128>> {
+        Ok(neighbour_ids(&self.conv_msgs, m, false, true)?.1)
+    }
+
     /// The conversation row `id`, if it exists.
     pub(crate) fn conversation(&self, id: u128) -> Result<Option<ConversationRecord>> {
         get_conversation(&self.convs, id)

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use memdb_format::{ContentRecord, ConversationRecord, ItemRecord, MessageRecord, Op};
+use memdb_format::{ConversationRecord, ItemRecord, MessageRecord, Op};
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::index::SegmentId;
@@ -50,7 +50,9 @@ use tantivy::{
 use uuid::Uuid;
 
 use crate::config::Config;
+use crate::embed::passage::NEIGHBOUR_CHARS;
 use crate::error::{Error, Result};
+use crate::model::records::message_text;
 use crate::model::types::{Filter, Status};
 use crate::store::conversations::{ConversationsView, conversation_message_ids};
 use crate::store::records::RecordsView;
@@ -67,8 +69,9 @@ use softdir::SoftDirectory;
 /// merges could still leave duplicate documents (SPEC.md §8), so those are
 /// not trusted. 4: adds `content_pairs` (two-word phrases, `pairs.rs`).
 /// 6: generic records (`rkind`, `rtext`, `rscope`, `rtags`). 7: `rtext`
-/// tokenized with CJK bigrams (`cjk.rs`).
-const TEXT_SCHEMA_VERSION: u32 = 7;
+/// tokenized with CJK bigrams (`cjk.rs`). 8: `content_before` (the
+/// start of the turn before each message).
+const TEXT_SCHEMA_VERSION: u32 = 8;
 const LOWER_TOKENIZER: &str = "memdb_lower";
 const ID_HI: &str = "id_hi";
 const ID_LO: &str = "id_lo";
@@ -93,6 +96,10 @@ struct Fields {
     content: Field,
     content_raw: Field,
     content_pairs: Field,
+    /// The start of the turn before the message in its conversation
+    /// ([`NEIGHBOUR_CHARS`]), stemmed as `content`, freqs only: what a
+    /// reply answers (SPEC.md §18.2).
+    before: Field,
     role: Field,
     label: Field,
     folder: Field,
@@ -140,6 +147,10 @@ fn schema() -> (Schema, Fields) {
         content: b.add_text_field("content", stemmed),
         content_raw: b.add_text_field("content_raw", raw),
         content_pairs: b.add_text_field("content_pairs", pairs_options()),
+        before: b.add_text_field(
+            "content_before",
+            text_options("en_stem", IndexRecordOption::WithFreqs),
+        ),
         role: b.add_text_field("role", STRING),
         label: b.add_text_field("label", STRING),
         folder: b.add_text_field("folder", STRING),
@@ -286,13 +297,16 @@ pub(crate) struct RecordTextFilter<'a> {
 }
 
 /// How [`TextIndex::search`] reads the query text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Reading {
     /// memdb's query syntax (SPEC.md §16): parsed, within the budget.
     Syntax,
     /// Natural language (`natural.rs`, SPEC.md §16.2): words and balanced
     /// quoted phrases, never parsed; only its length is limited.
-    Natural,
+    /// `previous_turn` > 0 also matches the content words in the turn
+    /// before each message (`content_before`), with that weight (SPEC.md
+    /// §18.2).
+    Natural { previous_turn: f32 },
 }
 
 /// Outcome of opening the index directory.
@@ -403,8 +417,12 @@ impl TextIndex {
         let mut parser = QueryParser::for_index(&index, vec![fields.content]);
         parser.allow_regexes();
         let plain = PlainQueries::new(fields.content, Some(fields.content_pairs), stemmer.clone());
-        let natural =
-            NaturalQueries::new(fields.content, Some(fields.content_pairs), stemmer.clone());
+        let natural = NaturalQueries::new(
+            fields.content,
+            Some(fields.content_pairs),
+            Some(fields.before),
+            stemmer.clone(),
+        );
         // Record text: words stemmed as `content`'s, CJK runs as bigrams.
         let records_analyzer = TextAnalyzer::builder(cjk::CjkTokenizer)
             .filter(RemoveLongFilter::limit(40))
@@ -416,7 +434,7 @@ impl TextIndex {
         index
             .tokenizers()
             .register(cjk::CJK_TOKENIZER, records_analyzer.clone());
-        let natural_records = NaturalQueries::new(fields.rtext, None, records_analyzer);
+        let natural_records = NaturalQueries::new(fields.rtext, None, None, records_analyzer);
         Ok(TextIndex {
             dir: dir.to_path_buf(),
             fields,
@@ -465,7 +483,7 @@ impl TextIndex {
                     let (id, msg) = row?;
                     let conv_id = u128::from_le_bytes(msg.conversation_id);
                     if let Some(scope) = scope_of(&mut scopes, &view, conv_id)? {
-                        writer.add_document(t.document(id, &msg, scope))?;
+                        writer.add_document(t.document_in(&view, id, &msg, scope)?)?;
                     }
                 }
                 let records = RecordsView::open(&txn)?;
@@ -550,17 +568,26 @@ impl TextIndex {
         &self.dir
     }
 
-    fn document(&self, id: u128, msg: &MessageRecord, scope: &Scope) -> TantivyDocument {
+    /// Message `id`'s document; `before`, the turn before it in its
+    /// conversation, if any.
+    fn document(
+        &self,
+        id: u128,
+        msg: &MessageRecord,
+        before: Option<&MessageRecord>,
+        scope: &Scope,
+    ) -> TantivyDocument {
         let f = &self.fields;
         let mut doc = TantivyDocument::default();
-        let parts;
-        let text = match &msg.content {
-            ContentRecord::Text(s) => s.as_str(),
-            ContentRecord::PartsJson(_) => {
-                parts = crate::model::records::record_text(msg);
-                parts.as_str()
+        let text = message_text(msg);
+        let text = text.as_ref();
+        if let Some(before) = before {
+            let b = message_text(before);
+            let b = crate::embed::passage::cut(b.trim(), NEIGHBOUR_CHARS);
+            if !b.is_empty() {
+                doc.add_text(f.before, b);
             }
-        };
+        }
         doc.add_text(
             f.id,
             Uuid::from_u128(id).hyphenated().encode_lower(&mut [0; 36]),
@@ -620,6 +647,18 @@ impl TextIndex {
         Ok(doc)
     }
 
+    /// Message `id`'s document, the turn before it read from `view`.
+    fn document_in(
+        &self,
+        view: &ConversationsView,
+        id: u128,
+        msg: &MessageRecord,
+        scope: &Scope,
+    ) -> Result<TantivyDocument> {
+        let before = view.turn_before(msg)?;
+        Ok(self.document(id, msg, before.as_ref(), scope))
+    }
+
     fn id_term(&self, id: u128) -> Term {
         Term::from_field_text(
             self.fields.id,
@@ -657,6 +696,16 @@ impl TextIndex {
         let mut scopes: HashMap<u128, Option<Scope>> = HashMap::new();
         // Messages this call added a document for.
         let mut added: IdSet = IdSet::default();
+        // Messages this call inserts: each reads its turn before from the
+        // current store, so none needs re-indexing as another's turn after.
+        let inserted: IdSet = entries
+            .iter()
+            .flat_map(|(_, ops)| ops)
+            .filter_map(|op| match op {
+                Op::InsertMessage(id) => Some(u128::from_le_bytes(*id)),
+                _ => None,
+            })
+            .collect();
         // Sent to tantivy in batches: one batch goes to one indexing thread,
         // so a small write makes one segment, not one per thread (each
         // costs a commit several MB of buffers); big applies still spread.
@@ -685,8 +734,26 @@ impl TextIndex {
                                 u128::from_le_bytes(msg.conversation_id),
                             )?
                         {
-                            batch.push(UserOperation::Add(self.document(id, &msg, scope)));
+                            batch.push(UserOperation::Add(
+                                self.document_in(&view, id, &msg, scope)?,
+                            ));
                             added.insert(id);
+                            // A turn inserted before an indexed one is that
+                            // one's new turn before: its document changes.
+                            if matches!(op, Op::InsertMessage(_))
+                                && let Some(next) = view.turn_after(&msg)?
+                                && !inserted.contains(&next)
+                                && let Some(after) = view.message(next)?
+                            {
+                                batch.push(UserOperation::Delete(self.id_term(next)));
+                                batch.push(UserOperation::Add(self.document(
+                                    next,
+                                    &after,
+                                    Some(&msg),
+                                    scope,
+                                )));
+                                added.insert(next);
+                            }
                         }
                     }
                     Op::PutVector(..) | Op::DeleteVector(..) | Op::PutSummary(..) => {}
@@ -714,10 +781,17 @@ impl TextIndex {
                             Uuid::from_u128(cid).hyphenated().encode_lower(&mut [0; 36]),
                         )));
                         if let Some(scope) = scope_of(&mut scopes, &view, cid)? {
+                            let mut before: Option<MessageRecord> = None;
                             for mid in conversation_message_ids(&txn, cid)? {
                                 if let Some(msg) = view.message(mid)? {
-                                    batch.push(UserOperation::Add(self.document(mid, &msg, scope)));
+                                    batch.push(UserOperation::Add(self.document(
+                                        mid,
+                                        &msg,
+                                        before.as_ref(),
+                                        scope,
+                                    )));
                                     added.insert(mid);
+                                    before = Some(msg);
                                 }
                             }
                         }
@@ -928,9 +1002,9 @@ impl TextIndex {
                     None => self.parse(query_text)?,
                 }
             }
-            Reading::Natural => {
+            Reading::Natural { previous_turn } => {
                 crate::text::budget::check_natural(query_text)?;
-                match self.natural.build(query_text) {
+                match self.natural.build(query_text, previous_turn) {
                     Some(q) => q,
                     // No term at all: nothing matches.
                     None => return Ok(Vec::new()),
@@ -1108,7 +1182,7 @@ impl TextIndex {
     ) -> Result<Vec<(u128, f32)>> {
         let f = self.fields;
         crate::text::budget::check_natural(query_text)?;
-        let Some(user) = self.natural_records.build(query_text) else {
+        let Some(user) = self.natural_records.build(query_text, 0.0) else {
             return Ok(Vec::new());
         };
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, user)];

@@ -27,7 +27,7 @@
 use std::collections::HashSet;
 
 use tantivy::Term;
-use tantivy::query::{BooleanQuery, Occur, PhraseQuery, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
 
@@ -165,10 +165,14 @@ enum Atom {
     Pair(Term),
     /// Terms at positions relative to the first.
     Phrase(Vec<(usize, Term)>),
+    /// A content word's term in the turn-before field, scored with the
+    /// query's `previous_turn` weight.
+    Before(Term),
 }
 
 impl Atom {
-    fn query(&self) -> Box<dyn Query> {
+    /// The atom's query; a [`Atom::Before`] term is boosted by `before`.
+    fn query(&self, before: f32) -> Box<dyn Query> {
         match self {
             Atom::Term(t) | Atom::Pair(t) => {
                 Box::new(TermQuery::new(t.clone(), IndexRecordOption::WithFreqs))
@@ -176,6 +180,10 @@ impl Atom {
             Atom::Phrase(terms) => {
                 Box::new(PhraseQuery::new_with_offset_and_slop(terms.clone(), 0))
             }
+            Atom::Before(t) => Box::new(BoostQuery::new(
+                Box::new(TermQuery::new(t.clone(), IndexRecordOption::WithFreqs)),
+                before,
+            )),
         }
     }
 }
@@ -185,27 +193,37 @@ pub(crate) struct NaturalQueries {
     field: Field,
     /// The field's word pairs (`pairs.rs`), when indexed.
     pairs: Option<Field>,
+    /// The text of the turn before each document, indexed with the same
+    /// analyzer, when indexed.
+    before: Option<Field>,
     analyzer: TextAnalyzer,
 }
 
 impl NaturalQueries {
-    /// `analyzer` must be the one `field` is indexed with; `pairs`, the
-    /// field indexing its word pairs.
+    /// `analyzer` must be the one `field` (and `before`) is indexed with;
+    /// `pairs`, the field indexing its word pairs; `before`, the field
+    /// indexing the turn before each document.
     pub(crate) fn new(
         field: Field,
         pairs: Option<Field>,
+        before: Option<Field>,
         analyzer: TextAnalyzer,
     ) -> NaturalQueries {
         NaturalQueries {
             field,
             pairs,
+            before,
             analyzer,
         }
     }
 
     /// The query for `text`, or `None` when it has no term at all (only
-    /// punctuation, say): nothing can match it.
-    pub(crate) fn build(&self, text: &str) -> Option<Box<dyn Query>> {
+    /// punctuation, say): nothing can match it. With `previous_turn` > 0
+    /// (and a turn-before field), each content word also matches in the
+    /// turn before a document, its score weighted by `previous_turn`, and
+    /// such a match alone makes a document a candidate (SPEC.md §18.2).
+    pub(crate) fn build(&self, text: &str, previous_turn: f32) -> Option<Box<dyn Query>> {
+        let before = self.before.filter(|_| previous_turn > 0.0);
         let mut all = Atoms::default();
         let mut content = Atoms::default();
         let mut analyzer = self.analyzer.clone();
@@ -213,8 +231,21 @@ impl NaturalQueries {
             if !chunk.phrase && is_reporting_verb(chunk.text) {
                 continue;
             }
-            let atoms = self.atoms(&mut analyzer, &chunk);
+            let mut atoms = self.atoms(&mut analyzer, &chunk);
             if chunk_is_content(&chunk) {
+                if let Some(field) = before {
+                    let words: Vec<Atom> = atoms
+                        .iter()
+                        .filter_map(|a| match a {
+                            Atom::Term(t) => t
+                                .value()
+                                .as_str()
+                                .map(|w| Atom::Before(Term::from_field_text(field, w))),
+                            _ => None,
+                        })
+                        .collect();
+                    atoms.extend(words);
+                }
                 for a in &atoms {
                     content.push(a.clone());
                 }
@@ -232,14 +263,14 @@ impl NaturalQueries {
         // added (a long word the analyzer drops, say).
         match content.list.len() {
             0 => {}
-            1 => clauses.push((Occur::Must, content.list[0].query())),
-            _ => clauses.push((Occur::Must, union(&content.list))),
+            1 => clauses.push((Occur::Must, content.list[0].query(previous_turn))),
+            _ => clauses.push((Occur::Must, union(&content.list, previous_turn))),
         }
         if clauses.is_empty() && all.list.len() == 1 {
-            return Some(all.list[0].query());
+            return Some(all.list[0].query(previous_turn));
         }
         for a in &all.list {
-            clauses.push((Occur::Should, a.query()));
+            clauses.push((Occur::Should, a.query(previous_turn)));
         }
         Some(Box::new(BooleanQuery::new(clauses)))
     }
@@ -331,10 +362,13 @@ impl Atoms {
     }
 }
 
-/// A should-union of `atoms`.
-fn union(atoms: &[Atom]) -> Box<dyn Query> {
+/// A should-union of `atoms` (turn-before terms boosted by `before`).
+fn union(atoms: &[Atom], before: f32) -> Box<dyn Query> {
     Box::new(BooleanQuery::new(
-        atoms.iter().map(|a| (Occur::Should, a.query())).collect(),
+        atoms
+            .iter()
+            .map(|a| (Occur::Should, a.query(before)))
+            .collect(),
     ))
 }
 
@@ -355,7 +389,7 @@ mod tests {
         let index = Index::create_in_ram(b.build());
         let parser = QueryParser::for_index(&index, vec![content]);
         let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
-        let natural = NaturalQueries::new(content, None, analyzer);
+        let natural = NaturalQueries::new(content, None, None, analyzer);
         (index, parser, natural, content)
     }
 
@@ -444,7 +478,7 @@ mod tests {
                 format!("+({}) {}", content.join(" "), words.join(" "))
             };
             let old = parser.parse_query(&syntax).expect("parses");
-            let new = natural.build(q).expect("terms");
+            let new = natural.build(q, 0.0).expect("terms");
             assert_eq!(format!("{new:?}"), format!("{old:?}"), "{q:?}");
         }
     }
@@ -462,7 +496,7 @@ mod tests {
         }
         w.commit().expect("commit");
         let searcher = index.reader().expect("reader").searcher();
-        let Some(query) = natural.build(q) else {
+        let Some(query) = natural.build(q, 0.0) else {
             return Vec::new();
         };
         let mut ids: Vec<u32> = searcher
@@ -534,11 +568,14 @@ mod tests {
         let pairs = b.add_text_field("pairs", TEXT);
         let index = Index::create_in_ram(b.build());
         let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
-        let natural = NaturalQueries::new(content, Some(pairs), analyzer);
-        let q = format!("{:?}", natural.build("\"Borrow Checkers\"").expect("terms"));
+        let natural = NaturalQueries::new(content, Some(pairs), None, analyzer);
+        let q = format!(
+            "{:?}",
+            natural.build("\"Borrow Checkers\"", 0.0).expect("terms")
+        );
         assert!(q.contains("borrow checker"), "{q}");
         assert!(!q.contains("PhraseQuery"), "{q}");
-        let q = format!("{:?}", natural.build("10.0.0.1").expect("terms"));
+        let q = format!("{:?}", natural.build("10.0.0.1", 0.0).expect("terms"));
         assert!(q.contains("PhraseQuery"), "{q}");
     }
 
@@ -548,7 +585,7 @@ mod tests {
         #[test]
         fn any_text_builds(s in "[ -~\u{a0}-\u{17f}\u{4e00}-\u{4e10}\"]{0,200}") {
             let (_, _, natural, _) = setup();
-            let _ = natural.build(&s);
+            let _ = natural.build(&s, 0.0);
         }
     }
 }
