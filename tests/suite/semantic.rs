@@ -1624,6 +1624,14 @@ fn a_reply_matches_the_words_of_the_turn_before_it() {
         explained(&off, "Ben:").is_none_or(|e| e.keyword_score.is_none()),
         "{off:?}"
     );
+    // What the turn before said counts, not who said it.
+    let mut by_name = SearchRequest::new("Ana");
+    by_name.explain = true;
+    let by_name = db.search(&by_name).unwrap();
+    assert!(
+        explained(&by_name, "Ben:").is_none_or(|e| e.keyword_score.is_none()),
+        "{by_name:?}"
+    );
     let mut kw = SearchRequest::new("giraffes zoo");
     kw.mode = SearchMode::Keyword;
     let kw = db.search(&kw).unwrap();

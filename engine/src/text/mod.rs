@@ -61,6 +61,7 @@ use crate::text::natural::NaturalQueries;
 use crate::text::pairs::{PAIRS_TOKENIZER, PairTokenizer};
 use crate::text::plainquery::PlainQueries;
 use crate::util::idhash::IdSet;
+use crate::util::turn_name::said;
 use softdir::SoftDirectory;
 
 /// Bumped when the tantivy schema or analysis changes; an index built with
@@ -70,8 +71,9 @@ use softdir::SoftDirectory;
 /// not trusted. 4: adds `content_pairs` (two-word phrases, `pairs.rs`).
 /// 6: generic records (`rkind`, `rtext`, `rscope`, `rtags`). 7: `rtext`
 /// tokenized with CJK bigrams (`cjk.rs`). 8: `content_before` (the
-/// start of the turn before each message).
-const TEXT_SCHEMA_VERSION: u32 = 8;
+/// start of the turn before each message). 9: `content_before` without
+/// the turn's opening `Name:`.
+const TEXT_SCHEMA_VERSION: u32 = 9;
 const LOWER_TOKENIZER: &str = "memdb_lower";
 const ID_HI: &str = "id_hi";
 const ID_LO: &str = "id_lo";
@@ -583,7 +585,9 @@ impl TextIndex {
         let text = text.as_ref();
         if let Some(before) = before {
             let b = message_text(before);
-            let b = crate::embed::passage::cut(b.trim(), NEIGHBOUR_CHARS);
+            // What the turn said: its `Name:` would match every question
+            // naming the other speaker.
+            let b = crate::embed::passage::cut(said(&b).trim(), NEIGHBOUR_CHARS);
             if !b.is_empty() {
                 doc.add_text(f.before, b);
             }

@@ -1,7 +1,8 @@
 //! Leaf utilities every layer may use: ids of new rows and sets keyed by
 //! them, time parsing, dates in free text, the directory lock,
 //! the blocking HTTP client for remote providers (cargo feature `openai`),
-//! function-word lists, token counting, the C allocator's arena limit for
+//! function-word lists, token counting, the `Name:` a dialogue turn opens
+//! with, the C allocator's arena limit for
 //! the binaries (`malloc.rs`), background threads' CPU priority
 //! (`priority.rs`) and the folder watcher shared by
 //! KuraDB and the import folder (`watch.rs`). Nothing here knows about
@@ -18,4 +19,5 @@ pub(crate) mod malloc;
 pub(crate) mod priority;
 pub(crate) mod time;
 pub(crate) mod tokens;
+pub(crate) mod turn_name;
 pub(crate) mod watch;
