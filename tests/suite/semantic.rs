@@ -1141,6 +1141,13 @@ fn a_question_naming_a_day_reaches_turns_outside_the_best_matches() {
     assert_eq!(e.period_boost, Some(PERIOD_BOOST));
     assert!(e.keyword_rank.unwrap() > 50, "{e:?}");
     assert!(e.semantic_rank.unwrap() > 50, "{e:?}");
+    // A relative day, resolved against the latest date among the
+    // candidates (the fillers' 9 May): yesterday is 8 May, searched too.
+    let relative = ask("What did Ana cook yesterday?");
+    assert_eq!(stew(&relative), Some(0), "{relative:?}");
+    let e = relative.hits[0].explain.unwrap();
+    assert_eq!(e.period_boost, Some(PERIOD_BOOST));
+    assert!(e.semantic_rank.unwrap() > 50, "{e:?}");
     // The same words without the day: the stew is not a candidate at all.
     let plain = ask("What did Ana cook?");
     assert_eq!(stew(&plain), None, "{plain:?}");

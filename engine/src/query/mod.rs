@@ -780,17 +780,40 @@ impl Memdb {
         })
     }
 
-    /// Adds [`PERIOD_BOOST`] to the fused candidates (the first
-    /// [`PERIOD_DEPTH`]) dated inside the period the query names: `absolute`
-    /// when it names one outright, else a relative one ("last month")
-    /// resolved against the latest date among the candidates (the searched
-    /// conversations' own timeline). A message's date is
+    /// The relative period ("last month") `query` names, resolved against
+    /// the latest date among the candidates of both rankings (the searched
+    /// conversations' own timeline); `None` when it names none or no
+    /// candidate is dated. A message's date is
     /// [`crate::util::dates::event_date`].
+    fn relative_period(
+        &self,
+        query: &str,
+        keyword: &Ranking,
+        semantic: &Ranking,
+    ) -> Result<Option<crate::util::dates::Period>> {
+        let mut seen = HashSet::new();
+        let ids: Ranking = keyword
+            .iter()
+            .chain(semantic)
+            .filter(|(id, _)| seen.insert(*id))
+            .copied()
+            .collect();
+        let latest = self
+            .resolve_hits(&ids)?
+            .iter()
+            .map(|h| crate::util::dates::event_date(&h.message.metadata, h.message.timestamp))
+            .max();
+        Ok(latest.and_then(|d| crate::util::dates::query_period(query, Some(d))))
+    }
+
+    /// Adds [`PERIOD_BOOST`] to the fused candidates (the first
+    /// [`PERIOD_DEPTH`]) dated inside `period`, the period the query names
+    /// (an absolute one, or a relative one [`Self::relative_period`]
+    /// resolved). A message's date is [`crate::util::dates::event_date`].
     fn favour_period(
         &self,
         fused: &mut [(u128, f32, ScoreExplain)],
-        query: &str,
-        absolute: Option<crate::util::dates::Period>,
+        period: crate::util::dates::Period,
     ) -> Result<()> {
         let ids: Ranking = fused
             .iter()
@@ -807,13 +830,6 @@ impl Memdb {
                 )
             })
             .collect();
-        let period = match absolute {
-            Some(p) => p,
-            None => match crate::util::dates::query_period(query, dates.values().max().copied()) {
-                Some(p) => p,
-                None => return Ok(()),
-            },
-        };
         let mut moved = false;
         for (id, f, e) in fused.iter_mut().take(PERIOD_DEPTH) {
             let inside = dates
@@ -1220,9 +1236,17 @@ impl Memdb {
         } = semantic;
         let mut keyword = keyword.unwrap_or_default();
         let mut semantic = semantic;
+        // The period the question names: a relative one ("last Tuesday")
+        // resolved against the latest date among both rankings' candidates
+        // (the searched conversations' own timeline, SPEC.md §18.3).
+        let period = match absolute {
+            Some(p) => Some(p),
+            None if relative => self.relative_period(&req.query, &keyword, &semantic)?,
+            None => None,
+        };
         // A named period's own conversations, searched on their own: their
         // best turns join both rankings (SPEC.md §18.3).
-        if let Some(p) = absolute
+        if let Some(p) = period
             && req.role.is_none()
             && filter.since.is_none()
             && filter.until.is_none()
@@ -1265,8 +1289,8 @@ impl Memdb {
                 e.keyword_weight = Some(weights.keyword);
             }
         }
-        if absolute.is_some() || relative {
-            self.favour_period(&mut fused, &req.query, absolute)?;
+        if let Some(p) = period {
+            self.favour_period(&mut fused, p)?;
         }
         if req.weights.short_turns > 0.0 && natural_query {
             self.discount_short_turns(&mut fused, req.weights.short_turns)?;

@@ -228,7 +228,11 @@ fn spans(s: &str) -> Vec<(String, usize, usize)> {
 
 /// The first period `query` names, read against `anchor` (the latest date
 /// of the conversations searched) for the relative forms: `in|on|during
-/// D Month YYYY` / `Month D, YYYY` (that day), `in|during Month YYYY` (that
+/// D Month YYYY` / `D of Month YYYY` / `Month D, YYYY` (that day), `D
+/// Month` / `Month D`
+/// without a year (that day up to the anchor: in its year, or the year
+/// before when it would lie after it; `May D` only after a preposition or
+/// `the`), `in|during Month YYYY` (that
 /// month), `in|during YYYY` (that year), `in|during Month` (that month in
 /// the anchor's year, or the year before when it would lie after the
 /// anchor), `last|this month|year|week|weekend`, `last Month` (the last
@@ -250,17 +254,33 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
     let start_of = |i: usize| if prep(i) { w[i - 1].1 } else { w[i].1 };
     for i in 0..w.len() {
         let word = w[i].0.as_str();
-        // D Month YYYY or Month D YYYY: that day.
+        // D Month YYYY, D of Month YYYY or Month D YYYY: that day. `k`:
+        // the offset of the day's second word (month or day).
         let at = |k: usize| w.get(i + k).map(|x| x.0.as_str());
-        let day_month = match (day(word), month(word)) {
-            (Some(d), _) => at(1).and_then(month).map(|m| (m, d)),
-            (None, Some(m)) => at(1).and_then(day).map(|d| (m, d)),
-            (None, None) => None,
+        let (day_month, k) = match (day(word), month(word)) {
+            (Some(d), _) if at(1) == Some("of") => (at(2).and_then(month).map(|m| (m, d)), 2),
+            (Some(d), _) => (at(1).and_then(month).map(|m| (m, d)), 1),
+            (None, Some(m)) => (at(1).and_then(day).map(|d| (m, d)), 1),
+            (None, None) => (None, 1),
         };
-        if let Some((m, d)) = day_month
-            && let Some(y) = at(2).and_then(year)
-            && let Some(date) = NaiveDate::from_ymd_opt(y, m, d)
-        {
+        // With its year: that day. Without (a relative form): that day up
+        // to the anchor, in its year or the year before. "May 5" needs a
+        // preposition or "the" before it: "may" is also a verb.
+        let dated = day_month.and_then(|(m, d)| match at(k + 1).and_then(year) {
+            Some(y) => NaiveDate::from_ymd_opt(y, m, d).map(|date| (date, i + k + 1)),
+            None => {
+                let a = anchor?;
+                if word == "may" && !(prep(i) || (i >= 1 && w[i - 1].0 == "the")) {
+                    return None;
+                }
+                let date = match NaiveDate::from_ymd_opt(a.year(), m, d) {
+                    Some(this) if this <= a => this,
+                    _ => NaiveDate::from_ymd_opt(a.year() - 1, m, d)?,
+                };
+                Some((date, i + k))
+            }
+        });
+        if let Some((date, last_word)) = dated {
             // "the day|week|month before|after D Month YYYY": that span
             // next to the date (the date itself excluded).
             let around = (i >= 2)
@@ -290,7 +310,7 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                 return Some(Period {
                     start,
                     end,
-                    span: (w[first].1, w[i + 2].2),
+                    span: (w[first].1, w[last_word].2),
                 });
             }
             // A time of day naming part of that day belongs to the date,
@@ -308,10 +328,10 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                 }
                 first = w[k].1;
             }
-            let last = if w.len() > i + 3 && part(i + 3) {
-                w[i + 3].2
+            let last = if w.len() > last_word + 1 && part(last_word + 1) {
+                w[last_word + 1].2
             } else {
-                w[i + 2].2
+                w[last_word].2
             };
             return Some(Period {
                 start: date,
@@ -548,6 +568,26 @@ mod tests {
         assert_eq!((p.start, p.end), (d(2020, 12, 31), d(2021, 1, 1)));
         // Relative forms need the anchor.
         let a = Some(d(2023, 3, 15)); // a Wednesday
+        // A day without its year: the last such day up to the anchor, with
+        // the part of the day named beside it.
+        let q = "Where was the group eating, per the 3 November evening chat?";
+        assert!(query_period(q, None).is_none());
+        let p = query_period(q, a).unwrap();
+        assert_eq!((p.start, p.end), (d(2022, 11, 3), d(2022, 11, 4)));
+        assert_eq!(&q[p.span.0..p.span.1], "3 November evening");
+        let p = query_period("what happened on March 2?", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 3, 2), d(2023, 3, 3)));
+        let p = query_period("the day after 15 March", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 3, 16), d(2023, 3, 17)));
+        let q = "what did we plan on the 16th of March?";
+        let p = query_period(q, a).unwrap();
+        assert_eq!(p.start, d(2022, 3, 16));
+        assert_eq!(&q[p.span.0..p.span.1], "16th of March");
+        let p = query_period("the 8th of May 2018 chat", None).unwrap();
+        assert_eq!(p.start, d(2018, 5, 8));
+        assert!(query_period("you may 2 times", a).is_none());
+        let p = query_period("what was said on May 5", a).unwrap();
+        assert_eq!(p.start, d(2022, 5, 5));
         assert!(query_period("what about last month", None).is_none());
         let p = query_period("what about last month", a).unwrap();
         assert_eq!((p.start, p.end), (d(2023, 2, 1), d(2023, 3, 1)));
