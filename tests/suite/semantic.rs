@@ -1361,6 +1361,25 @@ fn assert_weight_refused(db: &Memdb, query: &str, set: impl FnOnce(&mut memdb::F
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 
+/// A "giraffes zoo" search explained, with neighbour expansion off (so a
+/// reply is a hit only on its own merits) and the turn before weighted
+/// `previous_turn`.
+fn ask_about_the_zoo(db: &Memdb, previous_turn: f32) -> SearchResults {
+    let mut req = SearchRequest::new("giraffes zoo");
+    req.explain = true;
+    req.weights.previous_turn = previous_turn;
+    without_expansion(&mut req.weights);
+    db.search(&req).unwrap()
+}
+
+/// Turns off neighbour expansion (all three shares), so a test sees the
+/// stage it checks act on the ranked candidates alone.
+fn without_expansion(w: &mut memdb::FusionWeights) {
+    w.neighbours = 0.0;
+    w.answers = 0.0;
+    w.second_neighbours = 0.0;
+}
+
 fn explained(r: &SearchResults, opening: &str) -> Option<ScoreExplain> {
     r.hits
         .iter()
@@ -1553,9 +1572,7 @@ fn a_short_turn_loses_a_share_unless_it_replies() {
         let mut req = SearchRequest::new("pluralsight");
         req.explain = true;
         req.weights.short_turns = share;
-        req.weights.neighbours = 0.0;
-        req.weights.answers = 0.0;
-        req.weights.second_neighbours = 0.0;
+        without_expansion(&mut req.weights);
         db.search(&req).unwrap()
     };
     let on = search(memdb::DEFAULT_SHORT_TURNS);
@@ -1608,16 +1625,7 @@ fn a_reply_matches_the_words_of_the_turn_before_it() {
             "Ana: unrelated chatter about bread",
         ],
     );
-    let search = |share: f32| {
-        let mut req = SearchRequest::new("giraffes zoo");
-        req.explain = true;
-        req.weights.previous_turn = share;
-        req.weights.neighbours = 0.0;
-        req.weights.answers = 0.0;
-        req.weights.second_neighbours = 0.0;
-        db.search(&req).unwrap()
-    };
-    let on = search(memdb::DEFAULT_PREVIOUS_TURN);
+    let on = ask_about_the_zoo(&db, memdb::DEFAULT_PREVIOUS_TURN);
     let reply = explained(&on, "Ben:").expect("the reply is a hit");
     let question = explained(&on, "Ana: did").expect("the question is a hit");
     let (r, q) = (
@@ -1626,7 +1634,7 @@ fn a_reply_matches_the_words_of_the_turn_before_it() {
     );
     assert!(r > 0.0 && r < q, "{on:?}");
     assert!(explained(&on, "Ana: unrelated").is_none_or(|e| e.keyword_score.is_none()));
-    let off = search(0.0);
+    let off = ask_about_the_zoo(&db, 0.0);
     assert!(
         explained(&off, "Ben:").is_none_or(|e| e.keyword_score.is_none()),
         "{off:?}"
@@ -1656,12 +1664,7 @@ fn the_turn_before_follows_inserts_updates_and_rebuilds() {
     let db = open(dir.path(), hashing(128));
     let created = conv(&db, "zoo", "/", &["Ben: yes, last tuesday!"]);
     let reply_matches = |db: &Memdb| {
-        let mut req = SearchRequest::new("giraffes zoo");
-        req.explain = true;
-        req.weights.neighbours = 0.0;
-        req.weights.answers = 0.0;
-        req.weights.second_neighbours = 0.0;
-        let r = db.search(&req).unwrap();
+        let r = ask_about_the_zoo(db, memdb::DEFAULT_PREVIOUS_TURN);
         explained(&r, "Ben:").is_some_and(|e| e.keyword_score.is_some())
     };
     assert!(!reply_matches(&db));
