@@ -128,7 +128,7 @@ pub(crate) fn pairs_options() -> TextOptions {
     text_options(PAIRS_TOKENIZER, IndexRecordOption::WithFreqs)
 }
 
-fn text_options(tokenizer: &str, record: IndexRecordOption) -> TextOptions {
+pub(crate) fn text_options(tokenizer: &str, record: IndexRecordOption) -> TextOptions {
     TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(tokenizer)

@@ -579,13 +579,77 @@ mod tests {
         assert!(q.contains("PhraseQuery"), "{q}");
     }
 
+    /// Scored hits of `q` over documents of (text, turn before), with the
+    /// turn-before field weighted `previous_turn`.
+    fn scored_with_before(docs: &[(&str, &str)], q: &str, previous_turn: f32) -> Vec<(u32, f32)> {
+        let mut b = Schema::builder();
+        let content = b.add_text_field("content", crate::text::content_options());
+        let before = b.add_text_field(
+            "content_before",
+            crate::text::text_options("en_stem", IndexRecordOption::WithFreqs),
+        );
+        let index = Index::create_in_ram(b.build());
+        let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
+        let natural = NaturalQueries::new(content, None, Some(before), analyzer);
+        let mut w = index
+            .writer_with_num_threads(1, 15_000_000)
+            .expect("writer");
+        for (text, turn_before) in docs {
+            let mut d = TantivyDocument::default();
+            d.add_text(content, text);
+            d.add_text(before, turn_before);
+            w.add_document(d).expect("add");
+        }
+        w.commit().expect("commit");
+        let searcher = index.reader().expect("reader").searcher();
+        let Some(query) = natural.build(q, previous_turn) else {
+            return Vec::new();
+        };
+        let mut hits: Vec<(u32, f32)> = searcher
+            .search(
+                query.as_ref(),
+                &tantivy::collector::TopDocs::with_limit(10).order_by_score(),
+            )
+            .expect("search")
+            .into_iter()
+            .map(|(score, a)| (a.doc_id, score))
+            .collect();
+        hits.sort_by_key(|h| h.0);
+        hits
+    }
+
+    /// The turn-before field counts only with a weight, scores below the
+    /// same words in a message's own text, and is not read by phrases.
+    #[test]
+    fn the_turn_before_matches_only_with_a_weight() {
+        let docs = [
+            ("did you see the giraffes at the zoo", ""),
+            ("yes, last tuesday!", "did you see the giraffes at the zoo"),
+            ("bread again", "yes, last tuesday!"),
+        ];
+        let ids = |hits: Vec<(u32, f32)>| hits.iter().map(|h| h.0).collect::<Vec<_>>();
+        assert_eq!(ids(scored_with_before(&docs, "giraffes", 0.0)), vec![0]);
+        let on = scored_with_before(&docs, "giraffes", 0.3);
+        assert_eq!(ids(on.clone()), vec![0, 1]);
+        assert!(on[1].1 > 0.0 && on[1].1 < on[0].1, "{on:?}");
+        let more = scored_with_before(&docs, "giraffes", 1.0);
+        assert!(more[1].1 > on[1].1, "{more:?}");
+        // A quoted phrase matches the message's own words only.
+        assert_eq!(
+            ids(scored_with_before(&docs, "\"the giraffes\"", 0.3)),
+            vec![0]
+        );
+    }
+
     proptest! {
         /// Any text builds a query (or none, without terms) without
-        /// panicking: phrases need two terms, unions one clause.
+        /// panicking: phrases need two terms, unions one clause; with the
+        /// turn-before field too, and the query runs.
         #[test]
         fn any_text_builds(s in "[ -~\u{a0}-\u{17f}\u{4e00}-\u{4e10}\"]{0,200}") {
             let (_, _, natural, _) = setup();
             let _ = natural.build(&s, 0.0);
+            let _ = scored_with_before(&[("a giraffe", "the zoo")], &s, 0.3);
         }
     }
 }
