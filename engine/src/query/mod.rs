@@ -798,12 +798,24 @@ impl Memdb {
             .filter(|(id, _)| seen.insert(*id))
             .copied()
             .collect();
-        let latest = self
-            .resolve_hits(&ids)?
-            .iter()
-            .map(|h| crate::util::dates::event_date(&h.message.metadata, h.message.timestamp))
-            .max();
+        let latest = self.event_dates(&ids)?.into_values().max();
         Ok(latest.and_then(|d| crate::util::dates::query_period(query, Some(d))))
+    }
+
+    /// The date of each message of `ids` that still exists
+    /// ([`crate::util::dates::event_date`]: its metadata's session date,
+    /// else its timestamp's day).
+    fn event_dates(&self, ids: &Ranking) -> Result<HashMap<u128, chrono::NaiveDate>> {
+        Ok(self
+            .resolve_hits(ids)?
+            .iter()
+            .map(|h| {
+                (
+                    h.message.id.as_u128(),
+                    crate::util::dates::event_date(&h.message.metadata, h.message.timestamp),
+                )
+            })
+            .collect())
     }
 
     /// Adds [`PERIOD_BOOST`] to the fused candidates (the first
@@ -820,16 +832,7 @@ impl Memdb {
             .take(PERIOD_DEPTH)
             .map(|(id, s, _)| (*id, *s))
             .collect();
-        let dates: HashMap<u128, chrono::NaiveDate> = self
-            .resolve_hits(&ids)?
-            .iter()
-            .map(|h| {
-                (
-                    h.message.id.as_u128(),
-                    crate::util::dates::event_date(&h.message.metadata, h.message.timestamp),
-                )
-            })
-            .collect();
+        let dates = self.event_dates(&ids)?;
         let mut moved = false;
         for (id, f, e) in fused.iter_mut().take(PERIOD_DEPTH) {
             let inside = dates

@@ -98,9 +98,9 @@ struct Fields {
     content: Field,
     content_raw: Field,
     content_pairs: Field,
-    /// The start of the turn before the message in its conversation
-    /// ([`NEIGHBOUR_CHARS`]), stemmed as `content`, freqs only: what a
-    /// reply answers (SPEC.md §18.2).
+    /// The start of what the turn before the message in its conversation
+    /// said (its `Name:` left out, [`NEIGHBOUR_CHARS`]), stemmed as
+    /// `content`, freqs only: what a reply answers (SPEC.md §5, §18.2).
     before: Field,
     role: Field,
     label: Field,

@@ -229,11 +229,10 @@ fn spans(s: &str) -> Vec<(String, usize, usize)> {
 /// The first period `query` names, read against `anchor` (the latest date
 /// of the conversations searched) for the relative forms: `in|on|during
 /// D Month YYYY` / `D of Month YYYY` / `Month D, YYYY` (that day), `D
-/// Month` / `Month D`
-/// without a year (that day up to the anchor: in its year, or the year
-/// before when it would lie after it; `May D` only after a preposition or
-/// `the`), `in|during Month YYYY` (that
-/// month), `in|during YYYY` (that year), `in|during Month` (that month in
+/// Month` / `D of Month` / `Month D` without a year (that day up to the
+/// anchor: in its year, or the year before when it would lie after it;
+/// `May D` only after a preposition or `the`), `in|during Month YYYY`
+/// (that month), `in|during YYYY` (that year), `in|during Month` (that month in
 /// the anchor's year, or the year before when it would lie after the
 /// anchor), `last|this month|year|week|weekend`, `last Month` (the last
 /// such month before the anchor's), `today`, `yesterday`, `the day before
@@ -316,17 +315,17 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
             // A time of day naming part of that day belongs to the date,
             // not to the words to match: "on the evening of D Month YYYY",
             // "the D Month YYYY morning chat".
-            let part = |k: usize| PARTS_OF_DAY.contains(&w[k].0.as_str());
+            let part = |j: usize| PARTS_OF_DAY.contains(&w[j].0.as_str());
             let mut first = start_of(i);
             if i >= 2 && w[i - 1].0 == "of" && part(i - 2) {
-                let mut k = i - 2;
-                if k >= 1 && w[k - 1].0 == "the" {
-                    k -= 1;
+                let mut j = i - 2;
+                if j >= 1 && w[j - 1].0 == "the" {
+                    j -= 1;
                 }
-                if k >= 1 && matches!(w[k - 1].0.as_str(), "in" | "on" | "during") {
-                    k -= 1;
+                if j >= 1 && matches!(w[j - 1].0.as_str(), "in" | "on" | "during") {
+                    j -= 1;
                 }
-                first = w[k].1;
+                first = w[j].1;
             }
             let last = if w.len() > last_word + 1 && part(last_word + 1) {
                 w[last_word + 1].2
