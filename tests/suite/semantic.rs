@@ -1141,8 +1141,8 @@ fn a_question_naming_a_day_reaches_turns_outside_the_best_matches() {
     assert_eq!(e.period_boost, Some(PERIOD_BOOST));
     assert!(e.keyword_rank.unwrap() > 50, "{e:?}");
     assert!(e.semantic_rank.unwrap() > 50, "{e:?}");
-    // A relative day, resolved against the latest date among the
-    // candidates (the fillers' 9 May): yesterday is 8 May, searched too.
+    // A relative day, resolved against the scope's latest date (the
+    // fillers' 9 May): yesterday is 8 May, searched too.
     let relative = ask("What did Ana cook yesterday?");
     assert_eq!(stew(&relative), Some(0), "{relative:?}");
     let e = relative.hits[0].explain.unwrap();
@@ -1151,6 +1151,36 @@ fn a_question_naming_a_day_reaches_turns_outside_the_best_matches() {
     // The same words without the day: the stew is not a candidate at all.
     let plain = ask("What did Ana cook?");
     assert_eq!(stew(&plain), None, "{plain:?}");
+    // A later conversation sharing no word with the question is no
+    // candidate, yet it moves the history's today to 20 May: yesterday is
+    // 19 May, when nothing was said, and the stew is 12 days ago. (Read
+    // from the candidates' dates, today would still be 9 May.)
+    session(
+        "S3",
+        "8:00 pm on 20 May, 2018",
+        &["Ben: snow tomorrow".into(), "Ben: wear boots".into()],
+    );
+    let moved = ask("What did Ana cook yesterday?");
+    assert!(
+        moved
+            .hits
+            .iter()
+            .all(|h| !h.message.content.text().starts_with("Ben: snow"))
+    );
+    assert!(
+        moved
+            .hits
+            .iter()
+            .all(|h| h.explain.unwrap().period_boost == Some(0.0)),
+        "{moved:?}"
+    );
+    assert_eq!(stew(&moved), None, "{moved:?}");
+    let ago = ask("What did Ana cook 12 days ago?");
+    assert_eq!(stew(&ago), Some(0), "{ago:?}");
+    assert_eq!(
+        ago.hits[0].explain.unwrap().period_boost,
+        Some(PERIOD_BOOST)
+    );
 }
 
 /// A call of several batches runs them on several sessions at once; the

@@ -781,9 +781,10 @@ impl Memdb {
     }
 
     /// The relative period ("last month") `query` names, resolved against
-    /// the latest date among the candidates of both rankings (the searched
-    /// conversations' own timeline); `None` when it names none or no
-    /// candidate is dated. A message's date is
+    /// the latest date among the candidates of both rankings: the fallback
+    /// when the scope is too wide to read its own latest date
+    /// ([`period::ScopeDates`]); `None` when it names none or no candidate
+    /// is dated. A message's date is
     /// [`crate::util::dates::event_date`].
     fn relative_period(
         &self,
@@ -1239,12 +1240,22 @@ impl Memdb {
         } = semantic;
         let mut keyword = keyword.unwrap_or_default();
         let mut semantic = semantic;
+        // The searched conversations' own timeline, read when the question
+        // names a period (SPEC.md §18.3).
+        let timeline = if absolute.is_some() || relative {
+            self.scope_dates(filter, req.conversation_id)?
+        } else {
+            None
+        };
         // The period the question names: a relative one ("last Tuesday")
-        // resolved against the latest date among both rankings' candidates
-        // (the searched conversations' own timeline, SPEC.md §18.3).
+        // resolved against the scope's latest date, or, in a scope too wide
+        // to list, the latest among both rankings' candidates.
         let period = match absolute {
             Some(p) => Some(p),
-            None if relative => self.relative_period(&req.query, &keyword, &semantic)?,
+            None if relative => match timeline.as_ref().and_then(period::ScopeDates::latest) {
+                Some(today) => crate::util::dates::query_period(&req.query, Some(today)),
+                None => self.relative_period(&req.query, &keyword, &semantic)?,
+            },
             None => None,
         };
         // A named period's own conversations, searched on their own: their
@@ -1253,7 +1264,7 @@ impl Memdb {
             && req.role.is_none()
             && filter.since.is_none()
             && filter.until.is_none()
-            && let Some(within) = self.conversations_in_period(filter, req.conversation_id, &p)?
+            && let Some(within) = timeline.as_ref().and_then(|t| t.meeting(&p))
             && !within.is_empty()
         {
             if !keyword_text_query.query.is_empty() {

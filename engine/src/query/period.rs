@@ -1,9 +1,11 @@
-//! Candidates from inside the period a question names (SPEC.md §18.3,
-//! "Named periods"): the conversations dated in it, searched on their own,
-//! so that a question such as "What errands did Zara run on 8 May 2018?"
-//! reaches that day's turns even when the whole store's best matches for
-//! its words lie elsewhere.
+//! The searched history's timeline, for the period a question names
+//! (SPEC.md §18.3, "Named periods"): the scope's latest date, against which
+//! a relative period ("yesterday") is read, and the conversations dated in
+//! the period, searched on their own, so that a question such as "What
+//! errands did Zara run on 8 May 2018?" reaches that day's turns even when
+//! the whole store's best matches for its words lie elsewhere.
 
+use chrono::NaiveDate;
 use uuid::Uuid;
 
 use crate::db::Memdb;
@@ -19,18 +21,44 @@ use crate::util::dates::{Period, event_date};
 /// filter, whose index keys are the scope.
 pub(crate) const MAX_PERIOD_SCOPE: usize = 2_000;
 
+/// The first and last message dates ([`event_date`]) of each dated
+/// conversation in a search's scope: the searched history's own timeline.
+pub(crate) struct ScopeDates {
+    spans: Vec<(u128, NaiveDate, NaiveDate)>,
+    /// Conversations in scope, dated or not.
+    scope: usize,
+}
+
+impl ScopeDates {
+    /// The latest date of the scope: the "today" a relative period
+    /// ("yesterday", "last week") is read against.
+    pub(crate) fn latest(&self) -> Option<NaiveDate> {
+        self.spans.iter().map(|s| s.2).max()
+    }
+
+    /// The conversations whose first-to-last dates meet `period`; `None`
+    /// when every conversation in scope does (searching them again would
+    /// add nothing).
+    pub(crate) fn meeting(&self, period: &Period) -> Option<Vec<Uuid>> {
+        let inside: Vec<Uuid> = self
+            .spans
+            .iter()
+            .filter(|(_, first, last)| *first < period.end && period.start <= *last)
+            .map(|s| Uuid::from_u128(s.0))
+            .collect();
+        (inside.len() < self.scope).then_some(inside)
+    }
+}
+
 impl Memdb {
-    /// The conversations `filter` (and `conversation`, when given) selects
-    /// whose first-to-last message dates ([`event_date`]) meet `period`;
-    /// `None` when the scope holds more than [`MAX_PERIOD_SCOPE`]
-    /// conversations, or when every one of them meets it (searching them
-    /// again would add nothing).
-    pub(crate) fn conversations_in_period(
+    /// The dates of the conversations `filter` (and `conversation`, when
+    /// given) selects; `None` when the scope holds more than
+    /// [`MAX_PERIOD_SCOPE`] conversations.
+    pub(crate) fn scope_dates(
         &self,
         filter: &Filter,
         conversation: Option<Uuid>,
-        period: &Period,
-    ) -> Result<Option<Vec<Uuid>>> {
+    ) -> Result<Option<ScopeDates>> {
         let (txn, rows) = self.row_snapshot()?;
         let view = ConversationsView::open(&txn)?;
         // Listing the scope must stay cheap: a store small enough, or a
@@ -48,7 +76,7 @@ impl Memdb {
         if scope.len() > MAX_PERIOD_SCOPE {
             return Ok(None);
         }
-        let date_of = |id: Option<u128>| -> Result<Option<chrono::NaiveDate>> {
+        let date_of = |id: Option<u128>| -> Result<Option<NaiveDate>> {
             Ok(match id {
                 Some(id) => rows
                     .message(id)?
@@ -56,20 +84,19 @@ impl Memdb {
                 None => None,
             })
         };
-        let mut inside = Vec::new();
+        let mut spans = Vec::with_capacity(scope.len());
         for &cid in &scope {
-            let (Some(a), Some(b)) = (
+            if let (Some(a), Some(b)) = (
                 date_of(view.first_message(cid)?)?,
                 date_of(view.last_message(cid)?)?,
-            ) else {
-                continue;
-            };
-            let (first, last) = (a.min(b), a.max(b));
-            if first < period.end && period.start <= last {
-                inside.push(Uuid::from_u128(cid));
+            ) {
+                spans.push((cid, a.min(b), a.max(b)));
             }
         }
-        Ok((inside.len() < scope.len()).then_some(inside))
+        Ok(Some(ScopeDates {
+            spans,
+            scope: scope.len(),
+        }))
     }
 }
 
