@@ -14,6 +14,12 @@ of people are the dated sessions of one long history.
    metadata {"turn_id": "S<n>:<m>", "session_date": "<date of session>"};
    message timestamps are sent only with --timestamps (a client that sends
    none gets the time of the write).
+   With --fill-to N, each sample's folder is padded to at least N turns
+   with other pairs' conversations (pairs no sample uses), their senders
+   renamed to the sample's two speakers, labelled "<sample> filler N",
+   turn ids "F<n>:<m>": a history as long as a heavy user's, at the size
+   the issue's latency target names (6,000 messages per sample), whose
+   extra turns are never evidence but carry the same two names.
 3. Waits until the server's embedding queue is empty (/metrics).
 4. Query sets built from the data, seeded (none of them reads a published
    benchmark's questions):
@@ -49,6 +55,7 @@ of people are the dated sessions of one long history.
 Usage (run.sh starts the server):
     python3 benches/memory/memory_quality.py --url URL --key KEY [--samples 12]
         [--per-set 40] [--seed 7] [--json FILE] [--timestamps] [--follow-ups SHARE]
+        [--fill-to TURNS]
 """
 
 import argparse
@@ -120,8 +127,9 @@ def session_date(ts):
     return f"{hour}:{t.strftime('%M')} {t.strftime('%p').lower()} on {t.day} {t.strftime('%B')}, {t.year}"
 
 
-def build_samples(path, min_turns, min_sessions, samples):
-    raw = json.loads(Path(path).read_text())
+def two_sender_sessions(raw, min_turns):
+    """Every conversation with exactly two senders and at least `min_turns`
+    turns, grouped by sender pair: {pair: [{"start", "turns"}]}."""
     pairs = collections.defaultdict(list)
     for key in sorted(raw):
         c = raw[key]
@@ -136,6 +144,18 @@ def build_samples(path, min_turns, min_sessions, samples):
                 turns.append({"sender": r[0]["sender"], "text": text, "ts": r[0].get("timestamp") or c["start"]})
         if len(turns) >= min_turns:
             pairs[tuple(sorted(senders))].append({"start": c["start"], "turns": turns})
+    return pairs
+
+
+def build_samples(path, min_turns, min_sessions, samples, fill_to=0):
+    """The `samples` pairs with the most turns and at least `min_sessions`
+    sessions. With `fill_to`, each sample also gets `filler` sessions: other
+    pairs' conversations (pairs no sample uses, each given to one sample),
+    their senders renamed to the sample's two speakers, until the sample holds
+    at least `fill_to` turns. Filler turns are never evidence; they make the
+    history as long as a user's (and as full of the same two names)."""
+    raw = json.loads(Path(path).read_text())
+    pairs = two_sender_sessions(raw, min_turns)
     chosen = sorted(
         (p for p in pairs.items() if len(p[1]) >= min_sessions),
         key=lambda p: (-sum(len(s["turns"]) for s in p[1]), p[0]),
@@ -146,7 +166,25 @@ def build_samples(path, min_turns, min_sessions, samples):
         names = {}
         for s in pair:
             names[s] = name_of(s, set(names.values()))
-        out.append({"name": f"pair{n:02d}", "names": names, "sessions": sessions})
+        out.append({"name": f"pair{n:02d}", "names": names, "sessions": sessions, "filler": []})
+    if fill_to:
+        used = {pair for pair, _ in chosen}
+        spare = [s for pair, ss in sorted(pairs.items()) if pair not in used for s in ss]
+        random.Random(11).shuffle(spare)
+        for sample in out:
+            have = sum(len(s["turns"]) for s in sample["sessions"])
+            speakers = list(sample["names"].values())
+            while have < fill_to and spare:
+                sess = spare.pop()
+                first = sess["turns"][0]["sender"]
+                turns = [
+                    {"name": speakers[0] if t["sender"] == first else speakers[1], "text": t["text"]}
+                    for t in sess["turns"]
+                ]
+                sample["filler"].append({"start": sess["start"], "turns": turns})
+                have += len(turns)
+            if have < fill_to:
+                raise SystemExit(f"not enough conversations to fill {sample['name']} to {fill_to} turns")
     return out
 
 
@@ -194,6 +232,22 @@ def store(client, samples, timestamps, follow_ups=0.0, seed=7):
                 "POST",
                 "/api/v1/conversations",
                 {"label": f"{s['name']} session {i}", "folder": f"/{s['name']}", "messages": msgs},
+            )
+            count += len(msgs)
+        for i, sess in enumerate(s.get("filler", []), 1):
+            date = session_date(sess["start"])
+            msgs = [
+                {
+                    "role": "user",
+                    "content": f"{t['name']}: {t['text']}",
+                    "metadata": {"turn_id": f"F{i}:{j}", "session_date": date},
+                }
+                for j, t in enumerate(sess["turns"], 1)
+            ]
+            client.call(
+                "POST",
+                "/api/v1/conversations",
+                {"label": f"{s['name']} filler {i}", "folder": f"/{s['name']}", "messages": msgs},
             )
             count += len(msgs)
     return count
@@ -292,7 +346,8 @@ def evidence(q):
 
 
 def session_of(turn):
-    return int(turn.split(":")[0][1:])
+    """`S3` for `S3:14`; filler sessions are `F<n>`, never an evidence's."""
+    return turn.split(":")[0]
 
 
 def run_set(client, queries, mode):
@@ -370,6 +425,9 @@ def main():
     ap.add_argument("--follow-ups", type=float, default=0.0,
                     help="append a question back (\"How about you?\") to this share of the turns that ask nothing, "
                          "seeded: a stress test for the stages that read a turn's `?` (answers, questions)")
+    ap.add_argument("--fill-to", type=int, default=0,
+                    help="pad each sample with other pairs' conversations, renamed to its two speakers, "
+                         "to at least this many turns (a long history's size and latency; filler is never evidence)")
     ap.add_argument("--skip-store", action="store_true", help="the store already holds the samples")
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--context", type=int, default=0, help="also assemble context for this many questions per set")
@@ -382,11 +440,15 @@ def main():
     a = ap.parse_args()
     global WEIGHTS
     WEIGHTS = json.loads(a.weights) if a.weights else None
-    samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples)
+    samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples, a.fill_to)
     client = Client(a.url, a.key)
     sessions = sum(len(s["sessions"]) for s in samples)
     turns = sum(len(x["turns"]) for s in samples for x in s["sessions"])
     print(f"{len(samples)} samples, {sessions} sessions, {turns} turns", flush=True)
+    if a.fill_to:
+        sizes = [sum(len(x["turns"]) for x in s["sessions"] + s["filler"]) for s in samples]
+        print(f"filler: {sum(len(s['filler']) for s in samples)} sessions, {sum(sizes) - turns} turns; "
+              f"{min(sizes)}-{max(sizes)} turns per sample", flush=True)
     if not a.skip_store:
         t0 = time.time()
         store(client, samples, a.timestamps, a.follow_ups, a.seed)

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""A session pass over memdb's hybrid ranking, simulated through REST.
+
+For each written question (`written.jsonl`) against a store that
+`memory_quality.py` filled: the hybrid top 50, the semantic top 100 and the
+keyword top 100, then each hybrid hit's score times `1 + alpha * m`, where
+`m` is its session's weight, normalised by the best session's:
+
+- `semantic top k`: the mean of the session's k best semantic similarities
+  (each over the best similarity);
+- `semantic sum`: their sum;
+- `keyword sum`: the sum of its turns' BM25 scores (over the best);
+- `hybrid top 3`: the mean of its 3 best hybrid scores.
+
+Prints turn recall@10 and session recall@10 of the written questions for
+each (figures: benches/README.md, "Long histories", stop 48).
+
+    python3 benches/memory/session_pass.py --url URL --key KEY
+"""
+import argparse
+import collections
+import json
+import sys
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--written", default=str(HERE / "written.jsonl"))
+    a = ap.parse_args()
+
+    def query(body):
+        req = urllib.request.Request(a.url.rstrip("/") + "/api/v1/query", data=json.dumps(body).encode(), method="POST")
+        req.add_header("Authorization", f"Bearer {a.key}")
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=120) as r:
+            out = json.loads(r.read())["results"]
+        return [((h.get("metadata") or {}).get("turn_id"), h["score"]) for h in out]
+
+    runs = []
+    for line in Path(a.written).read_text().splitlines():
+        q = json.loads(line)
+        scope = {"folder": f"/{q['sample']}"}
+        runs.append((
+            q,
+            query({"query": q["query"], "limit": 50, "mode": "hybrid", "filters": scope}),
+            query({"query": q["query"], "limit": 100, "mode": "semantic", "filters": scope}),
+            query({"query": q["query"], "limit": 100, "mode": "keyword", "language": "natural", "filters": scope}),
+        ))
+
+    def session(turn):
+        return turn.split(":")[0]
+
+    def evaluate(weigh, alpha):
+        r10 = s10 = 0.0
+        for q, hybrid, semantic, keyword in runs:
+            m = weigh(hybrid, semantic, keyword)
+            best = max(m.values(), default=0) or 1
+            ranked = sorted(hybrid, key=lambda h: -h[1] * (1 + alpha * m.get(session(h[0]), 0) / best))
+            top = [t for t, _ in ranked[:10]]
+            r10 += sum(t in top for t in q["turns"]) / len(q["turns"])
+            want = {session(t) for t in q["turns"]}
+            s10 += len(want & {session(t) for t in top}) / len(want)
+        return r10 / len(runs), s10 / len(runs)
+
+    def per_session(hits, k=None, mean=False):
+        top = max((s for _, s in hits), default=1) or 1
+        by = collections.defaultdict(list)
+        for t, s in hits:
+            by[session(t)].append(s / top)
+        if k:
+            return {x: sum(sorted(v, reverse=True)[:k]) / (k if mean else 1) for x, v in by.items()}
+        return {x: sum(v) for x, v in by.items()}
+
+    print(f"{len(runs)} written questions: turn recall@10 / session recall@10")
+    print("none                  %.3f / %.3f" % evaluate(lambda h, s, k: {}, 0))
+    for k in (2, 3, 5):
+        for alpha in (0.2, 0.4, 0.6):
+            r = evaluate(lambda h, s, kw, k=k: per_session(s, k, mean=True), alpha)
+            print(f"semantic top {k}, a {alpha}  %.3f / %.3f" % r)
+    for alpha in (0.1, 0.2, 0.4):
+        print(f"semantic sum, a {alpha}    %.3f / %.3f" % evaluate(lambda h, s, kw: per_session(s), alpha))
+        print(f"keyword sum, a {alpha}     %.3f / %.3f" % evaluate(lambda h, s, kw: per_session(kw), alpha))
+        print(f"hybrid top 3, a {alpha}    %.3f / %.3f" % evaluate(lambda h, s, kw: per_session(h, 3, mean=True), alpha))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
