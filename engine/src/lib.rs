@@ -110,10 +110,10 @@ pub use model::validate::{
     MAX_FOLDER_BYTES, MAX_FOLDER_DEPTH, MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_ROLE_BYTES,
 };
 pub use query::{
-    DEFAULT_ANSWERS, DEFAULT_COVERAGE, DEFAULT_PREVIOUS_TURN, DEFAULT_QUESTIONS,
+    COVERAGE_DEPTH, DEFAULT_ANSWERS, DEFAULT_COVERAGE, DEFAULT_PREVIOUS_TURN, DEFAULT_QUESTIONS,
     DEFAULT_SECOND_NEIGHBOURS, DEFAULT_SEMANTIC_WEIGHT, DEFAULT_SHORT_TURNS, DEFAULT_SPEAKER,
     FusionMethod, FusionWeights, MAX_OFFSET, PERIOD_BOOST, QueryLanguage, SHORT_TURN_WORDS,
-    SearchMode, SearchRequest, SearchResults,
+    SPREAD_WINDOW, SearchMode, SearchRequest, SearchResults,
 };
 pub use text::budget::{
     QueryLimits, QueryShape, check as check_query, check_with as check_query_with,

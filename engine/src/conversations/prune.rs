@@ -132,10 +132,10 @@ pub struct PruneSuggestion {
     pub reason: String,
     /// The rules that fired.
     pub rules: Vec<PruneRule>,
-    /// What archiving it would put away: the label, then the newest
-    /// [`PREVIEW_MESSAGES`] messages, oldest first, as `role: text` cut at
-    /// [`PREVIEW_CHARS`] characters each (Sekha's field; Sekha asks its LLM
-    /// to summarize the same material, memdb shows it).
+    /// What archiving it would put away: the label, then the newest 5
+    /// messages (`PREVIEW_MESSAGES`), oldest first, as `role: text` cut at
+    /// 100 characters each (`PREVIEW_CHARS`; Sekha's field; Sekha asks its
+    /// LLM to summarize the same material, memdb shows it).
     pub preview: String,
 }
 

@@ -3,14 +3,19 @@
 //! a relative period ("yesterday") is read, and the conversations dated in
 //! the period, searched on their own, so that a question such as "What
 //! errands did Zara run on 8 May 2018?" reaches that day's turns even when
-//! the whole store's best matches for its words lie elsewhere.
+//! the whole store's best matches for its words lie elsewhere; and the
+//! boost of the fused candidates dated inside the period.
+
+use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDate;
 use uuid::Uuid;
 
+use super::Ranking;
+use super::fusion::sort_fused;
 use crate::db::Memdb;
 use crate::error::Result;
-use crate::model::types::Filter;
+use crate::model::types::{Filter, ScoreExplain};
 use crate::store::conversations::ConversationsView;
 use crate::util::dates::{Period, event_date};
 
@@ -97,6 +102,96 @@ impl Memdb {
             spans,
             scope: scope.len(),
         }))
+    }
+}
+
+/// What hybrid search adds to the fused score of a candidate dated inside
+/// the period the question names (SPEC.md §18): relative-score fusion
+/// scores lie in `0..=keyword + semantic weight` (2 by default), so a
+/// dated candidate overtakes an undated one that is up to this much
+/// better on the text.
+pub const PERIOD_BOOST: f32 = 0.5;
+
+/// Fused candidates read for their date when the question names a period.
+const PERIOD_DEPTH: usize = 200;
+
+/// A date every relative form resolves against, to ask whether the query
+/// has one before the candidates' own timeline is known.
+pub(super) fn probe_anchor() -> chrono::NaiveDate {
+    chrono::NaiveDate::from_ymd_opt(2000, 6, 15).unwrap_or_default()
+}
+
+impl Memdb {
+    /// The relative period ("last month") `query` names, resolved against
+    /// the latest date among the candidates of both rankings: the fallback
+    /// when the scope is too wide to read its own latest date
+    /// ([`ScopeDates`]); `None` when it names none or no candidate
+    /// is dated. A message's date is
+    /// [`crate::util::dates::event_date`].
+    pub(super) fn relative_period(
+        &self,
+        query: &str,
+        keyword: &Ranking,
+        semantic: &Ranking,
+    ) -> Result<Option<crate::util::dates::Period>> {
+        let mut seen = HashSet::new();
+        let ids: Ranking = keyword
+            .iter()
+            .chain(semantic)
+            .filter(|(id, _)| seen.insert(*id))
+            .copied()
+            .collect();
+        let latest = self.event_dates(&ids)?.into_values().max();
+        Ok(latest.and_then(|d| crate::util::dates::query_period(query, Some(d))))
+    }
+
+    /// The date of each message of `ids` that still exists
+    /// ([`crate::util::dates::event_date`]: its metadata's session date,
+    /// else its timestamp's day).
+    pub(super) fn event_dates(&self, ids: &Ranking) -> Result<HashMap<u128, chrono::NaiveDate>> {
+        Ok(self
+            .resolve_hits(ids)?
+            .iter()
+            .map(|h| {
+                (
+                    h.message.id.as_u128(),
+                    crate::util::dates::event_date(&h.message.metadata, h.message.timestamp),
+                )
+            })
+            .collect())
+    }
+
+    /// Adds [`PERIOD_BOOST`] to the fused candidates (the first
+    /// [`PERIOD_DEPTH`]) dated inside `period`, the period the query names
+    /// (an absolute one, or a relative one [`Self::relative_period`]
+    /// resolved). A message's date is [`crate::util::dates::event_date`].
+    pub(super) fn favour_period(
+        &self,
+        fused: &mut [(u128, f32, ScoreExplain)],
+        period: crate::util::dates::Period,
+    ) -> Result<()> {
+        let ids: Ranking = fused
+            .iter()
+            .take(PERIOD_DEPTH)
+            .map(|(id, s, _)| (*id, *s))
+            .collect();
+        let dates = self.event_dates(&ids)?;
+        let mut moved = false;
+        for (id, f, e) in fused.iter_mut().take(PERIOD_DEPTH) {
+            let inside = dates
+                .get(id)
+                .is_some_and(|d| period.start <= *d && *d < period.end);
+            e.period_boost = Some(if inside { PERIOD_BOOST } else { 0.0 });
+            if inside {
+                *f += PERIOD_BOOST;
+                e.fused = Some(*f);
+                moved = true;
+            }
+        }
+        if moved {
+            sort_fused(fused);
+        }
+        Ok(())
     }
 }
 

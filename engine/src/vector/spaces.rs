@@ -184,7 +184,7 @@ pub(crate) fn similarity(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
-/// What [`Memdb::verify_vectors`] found for one space.
+/// What [`crate::Memdb::verify_vectors`] found for one space.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerifyOutcome {
     /// Space name.
