@@ -1069,6 +1069,22 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
         weekday.hits[0].explain.unwrap().period_boost,
         Some(PERIOD_BOOST)
     );
+    // A season: summer 2018 holds only the July trip; asked against the
+    // timeline's 2 June 2019, "last summer" is the same one.
+    for q in [
+        "What did Ana say about the hiking trip in the summer of 2018?",
+        "What did Ana say about the hiking trip last summer?",
+    ] {
+        let season = ask(q);
+        assert!(
+            season.hits[0].message.content.text().contains("long"),
+            "{q}: {season:?}"
+        );
+        assert_eq!(
+            season.hits[0].explain.unwrap().period_boost,
+            Some(PERIOD_BOOST)
+        );
+    }
     // "a year ago" is 2018 there.
     let ago = ask("the hiking trip a year ago");
     let t = ago.hits[0].message.content.text();

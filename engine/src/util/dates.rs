@@ -203,6 +203,52 @@ fn month_period(y: i32, m: u32) -> Option<(NaiveDate, NaiveDate)> {
     Some((start, end))
 }
 
+/// The first month of the season `w` names, in the northern hemisphere's
+/// meteorological seasons: spring March to May, summer June to August,
+/// autumn (fall) September to November, winter December to February.
+fn season(w: &str) -> Option<u32> {
+    Some(match w {
+        "spring" => 3,
+        "summer" => 6,
+        "autumn" | "fall" => 9,
+        "winter" => 12,
+        _ => return None,
+    })
+}
+
+/// `[start, end)` of the season starting in month `m` of year `y`.
+fn season_period(y: i32, m: u32) -> Option<(NaiveDate, NaiveDate)> {
+    let start = NaiveDate::from_ymd_opt(y, m, 1)?;
+    let (ey, em) = if m + 3 > 12 {
+        (y + 1, m + 3 - 12)
+    } else {
+        (y, m + 3)
+    };
+    Some((start, NaiveDate::from_ymd_opt(ey, em, 1)?))
+}
+
+/// The season starting in month `m` that a relative form means, against
+/// the anchor `a`: `last` the latest one over before the anchor; `this` the
+/// one the anchor is in, else the nearest (the summer just past, asked in
+/// October; the coming one, asked in March); otherwise (`in the summer`)
+/// the latest one begun by the anchor.
+fn relative_season(a: NaiveDate, m: u32, form: &str) -> Option<(NaiveDate, NaiveDate)> {
+    let seasons: Vec<(NaiveDate, NaiveDate)> = (a.year() - 2..=a.year() + 1)
+        .filter_map(|y| season_period(y, m))
+        .collect();
+    match form {
+        "last" | "past" => seasons.into_iter().filter(|s| s.1 <= a).max(),
+        "this" => seasons.into_iter().min_by_key(|s| {
+            if s.0 <= a && a < s.1 {
+                0
+            } else {
+                (s.0 - a).num_days().abs().min((s.1 - a).num_days().abs())
+            }
+        }),
+        _ => seasons.into_iter().filter(|s| s.0 <= a).max(),
+    }
+}
+
 /// Parts of a day a question may name with a date ("the evening of").
 const PARTS_OF_DAY: [&str; 4] = ["morning", "afternoon", "evening", "night"];
 
@@ -239,8 +285,13 @@ fn spans(s: &str) -> Vec<(String, usize, usize)> {
 /// yesterday`, `on|last|this|past Weekday` (the last such day before the
 /// anchor), `N days|weeks|months|years ago` (N in digits or words; `a few`
 /// is 2 to 4, `a couple of` 2), and `the day|week|month before|after D
-/// Month YYYY`. The leading preposition, when present, belongs to the
-/// span.
+/// Month YYYY`; seasons (northern, meteorological: spring from March,
+/// summer from June, autumn or fall from September, winter from December):
+/// `[in|during|over] [the] Season [of] YYYY` (winter YYYY: the one its
+/// January is in), and against the anchor `last|past Season` (the latest
+/// one over), `this Season` (the one the anchor is in, else the nearest),
+/// `in|during|over [the] Season` (the latest one begun). The leading
+/// preposition, when present, belongs to the span.
 pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Period> {
     let w = spans(query);
     let prep = |i: usize| {
@@ -365,6 +416,49 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                         span: (start_of(i), w[i].2),
                     });
                 }
+            }
+        }
+        // Seasons: "in the summer of 2018", "winter 2019" (the winter its
+        // January is in), and, against the anchor, "last summer", "this
+        // spring", "in the fall" ("fall" alone is a verb, and "the summer
+        // before college" names no date: without a year, a season needs a
+        // preposition, "last", "past" or "this").
+        if let Some(m) = season(word) {
+            let mut first = i;
+            if first >= 1 && w[first - 1].0 == "the" {
+                first -= 1;
+            }
+            let led = first >= 1
+                && matches!(
+                    w[first - 1].0.as_str(),
+                    "in" | "during" | "over" | "around" | "through"
+                );
+            if led {
+                first -= 1;
+            }
+            let year_at = if at(1) == Some("of") { i + 2 } else { i + 1 };
+            if let Some(y) = w.get(year_at).and_then(|x| year(&x.0))
+                && let Some((start, end)) = season_period(if m == 12 { y - 1 } else { y }, m)
+            {
+                return Some(Period {
+                    start,
+                    end,
+                    span: (w[first].1, w[year_at].2),
+                });
+            }
+            let form = (i >= 1)
+                .then(|| w[i - 1].0.as_str())
+                .filter(|f| matches!(*f, "last" | "past" | "this"));
+            if let Some(a) = anchor
+                && (form.is_some() || led)
+                && let Some((start, end)) = relative_season(a, m, form.unwrap_or("in"))
+            {
+                let first = if form.is_some() { i - 1 } else { first };
+                return Some(Period {
+                    start,
+                    end,
+                    span: (w[first].1, w[i].2),
+                });
             }
         }
         // in YYYY
@@ -523,6 +617,62 @@ mod tests {
         assert_eq!(event_date(&serde_json::json!({}), ts), d(2026, 12, 1));
         // The relative forms never overflow at the ends of the calendar.
         assert!(query_period("last week", Some(NaiveDate::MIN)).is_none());
+    }
+
+    #[test]
+    fn seasons_a_question_names() {
+        let q = "What did Ana do in the summer of 2018?";
+        let p = query_period(q, None).unwrap();
+        assert_eq!((p.start, p.end), (d(2018, 6, 1), d(2018, 9, 1)));
+        assert_eq!(&q[p.span.0..p.span.1], "in the summer of 2018");
+        let p = query_period("plans for winter 2019", None).unwrap();
+        assert_eq!((p.start, p.end), (d(2018, 12, 1), d(2019, 3, 1)));
+        let p = query_period("during autumn 2020", None).unwrap();
+        assert_eq!((p.start, p.end), (d(2020, 9, 1), d(2020, 12, 1)));
+        // Relative forms need the anchor; "fall" alone is a verb.
+        assert!(query_period("what did she do last summer", None).is_none());
+        let july = Some(d(2023, 7, 10));
+        let october = Some(d(2023, 10, 10));
+        let march = Some(d(2023, 3, 10));
+        let q = "How did Otto lose his glasses last summer?";
+        let p = query_period(q, july).unwrap();
+        assert_eq!((p.start, p.end), (d(2022, 6, 1), d(2022, 9, 1)));
+        assert_eq!(&q[p.span.0..p.span.1], "last summer");
+        assert_eq!(query_period(q, october).unwrap().start, d(2023, 6, 1));
+        assert_eq!(
+            query_period("this summer", july).unwrap().start,
+            d(2023, 6, 1)
+        );
+        assert_eq!(
+            query_period("this summer", october).unwrap().start,
+            d(2023, 6, 1)
+        );
+        assert_eq!(
+            query_period("this summer", march).unwrap().start,
+            d(2023, 6, 1)
+        );
+        assert_eq!(
+            query_period("this winter", march).unwrap().start,
+            d(2022, 12, 1)
+        );
+        let q = "what did we plant in the spring";
+        let p = query_period(q, july).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 3, 1), d(2023, 6, 1)));
+        assert_eq!(&q[p.span.0..p.span.1], "in the spring");
+        assert_eq!(
+            query_period("in the spring", march).unwrap().start,
+            d(2023, 3, 1)
+        );
+        assert_eq!(
+            query_period("over the winter", march).unwrap().start,
+            d(2022, 12, 1)
+        );
+        assert!(query_period("did Zara fall off her bike", july).is_none());
+        assert!(query_period("a spring in the mattress", july).is_none());
+        assert!(query_period("the summer before college", july).is_none());
+        // A year after "fall in" is a year, not the season.
+        let p = query_period("when did Otto fall in 2018", None).unwrap();
+        assert_eq!((p.start, p.end), (d(2018, 1, 1), d(2019, 1, 1)));
     }
 
     #[test]
