@@ -32,6 +32,9 @@ of people are the dated sessions of one long history.
      barely holds: this is the "Yes, last Tuesday!" case.
    - dated: a fact query that also names the month and year of the
      target's session ("... in May 2018").
+   - month-part and seasonal: the dated questions naming instead the
+     third of the month ("in early May 2018") or the season ("in the
+     spring of 2018") of the target's session.
    - paraphrased: a fact query (on other turns) with two of its three
      words replaced by WordNet synonyms (`benches/src/bin/synonyms.rs`,
      the lookup `retrieval_quality` uses; Debian's wordnet-base), so it
@@ -282,7 +285,7 @@ def synonyms(words):
 def make_queries(samples, per_set, seed):
     rng = random.Random(seed)
     prng = random.Random(seed + 1)
-    sets = {"fact": [], "context": [], "dated": [], "paraphrased": []}
+    sets = {"fact": [], "context": [], "dated": [], "paraphrased": [], "month-part": [], "seasonal": []}
     syn_of = synonyms({w for s in samples for sess in s["sessions"] for t in sess["turns"]
                        for w in content_words(t["text"])})
     for s in samples:
@@ -307,11 +310,18 @@ def make_queries(samples, per_set, seed):
             sets["fact"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}"})
         for i, j, t, words in facts[per_set : 2 * per_set]:
             month = dt.datetime.fromisoformat(s["sessions"][i - 1]["start"].replace("Z", "+00:00"))
-            q = (
-                f"What did {s['names'][t['sender']]} say about {' '.join(rng.sample(words, 2))} "
-                f"in {month.strftime('%B')} {month.year}?"
-            )
+            about = f"What did {s['names'][t['sender']]} say about {' '.join(rng.sample(words, 2))}"
+            q = f"{about} in {month.strftime('%B')} {month.year}?"
             sets["dated"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}"})
+            # The same questions naming the third of the month, then the
+            # season, the session falls in (no random draw: the other sets
+            # stay as they were).
+            part = "early" if month.day <= 10 else "mid" if month.day <= 20 else "late"
+            q = f"{about} in {part} {month.strftime('%B')} {month.year}?"
+            sets["month-part"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}"})
+            season = ["winter", "spring", "summer", "fall"][month.month % 12 // 3]
+            q = f"{about} in the {season} of {month.year if month.month != 12 else month.year + 1}?"
+            sets["seasonal"].append({"sample": s["name"], "query": q, "turn": f"S{i}:{j}"})
         # Paraphrased: a fact question about a later stretch of the pool,
         # two of its three words swapped for WordNet synonyms, so it shares
         # one content word (and the name) with its evidence. Its own random

@@ -1085,6 +1085,16 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
             Some(PERIOD_BOOST)
         );
     }
+    // Part of a month: mid-May 2018 (11 to 20 May) holds the wet one.
+    let mid = ask("What did Ana say about the hiking trip in mid-May 2018?");
+    assert!(
+        mid.hits[0].message.content.text().contains("wet"),
+        "{mid:?}"
+    );
+    assert_eq!(
+        mid.hits[0].explain.unwrap().period_boost,
+        Some(PERIOD_BOOST)
+    );
     // "a year ago" is 2018 there.
     let ago = ask("the hiking trip a year ago");
     let t = ago.hits[0].message.content.text();

@@ -203,6 +203,51 @@ fn month_period(y: i32, m: u32) -> Option<(NaiveDate, NaiveDate)> {
     Some((start, end))
 }
 
+/// The days `[first, last]` of a month (1-based; `last` past the month's
+/// end means its last day) that a part of it names: `early` 1-10, `mid`
+/// 11-20, `late` 21 to the end; `beginning` and `start` as early, `end`
+/// as late; the first to fourth week 1-7 to 22-28, the last week its last
+/// seven days (`None` for these: [`month_part_period`] reads them).
+fn month_part(w: &str) -> Option<(u32, u32)> {
+    Some(match w {
+        "early" | "beginning" | "start" => (1, 10),
+        "mid" | "middle" => (11, 20),
+        "late" | "end" => (21, 31),
+        _ => return None,
+    })
+}
+
+/// `[start, end)` of the part of month `m` of year `y`: days `first` to
+/// `last` (clamped to the month), or with `last_week` its last seven.
+fn month_part_period(y: i32, m: u32, days: Option<(u32, u32)>) -> Option<(NaiveDate, NaiveDate)> {
+    let (start, end) = month_period(y, m)?;
+    match days {
+        Some((first, last)) => {
+            let from = NaiveDate::from_ymd_opt(y, m, first)?;
+            let to = start.checked_add_signed(Duration::days(i64::from(last)))?;
+            Some((from, to.min(end)))
+        }
+        None => Some((end.checked_sub_signed(Duration::days(7))?, end)),
+    }
+}
+
+/// The part of a year `early`, `mid` and `late` name: January to April,
+/// May to August, September to December.
+fn year_part(y: i32, w: &str) -> Option<(NaiveDate, NaiveDate)> {
+    let (m0, m1) = match w {
+        "early" => (1, 5),
+        "mid" => (5, 9),
+        "late" => (9, 13),
+        _ => return None,
+    };
+    let end = if m1 == 13 {
+        NaiveDate::from_ymd_opt(y + 1, 1, 1)?
+    } else {
+        NaiveDate::from_ymd_opt(y, m1, 1)?
+    };
+    Some((NaiveDate::from_ymd_opt(y, m0, 1)?, end))
+}
+
 /// The first month of the season `w` names, in the northern hemisphere's
 /// meteorological seasons: spring March to May, summer June to August,
 /// autumn (fall) September to November, winter December to February.
@@ -288,7 +333,10 @@ fn spans(s: &str) -> Vec<(String, usize, usize)> {
 /// Month YYYY`; seasons (northern, meteorological: spring from March,
 /// summer from June, autumn or fall from September, winter from December):
 /// `[in|during|over] [the] Season [of] YYYY` (winter YYYY: the one its
-/// January is in), and against the anchor `last|past Season` (the latest
+/// January is in); parts of a month, `early|mid|late Month [YYYY]`, `the
+/// beginning|start|middle|end of Month [YYYY]`, `the first|…|fourth|last
+/// week of Month [YYYY]` (without a year: the last such month up to the
+/// anchor), and of a year, `early|mid|late YYYY`; and against the anchor `last|past Season` (the latest
 /// one over), `this Season` (the one the anchor is in, else the nearest),
 /// `in|during|over [the] Season` (the latest one begun). The leading
 /// preposition, when present, belongs to the span.
@@ -414,6 +462,72 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                         start,
                         end,
                         span: (start_of(i), w[i].2),
+                    });
+                }
+            }
+        }
+        // Parts of a month or a year: "in early May 2023", "mid-June",
+        // "the end of May 2023", "the first week of June 2023", "late
+        // 2022"; a month without its year is the last such month up to the
+        // anchor, as "in May" is.
+        {
+            // `days` for the month (None: the last week), `k` the offset of
+            // the month's word, `first` the first word of the span.
+            let part = match (word, at(1), at(2), at(3)) {
+                ("early" | "mid" | "late", ..) => month_part(word).map(|d| (Some(d), 1, i)),
+                ("beginning" | "start" | "middle" | "end", Some("of"), ..)
+                    if i >= 1 && w[i - 1].0 == "the" =>
+                {
+                    month_part(word).map(|d| (Some(d), 2, i - 1))
+                }
+                (nth, Some("week"), Some("of"), _) if i >= 1 && w[i - 1].0 == "the" => {
+                    let days = match nth {
+                        "first" => Some(Some((1, 7))),
+                        "second" => Some(Some((8, 14))),
+                        "third" => Some(Some((15, 21))),
+                        "fourth" => Some(Some((22, 28))),
+                        "last" => Some(None),
+                        _ => None,
+                    };
+                    days.map(|d| (d, 3, i - 1))
+                }
+                _ => None,
+            };
+            if let Some((days, k, first)) = part {
+                let first = if first >= 1
+                    && matches!(w[first - 1].0.as_str(), "in" | "during" | "around" | "by")
+                {
+                    first - 1
+                } else {
+                    first
+                };
+                if let Some(m) = at(k).and_then(month) {
+                    let found = match at(k + 1).and_then(year) {
+                        Some(y) => month_part_period(y, m, days).map(|p| (p, i + k + 1)),
+                        None => anchor.and_then(|a| {
+                            let y = if m > a.month() {
+                                a.year() - 1
+                            } else {
+                                a.year()
+                            };
+                            month_part_period(y, m, days).map(|p| (p, i + k))
+                        }),
+                    };
+                    if let Some(((start, end), last)) = found {
+                        return Some(Period {
+                            start,
+                            end,
+                            span: (w[first].1, w[last].2),
+                        });
+                    }
+                } else if k == 1
+                    && let Some(y) = at(1).and_then(year)
+                    && let Some((start, end)) = year_part(y, word)
+                {
+                    return Some(Period {
+                        start,
+                        end,
+                        span: (w[first].1, w[i + 1].2),
                     });
                 }
             }
@@ -673,6 +787,77 @@ mod tests {
         // A year after "fall in" is a year, not the season.
         let p = query_period("when did Otto fall in 2018", None).unwrap();
         assert_eq!((p.start, p.end), (d(2018, 1, 1), d(2019, 1, 1)));
+    }
+
+    #[test]
+    fn parts_of_months_and_years() {
+        for (q, span, start, end) in [
+            (
+                "what did she do in early May 2023?",
+                "in early May 2023",
+                d(2023, 5, 1),
+                d(2023, 5, 11),
+            ),
+            (
+                "plans for mid-June 2023",
+                "mid-June 2023",
+                d(2023, 6, 11),
+                d(2023, 6, 21),
+            ),
+            (
+                "the trip in late February 2024",
+                "in late February 2024",
+                d(2024, 2, 21),
+                d(2024, 3, 1),
+            ),
+            (
+                "by the end of May 2023",
+                "by the end of May 2023",
+                d(2023, 5, 21),
+                d(2023, 6, 1),
+            ),
+            (
+                "at the beginning of March 2023",
+                "the beginning of March 2023",
+                d(2023, 3, 1),
+                d(2023, 3, 11),
+            ),
+            (
+                "during the first week of June 2023",
+                "during the first week of June 2023",
+                d(2023, 6, 1),
+                d(2023, 6, 8),
+            ),
+            (
+                "the last week of April 2023",
+                "the last week of April 2023",
+                d(2023, 4, 24),
+                d(2023, 5, 1),
+            ),
+            (
+                "what changed in early 2023",
+                "in early 2023",
+                d(2023, 1, 1),
+                d(2023, 5, 1),
+            ),
+            ("mid-2022 plans", "mid-2022", d(2022, 5, 1), d(2022, 9, 1)),
+            ("late 2021", "late 2021", d(2021, 9, 1), d(2022, 1, 1)),
+        ] {
+            let p = query_period(q, None).unwrap_or_else(|| panic!("{q}"));
+            assert_eq!((p.start, p.end), (start, end), "{q}");
+            assert_eq!(&q[p.span.0..p.span.1], span, "{q}");
+        }
+        // Without the year: the last such month up to the anchor.
+        let a = Some(d(2023, 3, 15));
+        assert!(query_period("in early May", None).is_none());
+        let p = query_period("in early May", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2022, 5, 1), d(2022, 5, 11)));
+        let p = query_period("the end of February", a).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 2, 21), d(2023, 3, 1)));
+        // Not parts of a date.
+        assert!(query_period("the end of the road", a).is_none());
+        assert!(query_period("she was late again", a).is_none());
+        assert!(query_period("the first week of class", a).is_none());
     }
 
     #[test]
