@@ -991,4 +991,118 @@ mod tests {
         assert!(query_period("I have 2018 reasons", a).is_none());
         assert!(query_period("where do they live", a).is_none());
     }
+
+    /// Any mix of date words, in any order, against any anchor (the
+    /// calendar's ends included): no panic, a non-empty period, and a span
+    /// that lies inside the question on character boundaries.
+    mod any_words {
+        use super::*;
+        use proptest::prelude::*;
+
+        const WORDS: &[&str] = &[
+            "in",
+            "on",
+            "during",
+            "over",
+            "by",
+            "the",
+            "of",
+            "last",
+            "this",
+            "past",
+            "next",
+            "early",
+            "mid",
+            "late",
+            "beginning",
+            "start",
+            "middle",
+            "end",
+            "first",
+            "second",
+            "third",
+            "fourth",
+            "week",
+            "weeks",
+            "day",
+            "days",
+            "month",
+            "months",
+            "year",
+            "years",
+            "ago",
+            "a",
+            "few",
+            "couple",
+            "before",
+            "after",
+            "yesterday",
+            "today",
+            "weekend",
+            "may",
+            "May",
+            "june",
+            "December",
+            "feb",
+            "spring",
+            "summer",
+            "fall",
+            "autumn",
+            "winter",
+            "tuesday",
+            "sunday",
+            "morning",
+            "evening",
+            "1",
+            "8th",
+            "31",
+            "32",
+            "0",
+            "12",
+            "1899",
+            "1900",
+            "2018",
+            "2200",
+            "2201",
+            "-",
+            ",",
+            "é",
+            "zara",
+        ];
+
+        fn question() -> impl Strategy<Value = String> {
+            proptest::collection::vec(
+                (
+                    0..WORDS.len(),
+                    prop_oneof![Just(" "), Just("-"), Just(", ")],
+                ),
+                0..9,
+            )
+            .prop_map(|ws| {
+                ws.iter()
+                    .map(|(i, sep)| format!("{}{sep}", WORDS[*i]))
+                    .collect::<String>()
+            })
+        }
+
+        fn anchor() -> impl Strategy<Value = Option<NaiveDate>> {
+            prop_oneof![
+                Just(None),
+                Just(Some(NaiveDate::MIN)),
+                Just(Some(NaiveDate::MAX)),
+                (1900i32..2200, 1u32..=366).prop_map(|(y, o)| NaiveDate::from_yo_opt(y, o)),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn a_period_is_well_formed(q in question(), a in anchor()) {
+                if let Some(p) = query_period(&q, a) {
+                    prop_assert!(p.start < p.end, "{q:?}: {p:?}");
+                    prop_assert!(p.span.0 < p.span.1 && p.span.1 <= q.len(), "{q:?}: {p:?}");
+                    prop_assert!(q.get(p.span.0..p.span.1).is_some(), "{q:?}: {p:?}");
+                }
+            }
+        }
+    }
 }
