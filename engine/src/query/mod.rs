@@ -473,9 +473,12 @@ impl Memdb {
         } = semantic;
         let mut keyword = keyword.unwrap_or_default();
         let mut semantic = semantic;
-        // The searched conversations' own timeline, read when the question
-        // names a period (SPEC.md §18.3).
-        let timeline = if absolute.is_some() || relative {
+        // A named period's own conversations are searched too, unless a
+        // role or time filter narrows the messages (SPEC.md §18.3).
+        let period_stage = req.role.is_none() && filter.since.is_none() && filter.until.is_none();
+        // The searched conversations' own timeline: the today a relative
+        // period is read against, and the conversations that stage searches.
+        let timeline = if relative || (absolute.is_some() && period_stage) {
             self.scope_dates(filter, req.conversation_id)?
         } else {
             None
@@ -494,9 +497,7 @@ impl Memdb {
         // A named period's own conversations, searched on their own: their
         // best turns join both rankings (SPEC.md §18.3).
         if let Some(p) = period
-            && req.role.is_none()
-            && filter.since.is_none()
-            && filter.until.is_none()
+            && period_stage
             && let Some(within) = timeline.as_ref().and_then(|t| t.meeting(&p))
             && !within.is_empty()
         {
