@@ -330,7 +330,8 @@ fn spans(s: &str) -> Vec<(String, usize, usize)> {
 /// yesterday`, `on|last|this|past Weekday` (the last such day before the
 /// anchor), `N days|weeks|months|years ago` (N in digits or words; `a few`
 /// is 2 to 4, `a couple of` 2), and `the day|week|month before|after D
-/// Month YYYY`; seasons (northern, meteorological: spring from March,
+/// Month YYYY` (with a count, `two weeks before D Month YYYY`: the unit
+/// that many away); seasons (northern, meteorological: spring from March,
 /// summer from June, autumn or fall from September, winter from December):
 /// `[in|during|over] [the] Season [of] YYYY` (winter YYYY: the one its
 /// January is in); parts of a month, `early|mid|late Month [YYYY]`, `the
@@ -380,27 +381,42 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
         });
         if let Some((date, last_word)) = dated {
             // "the day|week|month before|after D Month YYYY": that span
-            // next to the date (the date itself excluded).
+            // next to the date (the date itself excluded); with a count,
+            // "two weeks before D Month YYYY", the span that many units
+            // away (days 14 to 8 before it).
+            let n = (i >= 3).then(|| count(&w[i - 3].0)).flatten();
             let around = (i >= 2)
                 .then(|| (w[i - 2].0.as_str(), w[i - 1].0.as_str()))
                 .and_then(|(unit, side)| {
-                    let len = match unit {
+                    let per: i64 = match unit {
                         "day" => 1,
                         "week" => 7,
                         "month" => 30,
+                        "days" | "weeks" | "months" if n.is_some() => {
+                            match unit.trim_end_matches('s') {
+                                "day" => 1,
+                                "week" => 7,
+                                _ => 30,
+                            }
+                        }
                         _ => return None,
                     };
+                    let n = i64::from(n.unwrap_or(1));
+                    let days = |k: i64| Duration::days(per * k);
                     match side {
-                        "before" => Some((date.checked_sub_signed(Duration::days(len))?, date)),
+                        "before" => Some((
+                            date.checked_sub_signed(days(n))?,
+                            date.checked_sub_signed(days(n - 1))?,
+                        )),
                         "after" => Some((
-                            date.succ_opt()?,
-                            date.checked_add_signed(Duration::days(len + 1))?,
+                            date.succ_opt()?.checked_add_signed(days(n - 1))?,
+                            date.succ_opt()?.checked_add_signed(days(n))?,
                         )),
                         _ => None,
                     }
                 });
             if let Some((start, end)) = around {
-                let first = if i >= 3 && w[i - 3].0 == "the" {
+                let first = if n.is_some() || (i >= 3 && w[i - 3].0 == "the") {
                     i - 3
                 } else {
                     i - 2
@@ -787,6 +803,49 @@ mod tests {
         // A year after "fall in" is a year, not the season.
         let p = query_period("when did Otto fall in 2018", None).unwrap();
         assert_eq!((p.start, p.end), (d(2018, 1, 1), d(2019, 1, 1)));
+    }
+
+    #[test]
+    fn spans_counted_from_a_date() {
+        for (q, span, start, end) in [
+            (
+                "the week before 8 May 2023",
+                "the week before 8 May 2023",
+                d(2023, 5, 1),
+                d(2023, 5, 8),
+            ),
+            (
+                "two weeks before 8 May 2023",
+                "two weeks before 8 May 2023",
+                d(2023, 4, 24),
+                d(2023, 5, 1),
+            ),
+            (
+                "what did she do 3 days after 5 June 2023",
+                "3 days after 5 June 2023",
+                d(2023, 6, 8),
+                d(2023, 6, 9),
+            ),
+            (
+                "the day after 5 June 2023",
+                "the day after 5 June 2023",
+                d(2023, 6, 6),
+                d(2023, 6, 7),
+            ),
+            (
+                "a week after 5 June 2023",
+                "a week after 5 June 2023",
+                d(2023, 6, 6),
+                d(2023, 6, 13),
+            ),
+        ] {
+            let p = query_period(q, None).unwrap_or_else(|| panic!("{q}"));
+            assert_eq!((p.start, p.end), (start, end), "{q}");
+            assert_eq!(&q[p.span.0..p.span.1], span, "{q}");
+        }
+        // Units without a count name no span: the date alone.
+        let p = query_period("weeks before 8 May 2023", None).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 5, 8), d(2023, 5, 9)));
     }
 
     #[test]
