@@ -331,7 +331,8 @@ fn spans(s: &str) -> Vec<(String, usize, usize)> {
 /// anchor), `N days|weeks|months|years ago` (N in digits or words; `a few`
 /// is 2 to 4, `a couple of` 2), and `the day|week|month before|after D
 /// Month YYYY` (with a count, `two weeks before D Month YYYY`: the unit
-/// that many away); seasons (northern, meteorological: spring from March,
+/// that many away), `the week|weekend of D Month YYYY` (the week, or its
+/// Saturday and Sunday, that holds the date); seasons (northern, meteorological: spring from March,
 /// summer from June, autumn or fall from September, winter from December):
 /// `[in|during|over] [the] Season [of] YYYY` (winter YYYY: the one its
 /// January is in); parts of a month, `early|mid|late Month [YYYY]`, `the
@@ -415,6 +416,37 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                         _ => None,
                     }
                 });
+            // "the week of D Month YYYY": the Monday-to-Sunday week that
+            // holds the date; "the weekend of": its Saturday and Sunday
+            // (those after a weekday, the same ones on a weekend day).
+            let holding = (i >= 2 && w[i - 1].0 == "of")
+                .then(|| w[i - 2].0.as_str())
+                .and_then(|unit| {
+                    let monday = monday_of(date)?;
+                    match unit {
+                        "week" => Some((monday, monday.checked_add_signed(Duration::days(7))?)),
+                        "weekend" => {
+                            let saturday = monday.checked_add_signed(Duration::days(5))?;
+                            Some((saturday, saturday.checked_add_signed(Duration::days(2))?))
+                        }
+                        _ => None,
+                    }
+                });
+            if let Some((start, end)) = holding {
+                let mut first = i - 2;
+                if first >= 1 && w[first - 1].0 == "the" {
+                    first -= 1;
+                }
+                if first >= 1 && matches!(w[first - 1].0.as_str(), "in" | "on" | "during" | "over")
+                {
+                    first -= 1;
+                }
+                return Some(Period {
+                    start,
+                    end,
+                    span: (w[first].1, w[last_word].2),
+                });
+            }
             if let Some((start, end)) = around {
                 let first = if n.is_some() || (i >= 3 && w[i - 3].0 == "the") {
                     i - 3
@@ -843,6 +875,15 @@ mod tests {
             assert_eq!((p.start, p.end), (start, end), "{q}");
             assert_eq!(&q[p.span.0..p.span.1], span, "{q}");
         }
+        // The week or weekend that holds the date (8 May 2023 is a Monday).
+        let q = "what happened during the week of 10 May 2023?";
+        let p = query_period(q, None).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 5, 8), d(2023, 5, 15)));
+        assert_eq!(&q[p.span.0..p.span.1], "during the week of 10 May 2023");
+        let p = query_period("over the weekend of 10 May 2023", None).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 5, 13), d(2023, 5, 15)));
+        let p = query_period("the weekend of 14 May 2023", None).unwrap();
+        assert_eq!((p.start, p.end), (d(2023, 5, 13), d(2023, 5, 15)));
         // Units without a count name no span: the date alone.
         let p = query_period("weeks before 8 May 2023", None).unwrap();
         assert_eq!((p.start, p.end), (d(2023, 5, 8), d(2023, 5, 9)));
