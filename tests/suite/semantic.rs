@@ -1041,14 +1041,20 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
         req.explain = true;
         db.search(&req).unwrap()
     };
+    // The first hit holds `word` and was boosted as dated in the period.
+    let boosted_first = |q: &str, word: &str| {
+        let r = ask(q);
+        let top = &r.hits[0];
+        assert!(top.message.content.text().contains(word), "{q}: {r:?}");
+        assert_eq!(top.explain.unwrap().period_boost, Some(PERIOD_BOOST), "{q}");
+        r
+    };
     let plain = ask("What did Ana say about the hiking trip?");
-    let dated = ask("What did Ana say about the hiking trip in May 2018?");
-    let top = &dated.hits[0];
-    assert!(top.message.content.text().contains("wet"), "{dated:?}");
-    assert_eq!(top.explain.unwrap().period_boost, Some(PERIOD_BOOST));
+    let dated = boosted_first("What did Ana say about the hiking trip in May 2018?", "wet");
     assert_eq!(dated.hits[1].explain.unwrap().period_boost, Some(0.0));
     // A relative period reads the conversations' own timeline (the latest
-    // date among the candidates is June 2019): "last year" is 2018.
+    // date of the conversations searched is 2 June 2019): "last year" is
+    // 2018.
     let relative = ask("what about the hiking trip last year");
     assert!(
         relative
@@ -1060,40 +1066,24 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
     );
     // A weekday reads the same timeline: the Tuesday before Sunday 2 June
     // 2019 is 28 May.
-    let weekday = ask("What did Ana say about the hiking trip last Tuesday?");
-    assert!(
-        weekday.hits[0].message.content.text().contains("sunny"),
-        "{weekday:?}"
-    );
-    assert_eq!(
-        weekday.hits[0].explain.unwrap().period_boost,
-        Some(PERIOD_BOOST)
+    boosted_first(
+        "What did Ana say about the hiking trip last Tuesday?",
+        "sunny",
     );
     // A season: summer 2018 holds only the July trip; asked against the
     // timeline's 2 June 2019, "last summer" is the same one.
-    for q in [
+    boosted_first(
         "What did Ana say about the hiking trip in the summer of 2018?",
-        "What did Ana say about the hiking trip last summer?",
-    ] {
-        let season = ask(q);
-        assert!(
-            season.hits[0].message.content.text().contains("long"),
-            "{q}: {season:?}"
-        );
-        assert_eq!(
-            season.hits[0].explain.unwrap().period_boost,
-            Some(PERIOD_BOOST)
-        );
-    }
-    // Part of a month: mid-May 2018 (11 to 20 May) holds the wet one.
-    let mid = ask("What did Ana say about the hiking trip in mid-May 2018?");
-    assert!(
-        mid.hits[0].message.content.text().contains("wet"),
-        "{mid:?}"
+        "long",
     );
-    assert_eq!(
-        mid.hits[0].explain.unwrap().period_boost,
-        Some(PERIOD_BOOST)
+    boosted_first(
+        "What did Ana say about the hiking trip last summer?",
+        "long",
+    );
+    // Part of a month: mid-May 2018 (11 to 20 May) holds the wet one.
+    boosted_first(
+        "What did Ana say about the hiking trip in mid-May 2018?",
+        "wet",
     );
     // "a year ago" is 2018 there.
     let ago = ask("the hiking trip a year ago");

@@ -117,8 +117,8 @@ const PERIOD_DEPTH: usize = 200;
 
 /// A date every relative form resolves against, to ask whether the query
 /// has one before the candidates' own timeline is known.
-pub(super) fn probe_anchor() -> chrono::NaiveDate {
-    chrono::NaiveDate::from_ymd_opt(2000, 6, 15).unwrap_or_default()
+pub(super) fn probe_anchor() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2000, 6, 15).unwrap_or_default()
 }
 
 impl Memdb {
@@ -148,7 +148,7 @@ impl Memdb {
     /// The date of each message of `ids` that still exists
     /// ([`crate::util::dates::event_date`]: its metadata's session date,
     /// else its timestamp's day).
-    pub(super) fn event_dates(&self, ids: &Ranking) -> Result<HashMap<u128, chrono::NaiveDate>> {
+    pub(super) fn event_dates(&self, ids: &Ranking) -> Result<HashMap<u128, NaiveDate>> {
         Ok(self
             .resolve_hits(ids)?
             .iter()

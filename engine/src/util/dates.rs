@@ -194,13 +194,24 @@ fn year_period(y: i32) -> Option<(NaiveDate, NaiveDate)> {
 }
 
 fn month_period(y: i32, m: u32) -> Option<(NaiveDate, NaiveDate)> {
+    months_from(y, m, 1)
+}
+
+/// `[start, end)` of the `n` months from month `m` of year `y` on: one
+/// month, a season (3), a part of a year (4).
+fn months_from(y: i32, m: u32, n: u32) -> Option<(NaiveDate, NaiveDate)> {
     let start = NaiveDate::from_ymd_opt(y, m, 1)?;
-    let end = if m == 12 {
-        NaiveDate::from_ymd_opt(y + 1, 1, 1)?
+    Some((start, start.checked_add_months(chrono::Months::new(n))?))
+}
+
+/// The year of the last month `m` up to the anchor `a`: its own year, or
+/// the year before when month `m` of it lies after the anchor's month.
+fn year_of_month_up_to(a: NaiveDate, m: u32) -> i32 {
+    if m > a.month() {
+        a.year() - 1
     } else {
-        NaiveDate::from_ymd_opt(y, m + 1, 1)?
-    };
-    Some((start, end))
+        a.year()
+    }
 }
 
 /// The days `[first, last]` of a month (1-based; `last` past the month's
@@ -218,7 +229,7 @@ fn month_part(w: &str) -> Option<(u32, u32)> {
 }
 
 /// `[start, end)` of the part of month `m` of year `y`: days `first` to
-/// `last` (clamped to the month), or with `last_week` its last seven.
+/// `last` (clamped to the month), or with `None` its last seven.
 fn month_part_period(y: i32, m: u32, days: Option<(u32, u32)>) -> Option<(NaiveDate, NaiveDate)> {
     let (start, end) = month_period(y, m)?;
     match days {
@@ -234,18 +245,13 @@ fn month_part_period(y: i32, m: u32, days: Option<(u32, u32)>) -> Option<(NaiveD
 /// The part of a year `early`, `mid` and `late` name: January to April,
 /// May to August, September to December.
 fn year_part(y: i32, w: &str) -> Option<(NaiveDate, NaiveDate)> {
-    let (m0, m1) = match w {
-        "early" => (1, 5),
-        "mid" => (5, 9),
-        "late" => (9, 13),
+    let first = match w {
+        "early" => 1,
+        "mid" => 5,
+        "late" => 9,
         _ => return None,
     };
-    let end = if m1 == 13 {
-        NaiveDate::from_ymd_opt(y + 1, 1, 1)?
-    } else {
-        NaiveDate::from_ymd_opt(y, m1, 1)?
-    };
-    Some((NaiveDate::from_ymd_opt(y, m0, 1)?, end))
+    months_from(y, first, 4)
 }
 
 /// The first month of the season `w` names, in the northern hemisphere's
@@ -263,13 +269,7 @@ fn season(w: &str) -> Option<u32> {
 
 /// `[start, end)` of the season starting in month `m` of year `y`.
 fn season_period(y: i32, m: u32) -> Option<(NaiveDate, NaiveDate)> {
-    let start = NaiveDate::from_ymd_opt(y, m, 1)?;
-    let (ey, em) = if m + 3 > 12 {
-        (y + 1, m + 3 - 12)
-    } else {
-        (y, m + 3)
-    };
-    Some((start, NaiveDate::from_ymd_opt(ey, em, 1)?))
+    months_from(y, m, 3)
 }
 
 /// The season starting in month `m` that a relative form means, against
@@ -317,31 +317,32 @@ fn spans(s: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
-/// The first period `query` names, read against `anchor` (the latest date
-/// of the conversations searched) for the relative forms: `in|on|during
-/// D Month YYYY` / `D of Month YYYY` / `Month D, YYYY` (that day), `D
-/// Month` / `D of Month` / `Month D` without a year (that day up to the
-/// anchor: in its year, or the year before when it would lie after it;
-/// `May D` only after a preposition or `the`), `in|during Month YYYY`
-/// (that month), `in|during YYYY` (that year), `in|during Month` (that month in
-/// the anchor's year, or the year before when it would lie after the
-/// anchor), `last|this month|year|week|weekend`, `last Month` (the last
-/// such month before the anchor's), `today`, `yesterday`, `the day before
-/// yesterday`, `on|last|this|past Weekday` (the last such day before the
-/// anchor), `N days|weeks|months|years ago` (N in digits or words; `a few`
-/// is 2 to 4, `a couple of` 2), and `the day|week|month before|after D
-/// Month YYYY` (with a count, `two weeks before D Month YYYY`: the unit
-/// that many away), `the week|weekend of D Month YYYY` (the week, or its
-/// Saturday and Sunday, that holds the date); seasons (northern, meteorological: spring from March,
+/// The first period `query` names, read against `anchor` (the latest date of
+/// the conversations searched) for the relative forms: `in|on|during D Month
+/// YYYY` / `D of Month YYYY` / `Month D, YYYY` (that day), `D Month` / `D of
+/// Month` / `Month D` without a year (that day up to the anchor: in its year,
+/// or the year before when it would lie after it; `May D` only after a
+/// preposition or `the`), `in|during Month YYYY` (that month), `in|during YYYY`
+/// (that year), `in|during Month` (that month in the anchor's year, or the year
+/// before when it would lie after the anchor), `last|this
+/// month|year|week|weekend`, `last Month` (the last such month before the
+/// anchor's), `today`, `yesterday`, `the day before yesterday`,
+/// `on|last|this|past Weekday` (the last such day before the anchor), `N
+/// days|weeks|months|years ago` (N in digits or words; `a few` is 2 to 4, `a
+/// couple of` 2), and `the day|week|month before|after D Month YYYY` (with a
+/// count, `two weeks before D Month YYYY`: the unit that many away), `the
+/// week|weekend of D Month YYYY` (the week, or its Saturday and Sunday, that
+/// holds the date); seasons (northern, meteorological: spring from March,
 /// summer from June, autumn or fall from September, winter from December):
-/// `[in|during|over] [the] Season [of] YYYY` (winter YYYY: the one its
-/// January is in); parts of a month, `early|mid|late Month [YYYY]`, `the
-/// beginning|start|middle|end of Month [YYYY]`, `the first|…|fourth|last
+/// `[in|during|over|around|through] [the] Season [of] YYYY` (winter YYYY: the
+/// one its January is in); parts of a month, `early|mid|late Month [YYYY]`,
+/// `the beginning|start|middle|end of Month [YYYY]`, `the first|…|fourth|last
 /// week of Month [YYYY]` (without a year: the last such month up to the
-/// anchor), and of a year, `early|mid|late YYYY`; and against the anchor `last|past Season` (the latest
-/// one over), `this Season` (the one the anchor is in, else the nearest),
-/// `in|during|over [the] Season` (the latest one begun). The leading
-/// preposition, when present, belongs to the span.
+/// anchor), and of a year, `early|mid|late YYYY`; and against the anchor
+/// `last|past Season` (the latest one over), `this Season` (the one the anchor
+/// is in, else the nearest), `in|during|over|around|through [the] Season` (the
+/// latest one begun). The leading preposition, when present, belongs to the
+/// span.
 pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Period> {
     let w = spans(query);
     let prep = |i: usize| {
@@ -389,17 +390,18 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
             let around = (i >= 2)
                 .then(|| (w[i - 2].0.as_str(), w[i - 1].0.as_str()))
                 .and_then(|(unit, side)| {
+                    // A plural unit needs its count ("two weeks before").
+                    let (unit, plural) = match unit.strip_suffix('s') {
+                        Some(one) => (one, true),
+                        None => (unit, false),
+                    };
+                    if plural && n.is_none() {
+                        return None;
+                    }
                     let per: i64 = match unit {
                         "day" => 1,
                         "week" => 7,
                         "month" => 30,
-                        "days" | "weeks" | "months" if n.is_some() => {
-                            match unit.trim_end_matches('s') {
-                                "day" => 1,
-                                "week" => 7,
-                                _ => 30,
-                            }
-                        }
                         _ => return None,
                     };
                     let n = i64::from(n.unwrap_or(1));
@@ -499,19 +501,13 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
             // in Month (a preposition is required: "may" is also a verb)
             if prep(i)
                 && let Some(a) = anchor
+                && let Some((start, end)) = month_period(year_of_month_up_to(a, m), m)
             {
-                let y = if m > a.month() {
-                    a.year() - 1
-                } else {
-                    a.year()
-                };
-                if let Some((start, end)) = month_period(y, m) {
-                    return Some(Period {
-                        start,
-                        end,
-                        span: (start_of(i), w[i].2),
-                    });
-                }
+                return Some(Period {
+                    start,
+                    end,
+                    span: (start_of(i), w[i].2),
+                });
             }
         }
         // Parts of a month or a year: "in early May 2023", "mid-June",
@@ -553,12 +549,8 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                     let found = match at(k + 1).and_then(year) {
                         Some(y) => month_part_period(y, m, days).map(|p| (p, i + k + 1)),
                         None => anchor.and_then(|a| {
-                            let y = if m > a.month() {
-                                a.year() - 1
-                            } else {
-                                a.year()
-                            };
-                            month_part_period(y, m, days).map(|p| (p, i + k))
+                            month_part_period(year_of_month_up_to(a, m), m, days)
+                                .map(|p| (p, i + k))
                         }),
                     };
                     if let Some(((start, end), last)) = found {
@@ -726,9 +718,7 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                     Some((start, start.checked_add_signed(Duration::days(2))?))
                 }
                 "week" => {
-                    let monday = a.checked_sub_signed(Duration::days(i64::from(
-                        a.weekday().num_days_from_monday(),
-                    )))?;
+                    let monday = monday_of(a)?;
                     let start = if this {
                         monday
                     } else {
