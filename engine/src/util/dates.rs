@@ -125,7 +125,10 @@ fn day(w: &str) -> Option<u32> {
 
 /// The date of a message for questions that name a period: the first of
 /// its metadata's `session_date`, `date`, `datetime`, `session_time`,
-/// `time` or `timestamp` strings that reads as a date (the client's own
+/// `time` or `timestamp` strings that reads as a date, else the first other
+/// top-level string whose key names a date or a time (holds `date` or
+/// `time`, or ends in `_at`: `date_time`, `session_1_date_time`,
+/// `created_at`; in key order) that reads as one (the client's own
 /// timeline: a history imported today keeps the dates its sessions had),
 /// else the day of its timestamp (UTC).
 pub(crate) fn event_date(
@@ -140,15 +143,31 @@ pub(crate) fn event_date(
         "time",
         "timestamp",
     ];
+    let names_a_date = |k: &str| {
+        let k = k.to_ascii_lowercase();
+        !KEYS.contains(&k.as_str())
+            && (k.contains("date") || k.contains("time") || k.ends_with("_at"))
+    };
     KEYS.iter()
         .filter_map(|k| metadata.get(*k).and_then(|v| v.as_str()))
         .find_map(parse_date)
+        .or_else(|| {
+            metadata
+                .as_object()?
+                .iter()
+                .filter(|(k, _)| names_a_date(k))
+                .filter_map(|(_, v)| v.as_str())
+                .find_map(parse_date)
+        })
         .unwrap_or_else(|| timestamp.date_naive())
 }
 
 /// The calendar date in `s`, if it holds a recognisable one: ISO
-/// `YYYY-MM-DD` (also the start of an RFC 3339 time), `D Month YYYY`,
-/// `Month D YYYY` (any punctuation and a time of day around them).
+/// `YYYY-MM-DD` (also the start of an RFC 3339 time; `/` or `.` may
+/// separate the numbers, and the date may stand anywhere in `s`),
+/// `D Month YYYY`, `Month D YYYY` (any punctuation and a time of day
+/// around them). Numeric dates with the year last (`5/8/2023`) are left
+/// unread: the day and the month cannot be told apart.
 pub(crate) fn parse_date(s: &str) -> Option<NaiveDate> {
     let t = s.trim();
     if t.len() >= 10
@@ -157,12 +176,25 @@ pub(crate) fn parse_date(s: &str) -> Option<NaiveDate> {
     {
         return Some(d);
     }
-    let w: Vec<String> = spans(t).into_iter().map(|(w, _, _)| w).collect();
+    let words = spans(t);
+    let w: Vec<&str> = words.iter().map(|(w, _, _)| w.as_str()).collect();
     for i in 0..w.len() {
-        let Some(m) = month(&w[i]) else { continue };
+        // YYYY-MM-DD, YYYY/MM/DD, YYYY.MM.DD anywhere
+        if let Some(y) = year(w[i])
+            && let (Some(m), Some(d)) = (w.get(i + 1), w.get(i + 2))
+            && [(i, i + 1), (i + 1, i + 2)].iter().all(|&(a, b)| {
+                let sep = &t[words[a].2..words[b].1];
+                sep == "-" || sep == "/" || sep == "."
+            })
+            && m.len() <= 2
+            && let (Ok(m), Some(d)) = (m.parse::<u32>(), leading_day(d))
+        {
+            return NaiveDate::from_ymd_opt(y, m, d);
+        }
+        let Some(m) = month(w[i]) else { continue };
         // D Month YYYY
         if i >= 1
-            && let (Some(d), Some(y)) = (day(&w[i - 1]), w.get(i + 1).and_then(|x| year(x)))
+            && let (Some(d), Some(y)) = (day(w[i - 1]), w.get(i + 1).and_then(|x| year(x)))
         {
             return NaiveDate::from_ymd_opt(y, m, d);
         }
@@ -175,6 +207,17 @@ pub(crate) fn parse_date(s: &str) -> Option<NaiveDate> {
         }
     }
     None
+}
+
+/// The day of month a numeric date's last part opens with (`08`, or `08`
+/// of `08t10`, an ISO time run on).
+fn leading_day(w: &str) -> Option<u32> {
+    let digits = w.len() - w.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if !(1..=2).contains(&digits) {
+        return None;
+    }
+    let d: u32 = w[..digits].parse().ok()?;
+    (1..=31).contains(&d).then_some(d)
 }
 
 /// A period a question names: `[start, end)` in days, and the byte range
@@ -767,6 +810,16 @@ mod tests {
         let meta = serde_json::json!({"date": "sometime", "time": "2024-02-03"});
         assert_eq!(event_date(&meta, ts), d(2024, 2, 3));
         assert_eq!(event_date(&serde_json::json!({}), ts), d(2026, 12, 1));
+        // Other keys that name a date or a time, after the listed ones.
+        let meta = serde_json::json!({"dia_id": "D2:1", "date_time": "8:56 pm on 20 July, 2023"});
+        assert_eq!(event_date(&meta, ts), d(2023, 7, 20));
+        let meta = serde_json::json!({"session_2_date_time": "20 July 2023", "note": "1 May 2020"});
+        assert_eq!(event_date(&meta, ts), d(2023, 7, 20));
+        let meta = serde_json::json!({"created_at": "2023/07/20", "date": "2022-01-02"});
+        assert_eq!(event_date(&meta, ts), d(2022, 1, 2));
+        // A key that names no date is not read, nor a value that is no string.
+        let meta = serde_json::json!({"birthday": "1 May 1990", "date_time": 20230720});
+        assert_eq!(event_date(&meta, ts), d(2026, 12, 1));
         // The relative forms never overflow at the ends of the calendar.
         assert!(query_period("last week", Some(NaiveDate::MIN)).is_none());
     }
@@ -956,6 +1009,12 @@ mod tests {
         assert_eq!(parse_date("2023-05-08T10:00:00Z"), Some(d(2023, 5, 8)));
         assert_eq!(parse_date("May 8th, 2023"), Some(d(2023, 5, 8)));
         assert_eq!(parse_date("Sat, 3 Feb 2024 10:00"), Some(d(2024, 2, 3)));
+        assert_eq!(parse_date("2023/05/08 13:56"), Some(d(2023, 5, 8)));
+        assert_eq!(parse_date("session of 2023.05.08"), Some(d(2023, 5, 8)));
+        assert_eq!(parse_date("on 2023-05-08T10:00"), Some(d(2023, 5, 8)));
+        assert_eq!(parse_date("2023-13-08"), None);
+        assert_eq!(parse_date("5/8/2023"), None);
+        assert_eq!(parse_date("2023 5 8"), None);
         assert_eq!(parse_date("soon"), None);
         assert_eq!(parse_date("31 February 2023"), None);
         assert_eq!(parse_date(""), None);
