@@ -1093,6 +1093,55 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
     assert_eq!(plain.hits[0].explain.unwrap().period_boost, None);
 }
 
+/// A session dated in its conversation's metadata only, under a key of the
+/// client's own naming (`date_time`), dates its messages for a period; a
+/// message's own metadata date comes first.
+#[test]
+fn a_conversation_s_metadata_dates_its_messages() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    let session = |label: &str, conv_date: &str, msg_date: Option<&str>, text: &str| {
+        let mut m = NewMessage::new("user", format!("Ana: {text}"));
+        m.metadata = msg_date.map(|d| serde_json::json!({"date_time": d}));
+        db.create_conversation(NewConversation {
+            folder: Some("/ana".into()),
+            metadata: Some(serde_json::json!({"session": label, "date_time": conv_date})),
+            ..NewConversation::new(label, vec![m])
+        })
+        .unwrap();
+    };
+    session("S1", "3 July, 2018", None, "the hiking trip was long");
+    session("S2", "20 May, 2018", None, "the hiking trip was wet");
+    // Its conversation says May 2018, its message says June 2019.
+    session(
+        "S3",
+        "22 May, 2018",
+        Some("2 June 2019"),
+        "the hiking trip was sunny",
+    );
+    let ask = |q: &str| {
+        let mut req = SearchRequest::new(q);
+        req.explain = true;
+        db.search(&req).unwrap()
+    };
+    let boosted: Vec<String> = ask("What did Ana say about the hiking trip in May 2018?")
+        .hits
+        .iter()
+        .filter(|h| h.explain.unwrap().period_boost == Some(PERIOD_BOOST))
+        .map(|h| h.message.content.text().to_string())
+        .collect();
+    assert_eq!(boosted, ["Ana: the hiking trip was wet"]);
+    let june = ask("What did Ana say about the hiking trip in June 2019?");
+    assert!(
+        june.hits[0].message.content.text().contains("sunny"),
+        "{june:?}"
+    );
+    assert_eq!(
+        june.hits[0].explain.unwrap().period_boost,
+        Some(PERIOD_BOOST)
+    );
+}
+
 /// A question naming a day reaches that day's turns even when the whole
 /// store's best matches for its words fill both candidate lists: the
 /// conversations dated in the period are searched on their own and their

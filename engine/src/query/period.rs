@@ -15,9 +15,11 @@ use super::Ranking;
 use super::fusion::sort_fused;
 use crate::db::Memdb;
 use crate::error::Result;
+use crate::model::types::Message;
 use crate::model::types::{Filter, ScoreExplain};
 use crate::store::conversations::ConversationsView;
-use crate::util::dates::{Period, event_date};
+use crate::store::rows::RowReader;
+use crate::util::dates::{Period, metadata_date};
 
 /// Most conversations in scope whose dates are read for a period: each
 /// costs two message reads, so a wider scope skips the stage (the period
@@ -26,7 +28,23 @@ use crate::util::dates::{Period, event_date};
 /// filter, whose index keys are the scope.
 pub(crate) const MAX_PERIOD_SCOPE: usize = 2_000;
 
-/// The first and last message dates ([`event_date`]) of each dated
+/// The date of message `m` for a period a question names: its metadata's
+/// ([`metadata_date`]), else its conversation's metadata's, else its
+/// timestamp's day (UTC).
+fn message_date(rows: &RowReader<'_>, m: &Message) -> Result<NaiveDate> {
+    if let Some(d) = metadata_date(&m.metadata) {
+        return Ok(d);
+    }
+    if let Some(c) = rows.conversation(m.conversation_id.as_u128())?
+        && let Ok(meta) = serde_json::from_str::<serde_json::Value>(&c.metadata_json)
+        && let Some(d) = metadata_date(&meta)
+    {
+        return Ok(d);
+    }
+    Ok(m.timestamp.date_naive())
+}
+
+/// The first and last message dates ([`message_date`]) of each dated
 /// conversation in a search's scope: the searched history's own timeline.
 pub(crate) struct ScopeDates {
     spans: Vec<(u128, NaiveDate, NaiveDate)>,
@@ -83,9 +101,10 @@ impl Memdb {
         }
         let date_of = |id: Option<u128>| -> Result<Option<NaiveDate>> {
             Ok(match id {
-                Some(id) => rows
-                    .message(id)?
-                    .map(|m| event_date(&m.metadata, m.timestamp)),
+                Some(id) => match rows.message(id)? {
+                    Some(m) => Some(message_date(&rows, &m)?),
+                    None => None,
+                },
                 None => None,
             })
         };
@@ -126,8 +145,7 @@ impl Memdb {
     /// the latest date among the candidates of both rankings: the fallback
     /// when the scope is too wide to read its own latest date
     /// ([`ScopeDates`]); `None` when it names none or no candidate
-    /// is dated. A message's date is
-    /// [`crate::util::dates::event_date`].
+    /// is dated. A message's date is [`message_date`].
     pub(super) fn relative_period(
         &self,
         query: &str,
@@ -145,26 +163,23 @@ impl Memdb {
         Ok(latest.and_then(|d| crate::util::dates::query_period(query, Some(d))))
     }
 
-    /// The date of each message of `ids` that still exists
-    /// ([`crate::util::dates::event_date`]: its metadata's session date,
-    /// else its timestamp's day).
+    /// The date ([`message_date`]) of each message of `ids` that still
+    /// exists.
     pub(super) fn event_dates(&self, ids: &Ranking) -> Result<HashMap<u128, NaiveDate>> {
-        Ok(self
-            .resolve_hits(ids)?
-            .iter()
-            .map(|h| {
-                (
-                    h.message.id.as_u128(),
-                    crate::util::dates::event_date(&h.message.metadata, h.message.timestamp),
-                )
-            })
-            .collect())
+        let rows = self.row_reader();
+        let mut out = HashMap::with_capacity(ids.len());
+        for &(id, _) in ids {
+            if let Some(m) = rows.message(id)? {
+                out.insert(id, message_date(&rows, &m)?);
+            }
+        }
+        Ok(out)
     }
 
     /// Adds [`PERIOD_BOOST`] to the fused candidates (the first
     /// [`PERIOD_DEPTH`]) dated inside `period`, the period the query names
     /// (an absolute one, or a relative one [`Self::relative_period`]
-    /// resolved). A message's date is [`crate::util::dates::event_date`].
+    /// resolved). A message's date is [`message_date`].
     pub(super) fn favour_period(
         &self,
         fused: &mut [(u128, f32, ScoreExplain)],

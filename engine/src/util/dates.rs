@@ -123,18 +123,16 @@ fn day(w: &str) -> Option<u32> {
     (1..=31).contains(&d).then_some(d)
 }
 
-/// The date of a message for questions that name a period: the first of
-/// its metadata's `session_date`, `date`, `datetime`, `session_time`,
-/// `time` or `timestamp` strings that reads as a date, else the first other
+/// The date a metadata object gives, for questions that name a period: the
+/// first of its `session_date`, `date`, `datetime`, `session_time`, `time`
+/// or `timestamp` strings that reads as a date, else the first other
 /// top-level string whose key names a date or a time (holds `date` or
 /// `time`, or ends in `_at`: `date_time`, `session_1_date_time`,
-/// `created_at`; in key order) that reads as one (the client's own
-/// timeline: a history imported today keeps the dates its sessions had),
-/// else the day of its timestamp (UTC).
-pub(crate) fn event_date(
-    metadata: &serde_json::Value,
-    timestamp: chrono::DateTime<chrono::Utc>,
-) -> NaiveDate {
+/// `created_at`; in key order) that reads as one. A message's date is its
+/// own metadata's, else its conversation's, else its timestamp's day
+/// (`query/period.rs`): the client's own timeline, so a history imported
+/// today keeps the dates its sessions had.
+pub(crate) fn metadata_date(metadata: &serde_json::Value) -> Option<NaiveDate> {
     const KEYS: [&str; 6] = [
         "session_date",
         "date",
@@ -159,7 +157,6 @@ pub(crate) fn event_date(
                 .filter_map(|(_, v)| v.as_str())
                 .find_map(parse_date)
         })
-        .unwrap_or_else(|| timestamp.date_naive())
 }
 
 /// The calendar date in `s`, if it holds a recognisable one: ISO
@@ -801,25 +798,22 @@ mod tests {
     }
 
     #[test]
-    fn a_message_is_dated_by_its_metadata_then_its_timestamp() {
-        let ts = chrono::DateTime::parse_from_rfc3339("2026-12-01T10:00:00Z")
-            .unwrap()
-            .with_timezone(&chrono::Utc);
+    fn metadata_dates_a_message() {
         let meta = serde_json::json!({"turn_id": "D1:3", "session_date": "1:56 pm on 8 May, 2023"});
-        assert_eq!(event_date(&meta, ts), d(2023, 5, 8));
+        assert_eq!(metadata_date(&meta), Some(d(2023, 5, 8)));
         let meta = serde_json::json!({"date": "sometime", "time": "2024-02-03"});
-        assert_eq!(event_date(&meta, ts), d(2024, 2, 3));
-        assert_eq!(event_date(&serde_json::json!({}), ts), d(2026, 12, 1));
+        assert_eq!(metadata_date(&meta), Some(d(2024, 2, 3)));
+        assert_eq!(metadata_date(&serde_json::json!({})), None);
         // Other keys that name a date or a time, after the listed ones.
         let meta = serde_json::json!({"dia_id": "D2:1", "date_time": "8:56 pm on 20 July, 2023"});
-        assert_eq!(event_date(&meta, ts), d(2023, 7, 20));
+        assert_eq!(metadata_date(&meta), Some(d(2023, 7, 20)));
         let meta = serde_json::json!({"session_2_date_time": "20 July 2023", "note": "1 May 2020"});
-        assert_eq!(event_date(&meta, ts), d(2023, 7, 20));
+        assert_eq!(metadata_date(&meta), Some(d(2023, 7, 20)));
         let meta = serde_json::json!({"created_at": "2023/07/20", "date": "2022-01-02"});
-        assert_eq!(event_date(&meta, ts), d(2022, 1, 2));
+        assert_eq!(metadata_date(&meta), Some(d(2022, 1, 2)));
         // A key that names no date is not read, nor a value that is no string.
         let meta = serde_json::json!({"birthday": "1 May 1990", "date_time": 20230720});
-        assert_eq!(event_date(&meta, ts), d(2026, 12, 1));
+        assert_eq!(metadata_date(&meta), None);
         // The relative forms never overflow at the ends of the calendar.
         assert!(query_period("last week", Some(NaiveDate::MIN)).is_none());
     }
