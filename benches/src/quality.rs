@@ -8,7 +8,7 @@
 //! [`MIN_TARGET_WORDS`] content words (not stop words, at least 3 letters).
 //! The sets (documented in benches/README.md):
 //!
-//! - [`reference`]: the query is a *later message of the same conversation*
+//! - [`reference()`]: the query is a *later message of the same conversation*
 //!   (at most [`REFERENCE_WINDOW`] messages later) that shares at least one
 //!   content word with the target, the way a reply picks up what was said.
 //!   The query message is itself stored, so the harness drops it from the

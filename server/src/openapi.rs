@@ -3,7 +3,7 @@
 //! `#[utoipa::path]` attributes and, for the tool routes, from each tool's
 //! argument and result types ([`tool_operation`]).
 //!
-//! The paths are not listed here: the [`Contract`] modifier adds every
+//! The paths are not listed here: the `Contract` modifier adds every
 //! route of the tables, so a route cannot be served without being
 //! documented, nor documented without being served.
 
