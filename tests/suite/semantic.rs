@@ -1142,6 +1142,60 @@ fn a_conversation_s_metadata_dates_its_messages() {
     );
 }
 
+/// In a scope too wide to list (over 2,000 conversations, no folder or
+/// label filter), a relative period is read against the latest date among
+/// the question's own candidates, not the store's: "in May" asked with
+/// hiking turns of May and July 2018 among the candidates is May 2018,
+/// though the store's latest conversation is of June 2019.
+#[test]
+fn a_relative_period_in_a_scope_too_wide_to_list_reads_the_candidates_dates() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    let dated = |folder: &str, label: &str, date: &str, text: &str| {
+        let mut m = NewMessage::new("user", format!("Ana: {text}"));
+        m.metadata = Some(serde_json::json!({"session_date": date}));
+        NewConversation {
+            folder: Some(folder.into()),
+            ..NewConversation::new(label, vec![m])
+        }
+    };
+    // Filler enough to pass the listing limit, sharing the question's
+    // function words so that they, not the bread, fill the semantic side.
+    let mut batch: Vec<NewConversation> = (0..2_000)
+        .map(|i| {
+            let text = format!("what about the weather {i}");
+            dated("/filler", &format!("f{i}"), "1 January 2018", &text)
+        })
+        .collect();
+    batch.push(dated(
+        "/ana",
+        "S1",
+        "3 July, 2018",
+        "the hiking trip was long",
+    ));
+    batch.push(dated(
+        "/ana",
+        "S2",
+        "20 May, 2018",
+        "the hiking trip was wet",
+    ));
+    batch.push(dated("/other", "S3", "2 June, 2019", "bread again"));
+    db.create_conversations(batch).unwrap();
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    let mut req = SearchRequest::new("What about the hiking trip in May?");
+    req.explain = true;
+    let r = db.search(&req).unwrap();
+    let top = &r.hits[0];
+    assert!(top.message.content.text().contains("wet"), "{r:?}");
+    assert_eq!(top.explain.unwrap().period_boost, Some(PERIOD_BOOST));
+    // Within a folder of two conversations, the scope's own timeline
+    // (today 3 July 2018) gives the same.
+    req.filter.folder = Some("/ana".into());
+    let r = db.search(&req).unwrap();
+    assert!(r.hits[0].message.content.text().contains("wet"), "{r:?}");
+    assert_eq!(r.hits[0].explain.unwrap().period_boost, Some(PERIOD_BOOST));
+}
+
 /// A question naming a day reaches that day's turns even when the whole
 /// store's best matches for its words fill both candidate lists: the
 /// conversations dated in the period are searched on their own and their
