@@ -45,6 +45,10 @@ of people are the dated sessions of one long history.
      single fact, multi-turn, temporal, context-dependent reply,
      inference), each with its evidence turn ids; reported as a whole and
      per kind (`w-KIND`). None copies a published benchmark's questions.
+     benches/memory/written_blind.jsonl: 180 more, 30 per sample on the
+     next six samples (pair06-pair11: run with --samples 12), written by
+     three helper sessions that read only those transcripts, never the
+     ranker: a validation set, never tuned on.
 5. Runs every query with limit 10 and the sample's folder filter in
    keyword, semantic and hybrid mode and prints turn recall@5/@10, session
    recall@10 (the evidence turn's session among the sessions of the top
