@@ -30,18 +30,30 @@ pub(crate) const MAX_PERIOD_SCOPE: usize = 2_000;
 
 /// The date of message `m` for a period a question names: its metadata's
 /// ([`metadata_date`]), else its conversation's metadata's, else its
-/// timestamp's day (UTC).
-fn message_date(rows: &RowReader<'_>, m: &Message) -> Result<NaiveDate> {
+/// timestamp's day (UTC). `conversations` keeps each conversation's
+/// metadata date once read (one search reads many turns of one session).
+fn message_date(
+    rows: &RowReader<'_>,
+    conversations: &mut HashMap<u128, Option<NaiveDate>>,
+    m: &Message,
+) -> Result<NaiveDate> {
     if let Some(d) = metadata_date(&m.metadata) {
         return Ok(d);
     }
-    if let Some(c) = rows.conversation(m.conversation_id.as_u128())?
-        && let Ok(meta) = serde_json::from_str::<serde_json::Value>(&c.metadata_json)
-        && let Some(d) = metadata_date(&meta)
-    {
-        return Ok(d);
-    }
-    Ok(m.timestamp.date_naive())
+    let cid = m.conversation_id.as_u128();
+    let from_conversation = match conversations.get(&cid) {
+        Some(d) => *d,
+        None => {
+            let d = rows.conversation(cid)?.and_then(|c| {
+                serde_json::from_str::<serde_json::Value>(&c.metadata_json)
+                    .ok()
+                    .and_then(|meta| metadata_date(&meta))
+            });
+            conversations.insert(cid, d);
+            d
+        }
+    };
+    Ok(from_conversation.unwrap_or_else(|| m.timestamp.date_naive()))
 }
 
 /// The first and last message dates ([`message_date`]) of each dated
@@ -99,10 +111,11 @@ impl Memdb {
         if scope.len() > MAX_PERIOD_SCOPE {
             return Ok(None);
         }
-        let date_of = |id: Option<u128>| -> Result<Option<NaiveDate>> {
+        let mut conversations = HashMap::new();
+        let mut date_of = |id: Option<u128>| -> Result<Option<NaiveDate>> {
             Ok(match id {
                 Some(id) => match rows.message(id)? {
-                    Some(m) => Some(message_date(&rows, &m)?),
+                    Some(m) => Some(message_date(&rows, &mut conversations, &m)?),
                     None => None,
                 },
                 None => None,
@@ -167,10 +180,11 @@ impl Memdb {
     /// exists.
     pub(super) fn event_dates(&self, ids: &Ranking) -> Result<HashMap<u128, NaiveDate>> {
         let rows = self.row_reader();
+        let mut conversations = HashMap::new();
         let mut out = HashMap::with_capacity(ids.len());
         for &(id, _) in ids {
             if let Some(m) = rows.message(id)? {
-                out.insert(id, message_date(&rows, &m)?);
+                out.insert(id, message_date(&rows, &mut conversations, &m)?);
             }
         }
         Ok(out)
