@@ -46,9 +46,10 @@ of people are the dated sessions of one long history.
      inference), each with its evidence turn ids; reported as a whole and
      per kind (`w-KIND`). None copies a published benchmark's questions.
      benches/memory/written_blind.jsonl: 180 more, 30 per sample on the
-     next six samples (pair06-pair11: run with --samples 12), written by
-     three helper sessions that read only those transcripts, never the
-     ranker: a validation set, never tuned on.
+     next six samples (pair06-pair11: run with --samples 12, or with
+     --samples 12 --skip-samples 6 for those six alone), written by three
+     helper sessions that read only those transcripts, never the ranker: a
+     validation set, never tuned on.
 5. Runs every query with limit 10 and the sample's folder filter in
    keyword, semantic and hybrid mode and prints turn recall@5/@10, session
    recall@10 (the evidence turn's session among the sessions of the top
@@ -154,9 +155,10 @@ def two_sender_sessions(raw, min_turns):
     return pairs
 
 
-def build_samples(path, min_turns, min_sessions, samples, fill_to=0):
+def build_samples(path, min_turns, min_sessions, samples, fill_to=0, skip=0):
     """The `samples` pairs with the most turns and at least `min_sessions`
-    sessions. With `fill_to`, each sample also gets `filler` sessions: other
+    sessions, the first `skip` of them left out (their names stay). With
+    `fill_to`, each sample also gets `filler` sessions: other
     pairs' conversations (pairs no sample uses, each given to one sample),
     their senders renamed to the sample's two speakers, until the sample holds
     at least `fill_to` turns. Filler turns are never evidence; they make the
@@ -169,13 +171,15 @@ def build_samples(path, min_turns, min_sessions, samples, fill_to=0):
     )[:samples]
     out = []
     for n, (pair, sessions) in enumerate(chosen):
+        if n < skip:
+            continue
         sessions.sort(key=lambda s: s["start"])
         names = {}
         for s in pair:
             names[s] = name_of(s, set(names.values()))
         out.append({"name": f"pair{n:02d}", "names": names, "sessions": sessions, "filler": []})
     if fill_to:
-        used = {pair for pair, _ in chosen}
+        used = {pair for pair, _ in chosen[skip:]}
         spare = [s for pair, ss in sorted(pairs.items()) if pair not in used for s in ss]
         random.Random(11).shuffle(spare)
         for sample in out:
@@ -442,6 +446,9 @@ def main():
     ap.add_argument("--fill-to", type=int, default=0,
                     help="pad each sample with other pairs' conversations, renamed to its two speakers, "
                          "to at least this many turns (a long history's size and latency; filler is never evidence)")
+    ap.add_argument("--skip-samples", type=int, default=0,
+                    help="leave out the first N of the --samples largest (e.g. --samples 12 --skip-samples 6: "
+                         "the blind set's six alone; their pairs may then be filler)")
     ap.add_argument("--skip-store", action="store_true", help="the store already holds the samples")
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--context", type=int, default=0, help="also assemble context for this many questions per set")
@@ -454,7 +461,7 @@ def main():
     a = ap.parse_args()
     global WEIGHTS
     WEIGHTS = json.loads(a.weights) if a.weights else None
-    samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples, a.fill_to)
+    samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples, a.fill_to, a.skip_samples)
     client = Client(a.url, a.key)
     sessions = sum(len(s["sessions"]) for s in samples)
     turns = sum(len(x["turns"]) for s in samples for x in s["sessions"])
