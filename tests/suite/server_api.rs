@@ -557,3 +557,45 @@ fn shutdown_closes_the_store_and_data_survives() {
     let hits = db.search_text(&memdb::TextQuery::new("persist")).unwrap();
     assert_eq!(hits.len(), 1);
 }
+
+/// A history stored as a client of the REST API stores it, each session
+/// dated only in its conversation's metadata under a key of the client's
+/// naming: a question naming a month favours that month's session
+/// (SPEC.md §18.3), the period's boost shown by `explain`.
+#[test]
+fn a_session_dated_in_its_conversation_metadata_answers_a_question_naming_its_month() {
+    let hashing = std::sync::Arc::new(memdb::Hashing::new(256).unwrap());
+    let s = TestServer::start_with(config(), memdb::Config::with_embedder(hashing));
+    for (n, date, text) in [
+        (1, "3 July, 2018", "Ana: the hiking trip was long"),
+        (2, "20 May, 2018", "Ana: the hiking trip was wet"),
+    ] {
+        let r = s.send(
+            "POST",
+            "/api/v1/conversations",
+            &json!({
+                "label": format!("session {n}"),
+                "folder": "/ana",
+                "metadata": {"date_time": date},
+                "messages": [{"role": "user", "content": text, "metadata": {"turn_id": format!("S{n}:1")}}],
+            }),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let r = s.send(
+        "POST",
+        "/api/v1/query",
+        &json!({
+            "query": "What did Ana say about the hiking trip in May 2018?",
+            "limit": 10,
+            "explain": true,
+            "filters": {"folder": "/ana"},
+        }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let out = r.json();
+    let top = &out["results"][0];
+    assert_eq!(top["content"], "Ana: the hiking trip was wet", "{out}");
+    assert_eq!(top["explain"]["period_boost"], 0.5, "{out}");
+    assert_eq!(out["results"][1]["explain"]["period_boost"], 0.0, "{out}");
+}
