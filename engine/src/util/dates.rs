@@ -357,6 +357,18 @@ fn spans(s: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// Word `first` of `w` moved back over the words that may stand before
+/// it, one step per set in `steps`, in order (an optional "the", then an
+/// optional preposition): the first word of a period's span.
+fn lead_in(w: &[(String, usize, usize)], mut first: usize, steps: &[&[&str]]) -> usize {
+    for words in steps {
+        if first >= 1 && words.contains(&w[first - 1].0.as_str()) {
+            first -= 1;
+        }
+    }
+    first
+}
+
 /// The first period `query` names, read against `anchor` (the latest date of
 /// the conversations searched) for the relative forms: `in|on|during D Month
 /// YYYY` / `D of Month YYYY` / `Month D, YYYY` (that day), `D Month` / `D of
@@ -475,14 +487,7 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                     }
                 });
             if let Some((start, end)) = holding {
-                let mut first = i - 2;
-                if first >= 1 && w[first - 1].0 == "the" {
-                    first -= 1;
-                }
-                if first >= 1 && matches!(w[first - 1].0.as_str(), "in" | "on" | "during" | "over")
-                {
-                    first -= 1;
-                }
+                let first = lead_in(&w, i - 2, &[&["the"], &["in", "on", "during", "over"]]);
                 return Some(Period {
                     start,
                     end,
@@ -507,14 +512,7 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
             let part = |j: usize| PARTS_OF_DAY.contains(&w[j].0.as_str());
             let mut first = start_of(i);
             if i >= 2 && w[i - 1].0 == "of" && part(i - 2) {
-                let mut j = i - 2;
-                if j >= 1 && w[j - 1].0 == "the" {
-                    j -= 1;
-                }
-                if j >= 1 && matches!(w[j - 1].0.as_str(), "in" | "on" | "during") {
-                    j -= 1;
-                }
-                first = w[j].1;
+                first = w[lead_in(&w, i - 2, &[&["the"], &["in", "on", "during"]])].1;
             }
             let last = if w.len() > last_word + 1 && part(last_word + 1) {
                 w[last_word + 1].2
@@ -578,13 +576,7 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
                 _ => None,
             };
             if let Some((days, k, first)) = part {
-                let first = if first >= 1
-                    && matches!(w[first - 1].0.as_str(), "in" | "during" | "around" | "by")
-                {
-                    first - 1
-                } else {
-                    first
-                };
+                let first = lead_in(&w, first, &[&["in", "during", "around", "by"]]);
                 if let Some(m) = at(k).and_then(month) {
                     let found = match at(k + 1).and_then(year) {
                         Some(y) => month_part_period(y, m, days).map(|p| (p, i + k + 1)),
@@ -618,18 +610,9 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
         // before college" names no date: without a year, a season needs a
         // preposition, "last", "past" or "this").
         if let Some(m) = season(word) {
-            let mut first = i;
-            if first >= 1 && w[first - 1].0 == "the" {
-                first -= 1;
-            }
-            let led = first >= 1
-                && matches!(
-                    w[first - 1].0.as_str(),
-                    "in" | "during" | "over" | "around" | "through"
-                );
-            if led {
-                first -= 1;
-            }
+            let the = lead_in(&w, i, &[&["the"]]);
+            let first = lead_in(&w, the, &[&["in", "during", "over", "around", "through"]]);
+            let led = first < the;
             let year_at = if at(1) == Some("of") { i + 2 } else { i + 1 };
             if let Some(y) = w.get(year_at).and_then(|x| year(&x.0))
                 && let Some((start, end)) = season_period(if m == 12 { y - 1 } else { y }, m)
@@ -679,11 +662,7 @@ pub(crate) fn query_period(query: &str, anchor: Option<NaiveDate>) -> Option<Per
         }
         // "the day before yesterday"
         if word == "day" && at(1) == Some("before") && at(2) == Some("yesterday") {
-            let first = if i >= 1 && w[i - 1].0 == "the" {
-                i - 1
-            } else {
-                i
-            };
+            let first = lead_in(&w, i, &[&["the"]]);
             return day_span(a.checked_sub_signed(Duration::days(2))?, first, i + 2);
         }
         // "on|last|this|past Tuesday": the last such day before the anchor.
