@@ -21,10 +21,11 @@ import argparse
 import collections
 import json
 import sys
-import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import memory_quality as mq  # noqa: E402
 
 
 def main():
@@ -34,12 +35,10 @@ def main():
     ap.add_argument("--written", default=str(HERE / "written.jsonl"))
     a = ap.parse_args()
 
+    client = mq.Client(a.url, a.key)
+
     def query(body):
-        req = urllib.request.Request(a.url.rstrip("/") + "/api/v1/query", data=json.dumps(body).encode(), method="POST")
-        req.add_header("Authorization", f"Bearer {a.key}")
-        req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=120) as r:
-            out = json.loads(r.read())["results"]
+        out = client.call("POST", "/api/v1/query", body)["results"]
         return [((h.get("metadata") or {}).get("turn_id"), h["score"]) for h in out]
 
     runs = []
@@ -53,26 +52,23 @@ def main():
             query({"query": q["query"], "limit": 100, "mode": "keyword", "language": "natural", "filters": scope}),
         ))
 
-    def session(turn):
-        return turn.split(":")[0]
-
     def evaluate(weigh, alpha):
         r10 = s10 = 0.0
         for q, hybrid, semantic, keyword in runs:
             m = weigh(hybrid, semantic, keyword)
             best = max(m.values(), default=0) or 1
-            ranked = sorted(hybrid, key=lambda h: -h[1] * (1 + alpha * m.get(session(h[0]), 0) / best))
+            ranked = sorted(hybrid, key=lambda h: -h[1] * (1 + alpha * m.get(mq.session_of(h[0]), 0) / best))
             top = [t for t, _ in ranked[:10]]
             r10 += sum(t in top for t in q["turns"]) / len(q["turns"])
-            want = {session(t) for t in q["turns"]}
-            s10 += len(want & {session(t) for t in top}) / len(want)
+            want = {mq.session_of(t) for t in q["turns"]}
+            s10 += len(want & {mq.session_of(t) for t in top}) / len(want)
         return r10 / len(runs), s10 / len(runs)
 
     def per_session(hits, k=None, mean=False):
         top = max((s for _, s in hits), default=1) or 1
         by = collections.defaultdict(list)
         for t, s in hits:
-            by[session(t)].append(s / top)
+            by[mq.session_of(t)].append(s / top)
         if k:
             return {x: sum(sorted(v, reverse=True)[:k]) / (k if mean else 1) for x, v in by.items()}
         return {x: sum(v) for x, v in by.items()}

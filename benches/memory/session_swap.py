@@ -14,14 +14,14 @@ benches/README.md, "A second question set, written blind", stop 49).
 import argparse
 import collections
 import json
-import urllib.request
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import memory_quality as mq  # noqa: E402
 
-
-def session(turn):
-    return turn.split(":")[0]
+session = mq.session_of
 
 
 def swapped(hits, max_sessions, theta, swaps):
@@ -55,11 +55,10 @@ def main():
     ap.add_argument("--written", default=str(HERE / "written.jsonl"))
     args = ap.parse_args()
 
+    client = mq.Client(args.url, args.key)
+
     def query(body):
-        req = urllib.request.Request(f"{args.url}/api/v1/query", data=json.dumps(body).encode(), method="POST")
-        req.add_header("Authorization", f"Bearer {args.key}")
-        req.add_header("Content-Type", "application/json")
-        return json.loads(urllib.request.urlopen(req, timeout=120).read())["results"]
+        return client.call("POST", "/api/v1/query", body)["results"]
 
     questions = [json.loads(line) for line in open(args.written)]
     ranked = []
