@@ -83,6 +83,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # The query `weights` of this run (--weights), None for the defaults.
 WEIGHTS = None
+DUMP = None
 WORD = re.compile(r"[A-Za-z][A-Za-z']+")
 STOP = set(
     """a about above after again against all am an and any are aren't as at be
@@ -391,6 +392,9 @@ def run_set(client, queries, mode):
         wanted_sessions = {session_of(t) for t in want}
         sess += len(wanted_sessions & sessions) / len(wanted_sessions)
         mrr += 1 / min(ranks) if ranks else 0
+        if DUMP is not None:
+            DUMP.append({"mode": mode, "query": q["query"], "sample": q["sample"], "evidence": want,
+                         "top10": turns, "recall@10": len(ranks) / len(want)})
     n = max(len(queries), 1)
     lat.sort()
     return {
@@ -458,9 +462,11 @@ def main():
                     "run as one more set, `written`, and per kind")
     ap.add_argument("--sets", help="only these sets (comma-separated names)")
     ap.add_argument("--json")
+    ap.add_argument("--dump", help="write each question's top-10 turn ids here (JSON lines), to diff two runs")
     a = ap.parse_args()
-    global WEIGHTS
+    global WEIGHTS, DUMP
     WEIGHTS = json.loads(a.weights) if a.weights else None
+    DUMP = [] if a.dump else None
     samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples, a.fill_to, a.skip_samples)
     client = Client(a.url, a.key)
     sessions = sum(len(s["sessions"]) for s in samples)
@@ -492,8 +498,11 @@ def main():
     print(f"{'set':12} {'mode':9} {'n':>4} {'R@5':>6} {'R@10':>6} {'sessR@10':>8} {'MRR':>6} {'p50ms':>6} {'p99ms':>6}")
     for name, queries in sets.items():
         for mode in a.modes.split(","):
+            start = len(DUMP) if DUMP is not None else 0
             r = run_set(client, queries, mode)
             results[f"{name}/{mode}"] = r
+            for d in DUMP[start:] if DUMP is not None else []:
+                d["set"] = name
             print(
                 f"{name:12} {mode:9} {r['queries']:4d} {r['turn_recall@5']:6.3f} {r['turn_recall@10']:6.3f} "
                 f"{r['session_recall@10']:8.3f} {r['mrr@10']:6.3f} {r['p50_ms']:6.1f} {r['p99_ms']:6.1f}",
@@ -506,6 +515,8 @@ def main():
             r = run_context(client, queries[: a.context], folders, a.budget)
             results[f"{name}/context@{a.budget}"] = r
             print(f"{name:8} {r['queries']:4d} {r['evidence_in_context']:6.3f}  p50 {r['p50_ms']:.1f} ms", flush=True)
+    if a.dump:
+        Path(a.dump).write_text("".join(json.dumps(d) + "\n" for d in DUMP))
     if a.json:
         Path(a.json).write_text(json.dumps({"label": a.label, "samples": len(samples), "turns": turns, "results": results}, indent=2))
 
