@@ -140,6 +140,46 @@ fn no_skip(notes: &[SearchNote], q: &str) {
     );
 }
 
+/// A question asks in the base form what a turn says in the past (SPEC.md
+/// §5, `memdb_en`): "run" finds "ran", "go" finds "went", "buy" finds
+/// "bought", and the other way round. Each distractor shares the rest of
+/// the words and is shorter, so without base forms BM25 would rank it
+/// first.
+#[test]
+fn a_question_in_the_base_form_finds_the_turn_in_the_past() {
+    let d = tmp();
+    let db = Memdb::open(d.path()).expect("open");
+    for (label, text) in [
+        (
+            "ran",
+            "Ana: I ran a charity race for the shelter last Saturday",
+        ),
+        ("race", "Ana: a charity race for the shelter"),
+        ("went", "Ana: we finally went camping by the lake"),
+        ("camping", "Ana: camping by the lake"),
+        ("bought", "Ana: I bought a blender for my mom"),
+        ("blender", "Ana: a blender for my mom"),
+        ("run", "Ana: I will run the bake sale"),
+        ("sale", "Ana: a bake sale"),
+    ] {
+        conv(&db, label, "/", &[text]);
+    }
+    for (q, label) in [
+        ("When did Ana run a charity race?", "ran"),
+        ("Where did Ana go camping?", "went"),
+        ("What did Ana buy for her mom?", "bought"),
+        ("Who ran the bake sale?", "run"),
+    ] {
+        let r = db.search(&SearchRequest::new(q)).expect("search");
+        assert_eq!(
+            r.hits.first().map(|h| h.label.as_str()),
+            Some(label),
+            "{q:?}: {:?}",
+            r.hits.iter().map(|h| &h.label).collect::<Vec<_>>()
+        );
+    }
+}
+
 #[test]
 fn engine_answers_questions_in_every_configuration() {
     let d = tmp();

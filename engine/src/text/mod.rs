@@ -17,6 +17,7 @@
 //! merges are tiered and run
 //! under the writer lock (SPEC.md §7, §8).
 
+pub(crate) mod analysis;
 pub(crate) mod budget;
 pub(crate) mod checkpoint;
 pub(crate) mod cjk;
@@ -57,6 +58,7 @@ use crate::model::types::{Filter, Status};
 use crate::store::conversations::{ConversationsView, conversation_message_ids};
 use crate::store::records::RecordsView;
 use crate::store::{self, Store};
+use crate::text::analysis::CONTENT_TOKENIZER;
 use crate::text::natural::NaturalQueries;
 use crate::text::pairs::{PAIRS_TOKENIZER, PairTokenizer};
 use crate::text::plainquery::PlainQueries;
@@ -72,8 +74,9 @@ use softdir::SoftDirectory;
 /// 6: generic records (`rkind`, `rtext`, `rscope`, `rtags`). 7: `rtext`
 /// tokenized with CJK bigrams (`cjk.rs`). 8: `content_before` (the
 /// start of the turn before each message). 9: `content_before` without
-/// the turn's opening `Name:`.
-const TEXT_SCHEMA_VERSION: u32 = 9;
+/// the turn's opening `Name:`. 10: irregular forms analyzed as their base
+/// forms (`analysis.rs`, tokenizer `memdb_en`).
+const TEXT_SCHEMA_VERSION: u32 = 10;
 const LOWER_TOKENIZER: &str = "memdb_lower";
 const ID_HI: &str = "id_hi";
 const ID_LO: &str = "id_lo";
@@ -120,7 +123,7 @@ struct Fields {
 
 /// Indexing of `content`: stemmed words with freqs and positions.
 pub(crate) fn content_options() -> TextOptions {
-    text_options("en_stem", IndexRecordOption::WithFreqsAndPositions)
+    text_options(CONTENT_TOKENIZER, IndexRecordOption::WithFreqsAndPositions)
 }
 
 /// Indexing of `content_pairs` (`pairs.rs`): one term per word pair, freqs.
@@ -151,7 +154,7 @@ fn schema() -> (Schema, Fields) {
         content_pairs: b.add_text_field("content_pairs", pairs_options()),
         before: b.add_text_field(
             "content_before",
-            text_options("en_stem", IndexRecordOption::WithFreqs),
+            text_options(CONTENT_TOKENIZER, IndexRecordOption::WithFreqs),
         ),
         role: b.add_text_field("role", STRING),
         label: b.add_text_field("label", STRING),
@@ -391,10 +394,7 @@ impl TextIndex {
         config: &Config,
     ) -> Result<TextIndex> {
         let (_, fields) = schema();
-        let stemmer = index
-            .tokenizers()
-            .get("en_stem")
-            .ok_or_else(|| Error::TextIndex("tantivy has no en_stem tokenizer".into()))?;
+        let stemmer = analysis::register_content(&index);
         index
             .tokenizers()
             .register(PAIRS_TOKENIZER, PairTokenizer::new(stemmer.clone()));
@@ -426,13 +426,7 @@ impl TextIndex {
             stemmer.clone(),
         );
         // Record text: words stemmed as `content`'s, CJK runs as bigrams.
-        let records_analyzer = TextAnalyzer::builder(cjk::CjkTokenizer)
-            .filter(RemoveLongFilter::limit(40))
-            .filter(LowerCaser)
-            .filter(tantivy::tokenizer::Stemmer::new(
-                tantivy::tokenizer::Language::English,
-            ))
-            .build();
+        let records_analyzer = analysis::records_analyzer();
         index
             .tokenizers()
             .register(cjk::CJK_TOKENIZER, records_analyzer.clone());

@@ -388,7 +388,7 @@ mod tests {
         b.add_text_field("other", TEXT);
         let index = Index::create_in_ram(b.build());
         let parser = QueryParser::for_index(&index, vec![content]);
-        let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
+        let analyzer = crate::text::analysis::register_content(&index);
         let natural = NaturalQueries::new(content, None, None, analyzer);
         (index, parser, natural, content)
     }
@@ -567,7 +567,7 @@ mod tests {
         let content = b.add_text_field("content", TEXT);
         let pairs = b.add_text_field("pairs", TEXT);
         let index = Index::create_in_ram(b.build());
-        let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
+        let analyzer = crate::text::analysis::register_content(&index);
         let natural = NaturalQueries::new(content, Some(pairs), None, analyzer);
         let q = format!(
             "{:?}",
@@ -586,10 +586,13 @@ mod tests {
         let content = b.add_text_field("content", crate::text::content_options());
         let before = b.add_text_field(
             "content_before",
-            crate::text::text_options("en_stem", IndexRecordOption::WithFreqs),
+            crate::text::text_options(
+                crate::text::analysis::CONTENT_TOKENIZER,
+                IndexRecordOption::WithFreqs,
+            ),
         );
         let index = Index::create_in_ram(b.build());
-        let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
+        let analyzer = crate::text::analysis::register_content(&index);
         let natural = NaturalQueries::new(content, None, Some(before), analyzer);
         let mut w = index
             .writer_with_num_threads(1, 15_000_000)

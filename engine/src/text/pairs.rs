@@ -6,10 +6,10 @@
 //! reads one posting list instead of intersecting two and checking
 //! positions in every document both words share: at 100K chat messages
 //! that halved the phrase queries' time. It matches exactly the documents
-//! the positional phrase query matches (both use the `en_stem` analysis
-//! and require consecutive positions; tested below), but BM25 counts the
-//! pair as one rarer term over the pair field's lengths, so its scores
-//! differ from the positional query's (SPEC.md §17.1).
+//! the positional phrase query matches (both use the `memdb_en` analysis,
+//! `analysis.rs`, and require consecutive positions; tested below), but
+//! BM25 counts the pair as one rarer term over the pair field's lengths,
+//! so its scores differ from the positional query's (SPEC.md §17.1).
 
 use tantivy::tokenizer::{BoxTokenStream, TextAnalyzer, Token, TokenStream, Tokenizer};
 
@@ -108,9 +108,7 @@ mod tests {
     use super::*;
 
     fn pairs_of(text: &str) -> Vec<String> {
-        let en = tantivy::tokenizer::TokenizerManager::default()
-            .get("en_stem")
-            .expect("en_stem");
+        let en = crate::text::analysis::content_analyzer();
         let mut t = PairTokenizer::new(en);
         let mut out = Vec::new();
         t.token_stream(text)
@@ -151,7 +149,7 @@ mod tests {
             let content = b.add_text_field("content", crate::text::content_options());
             let pairs = b.add_text_field("pairs", crate::text::pairs_options());
             let index = Index::create_in_ram(b.build());
-            let en = index.tokenizers().get("en_stem").expect("en_stem");
+            let en = crate::text::analysis::register_content(&index);
             index.tokenizers().register(PAIRS_TOKENIZER, PairTokenizer::new(en.clone()));
             let mut w = index.writer_with_num_threads(1, 15_000_000).unwrap();
             for d in &docs {

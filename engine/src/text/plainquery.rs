@@ -129,7 +129,7 @@ mod tests {
         b.add_text_field("other", TEXT);
         let index = Index::create_in_ram(b.build());
         let parser = QueryParser::for_index(&index, vec![content]);
-        let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
+        let analyzer = crate::text::analysis::register_content(&index);
         (parser, PlainQueries::new(content, None, analyzer))
     }
 
@@ -139,7 +139,7 @@ mod tests {
         let content = b.add_text_field("content", TEXT);
         let pairs = b.add_text_field("pairs", TEXT);
         let index = Index::create_in_ram(b.build());
-        let analyzer = index.tokenizers().get("en_stem").expect("en_stem");
+        let analyzer = crate::text::analysis::register_content(&index);
         let plain = PlainQueries::new(content, Some(pairs), analyzer);
         let q = plain.build("\"Borrow  Checkers\"").expect("plain");
         let want = TermQuery::new(
