@@ -84,6 +84,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # The query `weights` of this run (--weights), None for the defaults.
 WEIGHTS = None
 DUMP = None
+# --session-turns: sessions stored in parts of at most this many turns.
+SESSION_TURNS = 0
 WORD = re.compile(r"[A-Za-z][A-Za-z']+")
 STOP = set(
     """a about above after again against all am an and any are aren't as at be
@@ -240,11 +242,14 @@ def store(client, samples, timestamps, follow_ups=0.0, seed=7):
                 if timestamps:
                     m["timestamp"] = t["ts"]
                 msgs.append(m)
-            client.call(
-                "POST",
-                "/api/v1/conversations",
-                {"label": f"{s['name']} session {i}", "folder": f"/{s['name']}", "messages": msgs},
-            )
+            step = SESSION_TURNS or len(msgs)
+            for k in range(0, len(msgs), step):
+                label = f"{s['name']} session {i}" + (f" part {k // step + 1}" if SESSION_TURNS else "")
+                client.call(
+                    "POST",
+                    "/api/v1/conversations",
+                    {"label": label, "folder": f"/{s['name']}", "messages": msgs[k : k + step]},
+                )
             count += len(msgs)
         for i, sess in enumerate(s.get("filler", []), 1):
             date = session_date(sess["start"])
@@ -365,8 +370,12 @@ def evidence(q):
 
 
 def session_of(turn):
-    """`S3` for `S3:14`; filler sessions are `F<n>`, never an evidence's."""
-    return turn.split(":")[0]
+    """`S3` for `S3:14`; filler sessions are `F<n>`, never an evidence's.
+    With --session-turns N, the stored part: `S3/0` for turns 1..N."""
+    session, _, j = turn.partition(":")
+    if SESSION_TURNS and j.isdigit():
+        return f"{session}/{(int(j) - 1) // SESSION_TURNS}"
+    return session
 
 
 def run_set(client, queries, mode):
@@ -462,10 +471,14 @@ def main():
                     "run as one more set, `written`, and per kind")
     ap.add_argument("--sets", help="only these sets (comma-separated names)")
     ap.add_argument("--json")
+    ap.add_argument("--session-turns", type=int, default=0,
+                    help="store each session in parts of at most N turns, each its own conversation "
+                    "(session recall then counts parts): histories of many short sessions")
     ap.add_argument("--dump", help="write each question's top-10 turn ids here (JSON lines), to diff two runs")
     a = ap.parse_args()
-    global WEIGHTS, DUMP
+    global WEIGHTS, DUMP, SESSION_TURNS
     WEIGHTS = json.loads(a.weights) if a.weights else None
+    SESSION_TURNS = a.session_turns
     DUMP = [] if a.dump else None
     samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples, a.fill_to, a.skip_samples)
     client = Client(a.url, a.key)
