@@ -63,7 +63,13 @@ of people are the dated sessions of one long history.
 Usage (run.sh starts the server):
     python3 benches/memory/memory_quality.py --url URL --key KEY [--samples 12]
         [--per-set 40] [--seed 7] [--json FILE] [--timestamps] [--follow-ups SHARE]
-        [--fill-to TURNS]
+        [--fill-to TURNS] [--session-turns N] [--dump FILE]
+
+--session-turns N stores each session as parts of at most N turns, each
+its own conversation with the session's date, and session recall counts
+parts: a history of many short sessions, the held-out set's shape.
+--dump FILE writes each question's top-ten turn ids (JSON lines), to
+diff two builds question by question.
 """
 
 import argparse
