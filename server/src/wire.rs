@@ -296,6 +296,9 @@ pub struct QueryWeights {
     /// the keyword ranking of a hybrid search, 0..=1 (default 0.3; 0 off;
     /// SPEC.md §18.2).
     pub previous_turn: Option<f32>,
+    /// Factor on the semantic weight when the query asks (ends in `?`),
+    /// 1..=10 (default 1.2; 1 off; SPEC.md §18.2).
+    pub question_lift: Option<f32>,
 }
 
 impl QueryWeights {
@@ -314,6 +317,7 @@ impl QueryWeights {
             questions: self.questions.unwrap_or(d.questions),
             short_turns: self.short_turns.unwrap_or(d.short_turns),
             previous_turn: self.previous_turn.unwrap_or(d.previous_turn),
+            question_lift: self.question_lift.unwrap_or(d.question_lift),
             ..d
         }
     }
@@ -537,7 +541,7 @@ pub struct SearchResultOut {
     /// How the score was made (only when the request asked to explain):
     /// `keyword_rank`, `keyword_score`, `semantic_rank`, `similarity`,
     /// `fused`, `period_boost`, `neighbour_of`, `keyword_weight`,
-    /// `speaker_factor`, `short_factor` (SPEC §18.4).
+    /// `semantic_weight`, `speaker_factor`, `short_factor` (SPEC §18.4).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub explain: Option<memdb::ScoreExplain>,

@@ -1247,6 +1247,8 @@ fn a_question_naming_a_day_reaches_turns_outside_the_best_matches() {
         req.weights.keyword = 0.0;
         req.weights.coverage = 0.0;
         req.weights.semantic = 1.0;
+        // The question's semantic weight stays 1 (no question lift).
+        req.weights.question_lift = 1.0;
         db.search(&req).unwrap()
     };
     let stew = |r: &memdb::SearchResults| {
@@ -1888,6 +1890,61 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
     let whole = "wrist broken fall";
     assert!((fused(whole, 0.0) - fused(whole, 1.0)).abs() < 1e-6);
     assert_weight_refused(&db, whole, |w| w.coverage = 1.5);
+}
+
+/// The question lift (`weights.question_lift`): a natural-language query
+/// that asks (ends in `?`) fuses with the semantic weight times the lift
+/// (0.5 × 1.2 by default), which `explain` shows; the same words without
+/// the `?`, or a lift of 1, keep the weight; the lift outside 1..=10 is
+/// refused.
+#[test]
+fn a_question_leans_on_meaning() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    conv(
+        &db,
+        "wrist",
+        "/",
+        &["the wrist was broken in a fall", "a bread recipe with rye"],
+    );
+    let weight = |query: &str, lift: Option<f32>| {
+        let mut req = SearchRequest::new(query);
+        req.explain = true;
+        if let Some(l) = lift {
+            req.weights.question_lift = l;
+        }
+        let r = db.search(&req).unwrap();
+        assert_eq!(r.mode, SearchMode::Hybrid);
+        r.hits[0].explain.unwrap().semantic_weight
+    };
+    let lifted = weight("how was the wrist broken?  ", None);
+    assert!(
+        lifted.is_some_and(|w| (w - DEFAULT_SEMANTIC_WEIGHT * DEFAULT_QUESTION_LIFT).abs() < 1e-6),
+        "{lifted:?}"
+    );
+    assert_eq!(weight("how was the wrist broken", None), None);
+    assert_eq!(weight("how was the wrist broken?", Some(1.0)), None);
+    let doubled = weight("how was the wrist broken?", Some(2.0));
+    assert!(
+        doubled.is_some_and(|w| (w - 2.0 * DEFAULT_SEMANTIC_WEIGHT).abs() < 1e-6),
+        "{doubled:?}"
+    );
+    // The lifted weight is the one fused: the match's semantic share grows
+    // with it (its similarity is the best, normalised to 1).
+    let fused = |lift: f32| {
+        let mut req = SearchRequest::new("how was the wrist broken?");
+        req.explain = true;
+        req.weights.question_lift = lift;
+        without_expansion(&mut req.weights);
+        let r = db.search(&req).unwrap();
+        explained(&r, "the wrist")
+            .and_then(|e| e.fused)
+            .expect("found")
+    };
+    assert!(fused(2.0) > fused(1.0), "{} {}", fused(2.0), fused(1.0));
+    assert_weight_refused(&db, "wrist?", |w| w.question_lift = 0.5);
+    assert_weight_refused(&db, "wrist?", |w| w.question_lift = f32::NAN);
+    assert_weight_refused(&db, "wrist?", |w| w.question_lift = 11.0);
 }
 
 /// Speakers (`weights.speaker`): when the question names one speaker of

@@ -142,6 +142,7 @@ const fn hybrid(
             questions: memdb::DEFAULT_QUESTIONS,
             short_turns: memdb::DEFAULT_SHORT_TURNS,
             previous_turn: memdb::DEFAULT_PREVIOUS_TURN,
+            question_lift: memdb::DEFAULT_QUESTION_LIFT,
         },
     }
 }
@@ -160,6 +161,7 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     questions: memdb::DEFAULT_QUESTIONS,
     short_turns: memdb::DEFAULT_SHORT_TURNS,
     previous_turn: memdb::DEFAULT_PREVIOUS_TURN,
+    question_lift: memdb::DEFAULT_QUESTION_LIFT,
 };
 
 /// The settings every set is run with: the three modes at their defaults,

@@ -594,6 +594,10 @@ pub struct ScoreExplain {
     /// match misses (SPEC.md §18.2); absent when coverage is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyword_weight: Option<f32>,
+    /// Hybrid: the semantic weight the fusion used when the question lift
+    /// raised it (the query asks, SPEC.md §18.2); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic_weight: Option<f32>,
     /// Hybrid speakers: the factor the fused score was multiplied by (1
     /// for a turn of a speaker the question names or of no known speaker,
     /// `1 − weights.speaker` for another speaker's); absent when the stage

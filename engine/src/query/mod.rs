@@ -19,10 +19,10 @@ mod turns;
 
 pub use period::PERIOD_BOOST;
 pub use request::{
-    COVERAGE_DEPTH, DEFAULT_ANSWERS, DEFAULT_COVERAGE, DEFAULT_PREVIOUS_TURN, DEFAULT_QUESTIONS,
-    DEFAULT_SECOND_NEIGHBOURS, DEFAULT_SEMANTIC_WEIGHT, DEFAULT_SHORT_TURNS, DEFAULT_SPEAKER,
-    FusionMethod, FusionWeights, QueryLanguage, SHORT_TURN_WORDS, SPREAD_WINDOW, SearchMode,
-    SearchRequest, SearchResults,
+    COVERAGE_DEPTH, DEFAULT_ANSWERS, DEFAULT_COVERAGE, DEFAULT_PREVIOUS_TURN,
+    DEFAULT_QUESTION_LIFT, DEFAULT_QUESTIONS, DEFAULT_SECOND_NEIGHBOURS, DEFAULT_SEMANTIC_WEIGHT,
+    DEFAULT_SHORT_TURNS, DEFAULT_SPEAKER, FusionMethod, FusionWeights, QueryLanguage,
+    SHORT_TURN_WORDS, SPREAD_WINDOW, SearchMode, SearchRequest, SearchResults,
 };
 
 use std::collections::{HashMap, HashSet};
@@ -84,6 +84,12 @@ pub fn hybrid_keyword_query(query: &str) -> Option<String> {
 
 /// How the text index reads the query: `previous_turn`, the weight of
 /// the turn before each message (hybrid search only; SPEC.md §18.2).
+/// Whether the natural-language query `query` asks: its last character
+/// other than white space is `?` ([`FusionWeights::question_lift`]).
+fn asks(query: &str) -> bool {
+    query.trim_end().ends_with('?')
+}
+
 fn reading(natural: bool, previous_turn: f32) -> Reading {
     if natural {
         Reading::Natural { previous_turn }
@@ -166,6 +172,12 @@ impl Memdb {
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                 return Err(Error::invalid(field, format!("{v} is outside 0..=1")));
             }
+        }
+        if !(w.question_lift.is_finite() && (1.0..=10.0).contains(&w.question_lift)) {
+            return Err(Error::invalid(
+                "weights.question_lift",
+                format!("{} is outside 1..=10", w.question_lift),
+            ));
         }
         if w.per_conversation > 1_000 {
             return Err(Error::invalid(
@@ -527,14 +539,24 @@ impl Memdb {
             .collect();
         let semantic_fill = self.similarities(&space, &query, &keyword_only)?;
         let mut weights = req.weights;
+        // A question leans on meaning (SPEC.md §18.2).
+        let lifted = natural_query && weights.question_lift != 1.0 && asks(&req.query);
+        if lifted {
+            weights.semantic = (weights.semantic * weights.question_lift).min(100.0);
+        }
         if weights.coverage > 0.0 && !keyword.is_empty() {
             let covered = self.keyword_coverage(&req.query, &keyword)?;
             weights.keyword = covered_keyword_weight(weights, covered);
         }
         let mut fused = fuse(&keyword, &semantic, &semantic_fill, weights);
-        if weights.coverage > 0.0 {
+        if weights.coverage > 0.0 || lifted {
             for (_, _, e) in &mut fused {
-                e.keyword_weight = Some(weights.keyword);
+                if weights.coverage > 0.0 {
+                    e.keyword_weight = Some(weights.keyword);
+                }
+                if lifted {
+                    e.semantic_weight = Some(weights.semantic);
+                }
             }
         }
         if let Some(p) = period {

@@ -139,9 +139,9 @@ impl Memdb {
 
 /// What hybrid search adds to the fused score of a candidate dated inside
 /// the period the question names (SPEC.md §18): relative-score fusion
-/// scores lie in `0..=keyword + semantic weight` (2 by default), so a
-/// dated candidate overtakes an undated one that is up to this much
-/// better on the text.
+/// scores lie in `0..=keyword + semantic weight` (1.5 by default, 1.6 for
+/// a question), so a dated candidate overtakes an undated one that is up
+/// to this much better on the text.
 pub const PERIOD_BOOST: f32 = 0.5;
 
 /// Fused candidates read for their date when the question names a period.

@@ -170,6 +170,13 @@ pub struct FusionWeights {
     /// [`DEFAULT_PREVIOUS_TURN`]; SPEC.md §18.2.
     #[serde(default = "default_previous_turn")]
     pub previous_turn: f32,
+    /// Questions lean on meaning: when a natural-language query asks
+    /// (its last character other than white space is `?`), the semantic
+    /// weight is multiplied by this (1..=10; 1 turns it off). A question
+    /// is worded unlike the statement that answers it. Default
+    /// [`DEFAULT_QUESTION_LIFT`]; SPEC.md §18.2.
+    #[serde(default = "default_question_lift")]
+    pub question_lift: f32,
 }
 
 /// The default of [`FusionWeights::coverage`] (SPEC.md §18.2 has the
@@ -235,6 +242,14 @@ fn default_previous_turn() -> f32 {
     DEFAULT_PREVIOUS_TURN
 }
 
+/// The default of [`FusionWeights::question_lift`] (SPEC.md §18.2 has the
+/// measurements): a question's semantic weight is 0.6 by default.
+pub const DEFAULT_QUESTION_LIFT: f32 = 1.2;
+
+fn default_question_lift() -> f32 {
+    DEFAULT_QUESTION_LIFT
+}
+
 fn default_neighbours() -> f32 {
     0.5
 }
@@ -263,6 +278,7 @@ impl Default for FusionWeights {
             questions: DEFAULT_QUESTIONS,
             short_turns: DEFAULT_SHORT_TURNS,
             previous_turn: DEFAULT_PREVIOUS_TURN,
+            question_lift: DEFAULT_QUESTION_LIFT,
         }
     }
 }
