@@ -425,6 +425,26 @@ fn query_weights_reach_the_fusion_and_bad_ones_are_refused() {
     assert_error(&run(json!({"questions": -1})), 400);
     assert_error(&run(json!({"short_turns": 1.5})), 400);
     assert_error(&run(json!({"previous_turn": -0.5})), 400);
+    assert_error(&run(json!({"question_lift": 0.5})), 400);
+    assert_error(&run(json!({"question_lift": 11})), 400);
+    // A question: the semantic weight the fusion used is lifted, as given.
+    let asked = |weights: serde_json::Value| {
+        let out = s
+            .send(
+                "POST",
+                "/api/v1/query",
+                &json!({"query": "sourdough bread?", "limit": 10, "explain": true, "weights": weights}),
+            )
+            .json();
+        out["results"][0]["explain"]["semantic_weight"].clone()
+    };
+    let lifted = asked(json!({})).as_f64().unwrap();
+    assert!((lifted - 0.6).abs() < 1e-6, "{lifted}");
+    let lifted = asked(json!({"semantic": 1, "question_lift": 2}))
+        .as_f64()
+        .unwrap();
+    assert!((lifted - 2.0).abs() < 1e-6, "{lifted}");
+    assert!(asked(json!({"question_lift": 1})).is_null());
     assert_eq!(
         run(
             json!({"second_neighbours": 0, "questions": 0.5, "short_turns": 0, "previous_turn": 1})
