@@ -1845,6 +1845,18 @@ fn the_turn_before_follows_inserts_updates_and_rebuilds() {
     assert!(reply_matches(&db));
 }
 
+/// A store of one conversation: a broken wrist, then a bread recipe.
+fn wrist_and_bread(dir: &std::path::Path) -> Memdb {
+    let db = open(dir, hashing(128));
+    conv(
+        &db,
+        "wrist",
+        "/",
+        &["the wrist was broken in a fall", "a bread recipe with rye"],
+    );
+    db
+}
+
 /// Keyword coverage (`weights.coverage`): the keyword ranking's weight
 /// falls with the share of the question's content words its best match
 /// misses, so a partial match counts less; a question whose words a turn
@@ -1852,13 +1864,7 @@ fn the_turn_before_follows_inserts_updates_and_rebuilds() {
 #[test]
 fn keyword_coverage_discounts_a_partial_keyword_match() {
     let dir = tmp();
-    let db = open(dir.path(), hashing(128));
-    conv(
-        &db,
-        "wrist",
-        "/",
-        &["the wrist was broken in a fall", "a bread recipe with rye"],
-    );
+    let db = wrist_and_bread(dir.path());
     let fused = |query: &str, coverage: f32| -> f32 {
         let mut req = SearchRequest::new(query);
         req.explain = true;
@@ -1900,13 +1906,7 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
 #[test]
 fn a_question_leans_on_meaning() {
     let dir = tmp();
-    let db = open(dir.path(), hashing(128));
-    conv(
-        &db,
-        "wrist",
-        "/",
-        &["the wrist was broken in a fall", "a bread recipe with rye"],
-    );
+    let db = wrist_and_bread(dir.path());
     let weight = |query: &str, lift: Option<f32>| {
         let mut req = SearchRequest::new(query);
         req.explain = true;

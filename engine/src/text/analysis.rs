@@ -265,12 +265,21 @@ pub(crate) fn records_analyzer() -> TextAnalyzer {
 mod tests {
     use super::*;
 
-    fn terms(text: &str) -> Vec<String> {
-        let mut a = content_analyzer();
+    /// Each token of `text` as `analyzer` makes it: text, position and
+    /// byte offsets.
+    fn tokens(mut analyzer: TextAnalyzer, text: &str) -> Vec<(String, usize, usize, usize)> {
         let mut out = Vec::new();
-        a.token_stream(text)
-            .process(&mut |t| out.push(t.text.clone()));
+        analyzer
+            .token_stream(text)
+            .process(&mut |t| out.push((t.text.clone(), t.position, t.offset_from, t.offset_to)));
         out
+    }
+
+    fn terms(text: &str) -> Vec<String> {
+        tokens(content_analyzer(), text)
+            .into_iter()
+            .map(|t| t.0)
+            .collect()
     }
 
     #[test]
@@ -302,12 +311,8 @@ mod tests {
 
     #[test]
     fn offsets_and_positions_are_the_words() {
-        let mut a = content_analyzer();
-        let mut out = Vec::new();
-        a.token_stream("Otto went home")
-            .process(&mut |t| out.push((t.text.clone(), t.position, t.offset_from, t.offset_to)));
         assert_eq!(
-            out,
+            tokens(content_analyzer(), "Otto went home"),
             [
                 ("otto".to_string(), 0, 0, 4),
                 ("go".to_string(), 1, 5, 9),
@@ -318,10 +323,10 @@ mod tests {
 
     #[test]
     fn records_read_base_forms_too() {
-        let mut a = records_analyzer();
-        let mut out = Vec::new();
-        a.token_stream("Kids grew up")
-            .process(&mut |t| out.push(t.text.clone()));
-        assert_eq!(out, ["kid", "grow", "up"]);
+        let words: Vec<String> = tokens(records_analyzer(), "Kids grew up")
+            .into_iter()
+            .map(|t| t.0)
+            .collect();
+        assert_eq!(words, ["kid", "grow", "up"]);
     }
 }
