@@ -799,6 +799,13 @@ fn explain_line(e: &memdb::ScoreExplain) -> String {
     if let Some(f) = e.speaker_factor.filter(|f| *f < 1.0) {
         parts.push(format!("other speaker x{f:.2}"));
     }
+    // The weights the fusion used, where the question moved them.
+    if let Some(w) = e.keyword_weight {
+        parts.push(format!("keyword weight {w:.2}"));
+    }
+    if let Some(w) = e.semantic_weight {
+        parts.push(format!("semantic weight {w:.2} (a question)"));
+    }
     if let Some(f) = e.fused {
         parts.push(format!("fused {f:.5}"));
     }
@@ -866,12 +873,15 @@ mod tests {
             keyword_score: Some(3.5),
             short_factor: Some(0.73),
             speaker_factor: Some(0.8),
+            keyword_weight: Some(0.75),
+            semantic_weight: Some(0.6),
             fused: Some(0.5),
             ..Default::default()
         };
         assert_eq!(
             explain_line(&e),
-            "keyword #2 bm25 3.500, short turn x0.73, other speaker x0.80, fused 0.50000"
+            "keyword #2 bm25 3.500, short turn x0.73, other speaker x0.80, \
+             keyword weight 0.75, semantic weight 0.60 (a question), fused 0.50000"
         );
         let plain = memdb::ScoreExplain {
             speaker_factor: Some(1.0),
