@@ -296,7 +296,7 @@ pub struct QueryWeights {
     /// the keyword ranking of a hybrid search, 0..=1 (default 0.3; 0 off;
     /// SPEC.md §18.2).
     pub previous_turn: Option<f32>,
-    /// Factor on the semantic weight when the query asks (ends in `?`),
+    /// Factor on the semantic weight when the query asks (ends in `?`, `？` or `؟`),
     /// 1..=10 (default 1.2; 1 off; SPEC.md §18.2).
     pub question_lift: Option<f32>,
 }

@@ -85,9 +85,10 @@ pub fn hybrid_keyword_query(query: &str) -> Option<String> {
 /// How the text index reads the query: `previous_turn`, the weight of
 /// the turn before each message (hybrid search only; SPEC.md §18.2).
 /// Whether the natural-language query `query` asks: its last character
-/// other than white space is `?` ([`FusionWeights::question_lift`]).
+/// other than white space is a question mark, `?` or the full-width `？`
+/// (CJK) or Arabic `؟` ([`FusionWeights::question_lift`]).
 fn asks(query: &str) -> bool {
-    query.trim_end().ends_with('?')
+    query.trim_end().ends_with(['?', '？', '؟'])
 }
 
 fn reading(natural: bool, previous_turn: f32) -> Reading {
@@ -605,6 +606,17 @@ impl Memdb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_asks_when_it_ends_in_a_question_mark() {
+        assert!(asks("how was the wrist broken?"));
+        assert!(asks("how was the wrist broken ?  \n"));
+        assert!(asks("手首はどうして折れたの？"));
+        assert!(asks("كيف كسر معصمه؟"));
+        assert!(!asks("how was the wrist broken"));
+        assert!(!asks("what? no"));
+        assert!(!asks(""));
+    }
 
     #[test]
     fn hybrid_keyword_side_requires_a_content_word() {

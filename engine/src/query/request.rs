@@ -170,11 +170,11 @@ pub struct FusionWeights {
     /// [`DEFAULT_PREVIOUS_TURN`]; SPEC.md §18.2.
     #[serde(default = "default_previous_turn")]
     pub previous_turn: f32,
-    /// Questions lean on meaning: when a natural-language query asks
-    /// (its last character other than white space is `?`), the semantic
-    /// weight is multiplied by this (1..=10; 1 turns it off). A question
-    /// is worded unlike the statement that answers it. Default
-    /// [`DEFAULT_QUESTION_LIFT`]; SPEC.md §18.2.
+    /// Questions lean on meaning: when a natural-language query asks (its
+    /// last character other than white space is a question mark: `?`, `？`
+    /// or `؟`), the semantic weight is multiplied by this (1..=10; 1 turns
+    /// it off). A question is worded unlike the statement that answers
+    /// it. Default [`DEFAULT_QUESTION_LIFT`]; SPEC.md §18.2.
     #[serde(default = "default_question_lift")]
     pub question_lift: f32,
 }
