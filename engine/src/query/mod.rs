@@ -82,8 +82,6 @@ pub fn hybrid_keyword_query(query: &str) -> Option<String> {
     }
 }
 
-/// How the text index reads the query: `previous_turn`, the weight of
-/// the turn before each message (hybrid search only; SPEC.md §18.2).
 /// Whether the natural-language query `query` asks: its last character
 /// other than white space is a question mark, `?` or the full-width `？`
 /// (CJK) or Arabic `؟` ([`FusionWeights::question_lift`]).
@@ -91,6 +89,8 @@ fn asks(query: &str) -> bool {
     query.trim_end().ends_with(['?', '？', '؟'])
 }
 
+/// How the text index reads the query: `previous_turn`, the weight of
+/// the turn before each message (hybrid search only; SPEC.md §18.2).
 fn reading(natural: bool, previous_turn: f32) -> Reading {
     if natural {
         Reading::Natural { previous_turn }
@@ -550,14 +550,13 @@ impl Memdb {
             weights.keyword = covered_keyword_weight(weights, covered);
         }
         let mut fused = fuse(&keyword, &semantic, &semantic_fill, weights);
-        if weights.coverage > 0.0 || lifted {
+        // `explain`: the weights the question moved.
+        let keyword_weight = (weights.coverage > 0.0).then_some(weights.keyword);
+        let semantic_weight = lifted.then_some(weights.semantic);
+        if keyword_weight.is_some() || semantic_weight.is_some() {
             for (_, _, e) in &mut fused {
-                if weights.coverage > 0.0 {
-                    e.keyword_weight = Some(weights.keyword);
-                }
-                if lifted {
-                    e.semantic_weight = Some(weights.semantic);
-                }
+                e.keyword_weight = keyword_weight;
+                e.semantic_weight = semantic_weight;
             }
         }
         if let Some(p) = period {

@@ -229,15 +229,21 @@ impl<T: TokenStream> TokenStream for BaseFormsStream<T> {
     }
 }
 
-/// The analyzer of message text: words, lowercased, irregular forms to
-/// their base forms, Porter-stemmed.
-pub(crate) fn content_analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
+/// The English chain over `words`: words over 40 bytes dropped,
+/// lowercased, irregular forms to their base forms, Porter-stemmed.
+fn english(words: impl Tokenizer) -> TextAnalyzer {
+    TextAnalyzer::builder(words)
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
         .filter(BaseForms)
         .filter(Stemmer::new(Language::English))
         .build()
+}
+
+/// The analyzer of message text: words (runs of letters and digits) in
+/// the English chain.
+pub(crate) fn content_analyzer() -> TextAnalyzer {
+    english(SimpleTokenizer::default())
 }
 
 /// Registers [`content_analyzer`] under [`CONTENT_TOKENIZER`] on `index`
@@ -253,12 +259,7 @@ pub(crate) fn register_content(index: &tantivy::Index) -> TextAnalyzer {
 /// The analyzer of record text (`rtext`): CJK runs as bigrams
 /// (`cjk.rs`), other words as [`content_analyzer`]'s.
 pub(crate) fn records_analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(CjkTokenizer)
-        .filter(RemoveLongFilter::limit(40))
-        .filter(LowerCaser)
-        .filter(BaseForms)
-        .filter(Stemmer::new(Language::English))
-        .build()
+    english(CjkTokenizer)
 }
 
 #[cfg(test)]
@@ -275,11 +276,13 @@ mod tests {
         out
     }
 
+    /// The terms `analyzer` makes of `text`.
+    fn words(analyzer: TextAnalyzer, text: &str) -> Vec<String> {
+        tokens(analyzer, text).into_iter().map(|t| t.0).collect()
+    }
+
     fn terms(text: &str) -> Vec<String> {
-        tokens(content_analyzer(), text)
-            .into_iter()
-            .map(|t| t.0)
-            .collect()
+        words(content_analyzer(), text)
     }
 
     #[test]
@@ -323,10 +326,9 @@ mod tests {
 
     #[test]
     fn records_read_base_forms_too() {
-        let words: Vec<String> = tokens(records_analyzer(), "Kids grew up")
-            .into_iter()
-            .map(|t| t.0)
-            .collect();
-        assert_eq!(words, ["kid", "grow", "up"]);
+        assert_eq!(
+            words(records_analyzer(), "Kids grew up"),
+            ["kid", "grow", "up"]
+        );
     }
 }

@@ -210,11 +210,10 @@ pub(crate) fn parse_date(s: &str) -> Option<NaiveDate> {
 /// of `08t10`, an ISO time run on).
 fn leading_day(w: &str) -> Option<u32> {
     let digits = w.len() - w.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    if !(1..=2).contains(&digits) {
-        return None;
-    }
-    let d: u32 = w[..digits].parse().ok()?;
-    (1..=31).contains(&d).then_some(d)
+    (1..=2)
+        .contains(&digits)
+        .then(|| day(&w[..digits]))
+        .flatten()
 }
 
 /// A period a question names: `[start, end)` in days, and the byte range
