@@ -89,7 +89,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # The query `weights` of this run (--weights), None for the defaults.
 WEIGHTS = None
-DUMP = None
 # --session-turns: sessions stored in parts of at most this many turns.
 SESSION_TURNS = 0
 WORD = re.compile(r"[A-Za-z][A-Za-z']+")
@@ -384,11 +383,44 @@ def session_of(turn):
     return session
 
 
-def run_set(client, queries, mode):
+def turn_of(hit):
+    """The turn id of a `/api/v1/query` result (its metadata's `turn_id`)."""
+    return (hit.get("metadata") or {}).get("turn_id")
+
+
+def recall_at_10(q, top):
+    """Turn recall and session recall of question `q` by the turn ids of
+    its top ten: the share of its evidence turns among them, and of its
+    evidence sessions among theirs."""
+    want = evidence(q)
+    wanted_sessions = {session_of(t) for t in want}
+    sessions = {session_of(t) for t in top if t}
+    return (
+        sum(t in top for t in want) / len(want),
+        len(wanted_sessions & sessions) / len(wanted_sessions),
+    )
+
+
+def script_args(doc):
+    """The arguments of the side scripts that replay the written questions
+    against a store this harness filled (`session_pass.py`,
+    `session_swap.py`): a client of `--url` with `--key`, and the
+    questions of `--written`."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--written", default=str(Path(__file__).resolve().parent / "written.jsonl"))
+    a = ap.parse_args()
+    questions = [json.loads(line) for line in Path(a.written).read_text().splitlines() if line.strip()]
+    return Client(a.url, a.key), questions
+
+
+def run_set(client, queries, mode, name="", dump=None):
     """Turn recall@k: the share of a question's evidence turns in its top k,
     averaged; session recall@10: the share of its evidence sessions among
     the sessions of its top 10; MRR@10 by its best-ranked evidence turn.
-    With one evidence turn these are the usual hit rates."""
+    With one evidence turn these are the usual hit rates. With `dump` (a
+    list), each question's top ten is appended to it."""
     r5 = r10 = sess = mrr = 0.0
     lat = []
     for q in queries:
@@ -398,18 +430,17 @@ def run_set(client, queries, mode):
         t0 = time.perf_counter()
         out = client.call("POST", "/api/v1/query", body)
         lat.append(time.perf_counter() - t0)
-        turns = [(r.get("metadata") or {}).get("turn_id") for r in out["results"]]
-        sessions = {session_of(t) for t in turns if t}
+        turns = [turn_of(r) for r in out["results"]]
         want = evidence(q)
         ranks = [turns.index(t) + 1 for t in want if t in turns]
         r5 += sum(1 for r in ranks if r <= 5) / len(want)
-        r10 += len(ranks) / len(want)
-        wanted_sessions = {session_of(t) for t in want}
-        sess += len(wanted_sessions & sessions) / len(wanted_sessions)
+        turn_recall, session_recall = recall_at_10(q, turns)
+        r10 += turn_recall
+        sess += session_recall
         mrr += 1 / min(ranks) if ranks else 0
-        if DUMP is not None:
-            DUMP.append({"mode": mode, "query": q["query"], "sample": q["sample"], "evidence": want,
-                         "top10": turns, "recall@10": len(ranks) / len(want)})
+        if dump is not None:
+            dump.append({"set": name, "mode": mode, "query": q["query"], "sample": q["sample"],
+                         "evidence": want, "top10": turns, "recall@10": turn_recall})
     n = max(len(queries), 1)
     lat.sort()
     return {
@@ -482,10 +513,10 @@ def main():
                     "(session recall then counts parts): histories of many short sessions")
     ap.add_argument("--dump", help="write each question's top-10 turn ids here (JSON lines), to diff two runs")
     a = ap.parse_args()
-    global WEIGHTS, DUMP, SESSION_TURNS
+    global WEIGHTS, SESSION_TURNS
     WEIGHTS = json.loads(a.weights) if a.weights else None
     SESSION_TURNS = a.session_turns
-    DUMP = [] if a.dump else None
+    dump = [] if a.dump else None
     samples = build_samples(a.data, a.min_turns, a.min_sessions, a.samples, a.fill_to, a.skip_samples)
     client = Client(a.url, a.key)
     sessions = sum(len(s["sessions"]) for s in samples)
@@ -517,11 +548,8 @@ def main():
     print(f"{'set':12} {'mode':9} {'n':>4} {'R@5':>6} {'R@10':>6} {'sessR@10':>8} {'MRR':>6} {'p50ms':>6} {'p99ms':>6}")
     for name, queries in sets.items():
         for mode in a.modes.split(","):
-            start = len(DUMP) if DUMP is not None else 0
-            r = run_set(client, queries, mode)
+            r = run_set(client, queries, mode, name, dump)
             results[f"{name}/{mode}"] = r
-            for d in DUMP[start:] if DUMP is not None else []:
-                d["set"] = name
             print(
                 f"{name:12} {mode:9} {r['queries']:4d} {r['turn_recall@5']:6.3f} {r['turn_recall@10']:6.3f} "
                 f"{r['session_recall@10']:8.3f} {r['mrr@10']:6.3f} {r['p50_ms']:6.1f} {r['p99_ms']:6.1f}",
@@ -535,7 +563,7 @@ def main():
             results[f"{name}/context@{a.budget}"] = r
             print(f"{name:8} {r['queries']:4d} {r['evidence_in_context']:6.3f}  p50 {r['p50_ms']:.1f} ms", flush=True)
     if a.dump:
-        Path(a.dump).write_text("".join(json.dumps(d) + "\n" for d in DUMP))
+        Path(a.dump).write_text("".join(json.dumps(d) + "\n" for d in dump))
     if a.json:
         Path(a.json).write_text(json.dumps({"label": a.label, "samples": len(samples), "turns": turns, "results": results}, indent=2))
 

@@ -17,9 +17,7 @@ each (figures: benches/README.md, "Long histories", stop 48).
 
     python3 benches/memory/session_pass.py --url URL --key KEY
 """
-import argparse
 import collections
-import json
 import sys
 from pathlib import Path
 
@@ -29,21 +27,14 @@ import memory_quality as mq  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--key", required=True)
-    ap.add_argument("--written", default=str(HERE / "written.jsonl"))
-    a = ap.parse_args()
-
-    client = mq.Client(a.url, a.key)
+    client, questions = mq.script_args(__doc__)
 
     def query(body):
         out = client.call("POST", "/api/v1/query", body)["results"]
-        return [((h.get("metadata") or {}).get("turn_id"), h["score"]) for h in out]
+        return [(mq.turn_of(h), h["score"]) for h in out]
 
     runs = []
-    for line in Path(a.written).read_text().splitlines():
-        q = json.loads(line)
+    for q in questions:
         scope = {"folder": f"/{q['sample']}"}
         runs.append((
             q,
@@ -58,10 +49,9 @@ def main():
             m = weigh(hybrid, semantic, keyword)
             best = max(m.values(), default=0) or 1
             ranked = sorted(hybrid, key=lambda h: -h[1] * (1 + alpha * m.get(mq.session_of(h[0]), 0) / best))
-            top = [t for t, _ in ranked[:10]]
-            r10 += sum(t in top for t in q["turns"]) / len(q["turns"])
-            want = {mq.session_of(t) for t in q["turns"]}
-            s10 += len(want & {mq.session_of(t) for t in top}) / len(want)
+            turns, sessions = mq.recall_at_10(q, [t for t, _ in ranked[:10]])
+            r10 += turns
+            s10 += sessions
         return r10 / len(runs), s10 / len(runs)
 
     def per_session(hits, k=None, mean=False):

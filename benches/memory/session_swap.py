@@ -11,9 +11,7 @@ benches/README.md, "A second question set, written blind", stop 49).
 
     python3 benches/memory/session_swap.py --url URL --key KEY [--written FILE]
 """
-import argparse
 import collections
-import json
 import sys
 from pathlib import Path
 
@@ -49,32 +47,20 @@ def swapped(hits, max_sessions, theta, swaps):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--key", required=True)
-    ap.add_argument("--written", default=str(HERE / "written.jsonl"))
-    args = ap.parse_args()
-
-    client = mq.Client(args.url, args.key)
-
-    def query(body):
-        return client.call("POST", "/api/v1/query", body)["results"]
-
-    questions = [json.loads(line) for line in open(args.written)]
+    client, questions = mq.script_args(__doc__)
     ranked = []
     for q in questions:
-        hits = query({"query": q["query"], "limit": 30, "filters": {"folder": f"/{q['sample']}"}})
-        ranked.append((q, [((h.get("metadata") or {}).get("turn_id"), h["score"]) for h in hits]))
+        out = client.call("POST", "/api/v1/query", {"query": q["query"], "limit": 30,
+                                                    "filters": {"folder": f"/{q['sample']}"}})
+        ranked.append((q, [(mq.turn_of(h), h["score"]) for h in out["results"]]))
 
     def recall(setting):
         turns = sessions = 0.0
         for q, hits in ranked:
             top = swapped(hits, *setting) if setting else hits[:10]
-            ids = [t for t, _ in top]
-            got = {session(t) for t in ids}
-            want = {session(t) for t in q["turns"]}
-            turns += sum(t in ids for t in q["turns"]) / len(q["turns"])
-            sessions += len(want & got) / len(want)
+            t, s = mq.recall_at_10(q, [turn for turn, _ in top])
+            turns += t
+            sessions += s
         return turns / len(ranked), sessions / len(ranked)
 
     print("shipped                      %.3f %.3f" % recall(None))
