@@ -3,9 +3,9 @@
 //!
 //! Words are split as tantivy's `en_stem` splits them (runs of letters and
 //! digits, words over 40 bytes dropped), lowercased, and then, before the
-//! English (Porter) stemmer, an irregular verb or noun form becomes its
+//! English Porter2 (Snowball) stemmer, an irregular verb or noun form becomes its
 //! base form: `went` → `go`, `bought` → `buy`, `broken` → `break`,
-//! `children` → `child`. Porter strips regular endings only (`painted` and
+//! `children` → `child`. The stemmer strips regular endings only (`painted` and
 //! `paint` share `paint`, `ran` and `run` do not), and a question about a
 //! past event asks in the base form ("When did she run a charity race?")
 //! what the turn says in the past ("I ran a charity race last Saturday").
@@ -13,8 +13,8 @@
 //! The table ([`BASE_FORMS`]) leaves out forms that are also common words
 //! of another meaning (`bit`, `lay`, `rose`, `ground`, `bound`, `shot`,
 //! `sat`, `fed`, `lit`, `stuck`, `bore`, `lent`) or a first name (`drew`:
-//! in a history with a Drew, every turn of theirs would hold `draw`) and the forms of `be`, `do` and `have`,
-//! which are function words.
+//! in a history with a Drew, every turn of theirs would hold `draw`) and
+//! the forms of `be`, `do` and `have`, which are function words.
 
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer, Token,
