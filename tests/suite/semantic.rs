@@ -1142,6 +1142,39 @@ fn a_conversation_s_metadata_dates_its_messages() {
     );
 }
 
+/// An imported chat export's messages are dated by the export's times,
+/// not by the `imported_at` its metadata also holds (SPEC.md §18.3): a
+/// question naming the month the chat happened in (May 2024) favours it.
+#[test]
+fn an_imported_chat_is_dated_by_its_export_times() {
+    let dir = tmp();
+    let files = tmp();
+    let db = open(dir.path(), hashing(128));
+    let path = files.path().join("conversations.json");
+    std::fs::write(&path, crate::chat_import::CHATGPT).unwrap();
+    db.import_chat_file(&path, None).unwrap();
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    let ask = |q: &str| {
+        let mut req = SearchRequest::new(q);
+        req.explain = true;
+        let r = db.search(&req).unwrap();
+        let hit = r
+            .hits
+            .iter()
+            .find(|h| h.message.content.text().contains("rye starter"))
+            .unwrap_or_else(|| panic!("{r:?}"));
+        hit.explain.unwrap().period_boost
+    };
+    assert_eq!(
+        ask("How often should I feed a rye starter, I asked in May 2024"),
+        Some(PERIOD_BOOST)
+    );
+    assert_eq!(
+        ask("How often should I feed a rye starter, I asked in June 2024"),
+        Some(0.0)
+    );
+}
+
 /// In a scope too wide to list (over 2,000 conversations, no folder or
 /// label filter), a relative period is read against the latest date among
 /// the question's own candidates, not the store's: "in May" asked with

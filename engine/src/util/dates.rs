@@ -123,15 +123,40 @@ fn day(w: &str) -> Option<u32> {
     (1..=31).contains(&d).then_some(d)
 }
 
+/// Whether the metadata key `key` names a date or a time: one of its words
+/// (split at `_`, `-`, other non-alphanumerics and lower-to-upper case
+/// changes) is `date`, `time`, `datetime` or `timestamp` (`date_time`,
+/// `session_1_date_time`, `sessionDate`). `updated_at`, `imported_at` and
+/// `created_at` name when a record was written, which the message's own
+/// timestamp already says, and are not read; nor is `updated`, which only
+/// holds the letters of `date`.
+fn key_names_a_date(key: &str) -> bool {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut lower = false;
+    for c in key.chars() {
+        if !c.is_alphanumeric() || (lower && c.is_uppercase()) {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        lower = c.is_lowercase();
+    }
+    words.push(word);
+    words
+        .iter()
+        .any(|w| matches!(w.as_str(), "date" | "time" | "datetime" | "timestamp"))
+}
+
 /// The date a metadata object gives, for questions that name a period: the
 /// first of its `session_date`, `date`, `datetime`, `session_time`, `time`
 /// or `timestamp` strings that reads as a date, else the first other
-/// top-level string whose key names a date or a time (holds `date` or
-/// `time`, or ends in `_at`: `date_time`, `session_1_date_time`,
-/// `created_at`; in key order) that reads as one. A message's date is its
-/// own metadata's, else its conversation's, else its timestamp's day
-/// (`query/period.rs`): the client's own timeline, so a history imported
-/// today keeps the dates its sessions had.
+/// top-level string whose key names a date or a time
+/// ([`key_names_a_date`]; in key order) that reads as one. A message's
+/// date is its own metadata's, else its conversation's, else its
+/// timestamp's day (`query/period.rs`): the client's own timeline, so a
+/// history imported today keeps the dates its sessions had.
 pub(crate) fn metadata_date(metadata: &serde_json::Value) -> Option<NaiveDate> {
     const KEYS: [&str; 6] = [
         "session_date",
@@ -141,11 +166,6 @@ pub(crate) fn metadata_date(metadata: &serde_json::Value) -> Option<NaiveDate> {
         "time",
         "timestamp",
     ];
-    let names_a_date = |k: &str| {
-        let k = k.to_ascii_lowercase();
-        !KEYS.contains(&k.as_str())
-            && (k.contains("date") || k.contains("time") || k.ends_with("_at"))
-    };
     KEYS.iter()
         .filter_map(|k| metadata.get(*k).and_then(|v| v.as_str()))
         .find_map(parse_date)
@@ -153,7 +173,7 @@ pub(crate) fn metadata_date(metadata: &serde_json::Value) -> Option<NaiveDate> {
             metadata
                 .as_object()?
                 .iter()
-                .filter(|(k, _)| names_a_date(k))
+                .filter(|(k, _)| !KEYS.contains(&k.as_str()) && key_names_a_date(k))
                 .filter_map(|(_, v)| v.as_str())
                 .find_map(parse_date)
         })
@@ -792,6 +812,13 @@ mod tests {
         // A key that names no date is not read, nor a value that is no string.
         let meta = serde_json::json!({"birthday": "1 May 1990", "date_time": 20230720});
         assert_eq!(metadata_date(&meta), None);
+        // Nor the times a record was written: an imported chat's messages
+        // are dated by their own timestamps, not the day of the import.
+        let meta = serde_json::json!({"source": "chatgpt", "imported_at": "2026-12-05T10:00:00Z",
+            "updated_at": "2026-12-05", "updated": "2026-12-05"});
+        assert_eq!(metadata_date(&meta), None);
+        let meta = serde_json::json!({"sessionDate": "20 July 2023"});
+        assert_eq!(metadata_date(&meta), Some(d(2023, 7, 20)));
         // The relative forms never overflow at the ends of the calendar.
         assert!(query_period("last week", Some(NaiveDate::MIN)).is_none());
     }
