@@ -131,22 +131,22 @@ fn day(w: &str) -> Option<u32> {
 /// timestamp already says, and are not read; nor is `updated`, which only
 /// holds the letters of `date`.
 fn key_names_a_date(key: &str) -> bool {
-    let mut words = Vec::new();
+    let is_date = |w: &str| matches!(w, "date" | "time" | "datetime" | "timestamp");
     let mut word = String::new();
     let mut lower = false;
     for c in key.chars() {
         if !c.is_alphanumeric() || (lower && c.is_uppercase()) {
-            words.push(std::mem::take(&mut word));
+            if is_date(&word) {
+                return true;
+            }
+            word.clear();
         }
         if c.is_alphanumeric() {
             word.extend(c.to_lowercase());
         }
         lower = c.is_lowercase();
     }
-    words.push(word);
-    words
-        .iter()
-        .any(|w| matches!(w.as_str(), "date" | "time" | "datetime" | "timestamp"))
+    is_date(&word)
 }
 
 /// The date a metadata object gives, for questions that name a period: the
