@@ -391,13 +391,14 @@ fn query_weights_reach_the_fusion_and_bad_ones_are_refused() {
     let s = TestServer::start_with(config(), memdb::Config::with_embedder(hashing));
     create(&s, "Bread", "/", "sourdough bread baking with a starter");
     create(&s, "Loaf", "/", "a bread loaf from the bakery");
-    let run = |weights: serde_json::Value| {
+    let ask = |query: &str, weights: serde_json::Value| {
         s.send(
             "POST",
             "/api/v1/query",
-            &json!({"query": "sourdough bread", "limit": 10, "explain": true, "weights": weights}),
+            &json!({"query": query, "limit": 10, "explain": true, "weights": weights}),
         )
     };
+    let run = |weights: serde_json::Value| ask("sourdough bread", weights);
     // Both weights 0: every fused score is 0; and no neighbour entered.
     let out = run(json!({"keyword": 0, "semantic": 0, "neighbours": 0})).json();
     let r = out["results"].as_array().unwrap();
@@ -429,14 +430,7 @@ fn query_weights_reach_the_fusion_and_bad_ones_are_refused() {
     assert_error(&run(json!({"question_lift": 11})), 400);
     // A question: the semantic weight the fusion used is lifted, as given.
     let asked = |weights: serde_json::Value| {
-        let out = s
-            .send(
-                "POST",
-                "/api/v1/query",
-                &json!({"query": "sourdough bread?", "limit": 10, "explain": true, "weights": weights}),
-            )
-            .json();
-        out["results"][0]["explain"]["semantic_weight"].clone()
+        ask("sourdough bread?", weights).json()["results"][0]["explain"]["semantic_weight"].clone()
     };
     let lifted = asked(json!({})).as_f64().unwrap();
     assert!((lifted - 0.6).abs() < 1e-6, "{lifted}");
