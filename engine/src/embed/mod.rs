@@ -5,13 +5,15 @@
 //! turns a batch of texts into vectors. Three providers live here:
 //!
 //! - `LocalOnnx` (cargo feature `local-onnx`, on by default), the default:
-//!   all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions) run in-process by ONNX
-//!   Runtime (`ort`, loaded dynamically from the models directory) with a
-//!   HuggingFace `tokenizers` tokenizer; mean pooling over the attention
-//!   mask, L2 normalisation, batched. Its files are installed by
+//!   all-MiniLM-L6-v2 (or e5-small-v2, `LocalModel`; int8 ONNX, 384
+//!   dimensions) run in-process by ONNX Runtime (`ort`, loaded dynamically
+//!   from the models directory) with a HuggingFace `tokenizers` tokenizer;
+//!   mean pooling over the attention mask, L2 normalisation, batched; e5
+//!   reads queries as `query: ...` ([`Embedder::embed_query`]) and other
+//!   texts as `passage: ...`. Its files are installed by
 //!   `scripts/install-model.sh` and verified by SHA-256 when it loads; by
-//!   default its graph is rewritten for int8 products (`int8.rs`, through
-//!   the protobuf wire reader and writer of `protowire.rs`).
+//!   default MiniLM's graph is rewritten for int8 products (`int8.rs`,
+//!   through the protobuf wire reader and writer of `protowire.rs`).
 //! - [`Hashing`]: a deterministic *lexical* embedder (feature hashing of
 //!   words and word pairs). It needs no model, so tests and users who want no
 //!   model can use it; it is never substituted for a configured model.
@@ -58,7 +60,7 @@ mod windows;
 
 pub use hashing::Hashing;
 #[cfg(feature = "local-onnx")]
-pub use local::{LocalOnnx, LocalOnnxOptions, LocalPrecision};
+pub use local::{LocalModel, LocalOnnx, LocalOnnxOptions, LocalPrecision};
 
 /// The local model's identity (`LocalOnnx::PROVIDER`, `LocalOnnx::NAME`),
 /// known without the `local-onnx` feature too: a store keeps its vectors
@@ -67,12 +69,14 @@ pub(crate) const LOCAL_PROVIDER: &str = "local-onnx";
 pub(crate) const LOCAL_NAME: &str = "all-MiniLM-L6-v2";
 /// The local model's name when run with int8 products (`LocalPrecision::Int8`).
 pub(crate) const LOCAL_NAME_INT8: &str = "all-MiniLM-L6-v2-int8";
+/// e5-small-v2's name (`LocalModel::E5SmallV2`, its int8 export).
+pub(crate) const LOCAL_NAME_E5: &str = "e5-small-v2-int8";
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 pub use passage::{NEIGHBOUR_CHARS, Passage};
 pub use select::{
-    EmbedderKind, EmbedderSettings, LOCAL_PRECISION_ENV, OpenAiSettings, SelectedEmbedder,
-    default_models_dir, select_embedder,
+    EmbedderKind, EmbedderSettings, LOCAL_MODEL_ENV, LOCAL_PRECISION_ENV, OpenAiSettings,
+    SelectedEmbedder, default_models_dir, select_embedder,
 };
 pub use windows::token_windows;
 
@@ -115,6 +119,13 @@ pub trait Embedder: Send + Sync {
     /// Like [`embed`](Embedder::embed), and also says which texts were
     /// truncated to the model's token limit.
     fn embed_report(&self, texts: &[&str]) -> Result<Embeddings>;
+
+    /// Embeds a search query (one text). A model trained to read queries
+    /// with an instruction in front puts it there; the default embeds the
+    /// query as any text.
+    fn embed_query(&self, query: &str) -> Result<Embeddings> {
+        self.embed_report(&[query])
+    }
 
     /// The longest input, in model tokens, embedded whole (`None`: no limit).
     fn max_tokens(&self) -> Option<usize> {

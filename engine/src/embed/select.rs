@@ -289,14 +289,41 @@ fn local_precision(value: Option<&str>) -> Result<crate::embed::LocalPrecision> 
     }
 }
 
+/// Environment variable choosing the local model: `minilm` (the default,
+/// all-MiniLM-L6-v2) or `e5-small-v2` (SPEC.md §23.4).
+pub const LOCAL_MODEL_ENV: &str = "MEMDB_LOCAL_MODEL";
+
+/// The local model `MEMDB_LOCAL_MODEL`'s value names (unset or empty: the
+/// default).
+#[cfg(feature = "local-onnx")]
+fn local_model(value: Option<&str>) -> Result<crate::embed::LocalModel> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(crate::embed::LocalModel::default()),
+        Some(name) => name.parse().map_err(|_| {
+            Error::invalid(
+                LOCAL_MODEL_ENV,
+                format!("{name:?} is not one of minilm, e5-small-v2"),
+            )
+        }),
+    }
+}
+
 #[cfg(feature = "local-onnx")]
 fn local(dir: &Path) -> Result<Arc<dyn Embedder>> {
+    let model = local_model(std::env::var(LOCAL_MODEL_ENV).ok().as_deref())?;
+    open_local(dir, model)
+}
+
+#[cfg(feature = "local-onnx")]
+fn open_local(dir: &Path, model: crate::embed::LocalModel) -> Result<Arc<dyn Embedder>> {
     use crate::embed::{LocalOnnx, LocalOnnxOptions};
     let value = std::env::var(LOCAL_PRECISION_ENV).ok();
     let precision = local_precision(value.as_deref())?;
     Ok(Arc::new(LocalOnnx::open_with(
         dir,
-        LocalOnnxOptions::default().precision(precision),
+        LocalOnnxOptions::default()
+            .model(model)
+            .precision(precision),
     )?))
 }
 
@@ -349,6 +376,24 @@ mod tests {
         let e = local_precision(Some("fp16")).unwrap_err().to_string();
         assert!(
             e.contains("MEMDB_LOCAL_PRECISION") && e.contains("\"fp16\""),
+            "{e}"
+        );
+    }
+
+    #[cfg(feature = "local-onnx")]
+    #[test]
+    fn the_local_model_is_minilm_unless_another_is_named() {
+        use crate::embed::LocalModel;
+        for v in [None, Some(""), Some("minilm"), Some(" minilm ")] {
+            assert_eq!(local_model(v).unwrap(), LocalModel::MiniLm, "{v:?}");
+        }
+        assert_eq!(
+            local_model(Some("e5-small-v2")).unwrap(),
+            LocalModel::E5SmallV2
+        );
+        let e = local_model(Some("bge")).unwrap_err().to_string();
+        assert!(
+            e.contains("MEMDB_LOCAL_MODEL") && e.contains("\"bge\""),
             "{e}"
         );
     }
