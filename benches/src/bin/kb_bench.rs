@@ -23,7 +23,7 @@
 //!   (`vectors.f32`, little-endian, row-major) and the queries with their
 //!   vectors (`queries.json`) for the peer. Prints one JSON object.
 //!
-//! - `calibrate [--model local|local-float|hashing] [--pairs N]`: the similarity
+//! - `calibrate [--model local|local-minilm|local-float|hashing] [--pairs N]`: the similarity
 //!   distributions behind `kb_search`'s semantic cutoff
 //!   (`memdb::kuradb::min_similarity`). From N chitchat conversations of at
 //!   least 8 turns, a query turn against a 3-turn passage (the chunk
@@ -71,8 +71,9 @@ enum Cmd {
     },
     /// Similarity distributions for the semantic cutoff.
     Calibrate {
-        /// `local` (the installed all-MiniLM-L6-v2, int8 products), `local-float`
-        /// (the same with float products) or `hashing`.
+        /// `local` (the default local model, e5-small-v2), `local-minilm`
+        /// (all-MiniLM-L6-v2, int8 products), `local-float` (MiniLM with
+        /// float products) or `hashing`.
         #[arg(long, default_value = "local")]
         model: String,
         /// Conversations sampled (one pair of each relation per conversation).
@@ -595,11 +596,17 @@ fn calibrate(model: &str, pairs: usize) -> Result<()> {
     let e: Arc<dyn Embedder> = match model {
         "hashing" => Arc::new(Hashing::default()),
         "local" => Arc::new(memdb::LocalOnnx::open(&memdb::default_models_dir()?)?),
+        "local-minilm" => Arc::new(memdb::LocalOnnx::open_with(
+            &memdb::default_models_dir()?,
+            memdb::LocalOnnxOptions::default().model(memdb::LocalModel::MiniLm),
+        )?),
         "local-float" => Arc::new(memdb::LocalOnnx::open_with(
             &memdb::default_models_dir()?,
-            memdb::LocalOnnxOptions::default().precision(memdb::LocalPrecision::Float),
+            memdb::LocalOnnxOptions::default()
+                .model(memdb::LocalModel::MiniLm)
+                .precision(memdb::LocalPrecision::Float),
         )?),
-        other => bail!("unknown model {other:?} (local, local-float or hashing)"),
+        other => bail!("unknown model {other:?} (local, local-minilm, local-float or hashing)"),
     };
     let corpus = corpus::load_chitchat(&corpus::default_data_path())
         .context("the chitchat corpus (benches/fetch-data.sh)")?;
@@ -643,15 +650,14 @@ fn calibrate(model: &str, pairs: usize) -> Result<()> {
     }
     let mut sims: [Vec<f32>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     let t = Instant::now();
+    // The query turn is read as a search query (`Embedder::embed_query`:
+    // e5 puts `query: ` in front of it), the passage as stored text.
     for batch in texts.chunks(96) {
-        let mut input: Vec<&str> = Vec::with_capacity(batch.len() * 2);
-        for (_, q, p) in batch {
-            input.push(q);
-            input.push(p);
-        }
+        let input: Vec<&str> = batch.iter().map(|(_, _, p)| p.as_str()).collect();
         let v = e.embed(&input)?;
-        for (i, (rel, _, _)) in batch.iter().enumerate() {
-            sims[*rel].push(cosine(&v[2 * i], &v[2 * i + 1]));
+        for ((rel, q, _), p) in batch.iter().zip(&v) {
+            let q = e.embed_query(q)?.vectors.pop().context("no query vector")?;
+            sims[*rel].push(cosine(&q, p));
         }
     }
     let names = ["unrelated", "same_conversation", "containing"];
@@ -670,7 +676,9 @@ fn calibrate(model: &str, pairs: usize) -> Result<()> {
         });
     }
     let mut kept = Vec::new();
-    for cut in [0.05f32, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4] {
+    for cut in [
+        0.05f32, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9,
+    ] {
         let share = |rel: usize| {
             round(sims[rel].iter().filter(|&&x| x >= cut).count() as f64 / sims[rel].len() as f64)
         };
