@@ -776,6 +776,12 @@ fn sigkill_during_a_bulk_embed_resumes_and_embeds_each_message_once() {
             .recv_timeout(Duration::from_secs(60))
             .expect("child output");
         assert_eq!(stored, "STORED", "round {round}");
+        // The first batch may take longer than the kill's delay on a slow
+        // machine (debug build): wait for it, so the kill lands mid-embed.
+        let seen = vec![
+            rx.recv_timeout(Duration::from_secs(60))
+                .expect("child output"),
+        ];
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
@@ -783,7 +789,7 @@ fn sigkill_during_a_bulk_embed_resumes_and_embeds_each_message_once() {
         child.kill().expect("SIGKILL");
         child.wait().expect("reap");
         reader.join().expect("reader");
-        let lines: Vec<String> = rx.try_iter().collect();
+        let lines: Vec<String> = seen.into_iter().chain(rx.try_iter()).collect();
         if lines.iter().any(|l| l.starts_with("EMBEDDED"))
             && !lines.iter().any(|l| l.starts_with("DONE"))
         {
