@@ -457,7 +457,7 @@ fn e5_reads_queries_and_passages_with_their_prefixes() {
     let id = e5.identity();
     assert_eq!(
         (id.provider.as_str(), id.name.as_str()),
-        ("local-onnx", "e5-small-v2-int8")
+        ("local-onnx", "e5-small-v2-int8-rows")
     );
     assert_eq!(id.dimension, 384);
     assert_eq!(model().identity().name, "all-MiniLM-L6-v2-int8");
@@ -497,4 +497,11 @@ fn e5_reads_queries_and_passages_with_their_prefixes() {
         "{:?}",
         p.iter().map(|v| cos(&q, v)).collect::<Vec<_>>()
     );
+    // Activations are quantized per row (SPEC.md §23.4): a text's vector
+    // does not depend on the other texts of its batch (the export's own
+    // per-batch scale moved them by up to 0.007 in cosine).
+    for (turn, batched) in turns.iter().zip(&p) {
+        let alone = e5.embed(&[turn]).unwrap().remove(0);
+        assert!(cos(&alone, batched) > 0.99999, "{turn}");
+    }
 }

@@ -433,7 +433,8 @@ fn query_weights_reach_the_fusion_and_bad_ones_are_refused() {
         ask("sourdough bread?", weights).json()["results"][0]["explain"]["semantic_weight"].clone()
     };
     let lifted = asked(json!({})).as_f64().unwrap();
-    assert!((lifted - 0.6).abs() < 1e-6, "{lifted}");
+    let expected = f64::from(memdb::DEFAULT_SEMANTIC_WEIGHT * memdb::DEFAULT_QUESTION_LIFT);
+    assert!((lifted - expected).abs() < 1e-6, "{lifted} != {expected}");
     let lifted = asked(json!({"semantic": 1, "question_lift": 2}))
         .as_f64()
         .unwrap();

@@ -6,13 +6,18 @@
 //! (the same model and tokenizer through onnxruntime's Python API). With
 //! `--vectors FILE` it also writes the vectors (little-endian f32, row-major)
 //! so the Python side can check that both compute the same embeddings.
+//!
+//! With `--queries` it instead embeds each sentence alone, as a search query
+//! (`Embedder::embed_query`, what a cold `/api/v1/query` pays), and prints
+//! the per-query p50 and p90 in milliseconds. `--model` picks the local
+//! model (`minilm`, `e5-small-v2`).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use memdb::{Embedder, LocalOnnx, LocalOnnxOptions, LocalPrecision};
+use memdb::{Embedder, LocalModel, LocalOnnx, LocalOnnxOptions, LocalPrecision};
 
 #[derive(Parser)]
 struct Args {
@@ -37,6 +42,15 @@ struct Args {
     /// Run the products in floats (the export's own graph) instead of int8.
     #[arg(long)]
     float: bool,
+    /// The local model: minilm or e5-small-v2.
+    #[arg(long, default_value = "minilm")]
+    model: String,
+    /// Intra-op threads of the query session [default: the embedder's].
+    #[arg(long)]
+    query_threads: Option<usize>,
+    /// Embed each sentence alone as a query and report latency percentiles.
+    #[arg(long)]
+    queries: bool,
 }
 
 fn main() -> Result<()> {
@@ -47,14 +61,23 @@ fn main() -> Result<()> {
     if sentences.is_empty() || args.repeat == 0 {
         bail!("no sentences, or --repeat 0");
     }
-    let dir = match args.models {
+    let dir = match args.models.clone() {
         Some(d) => d,
         None => memdb::default_models_dir()?,
     };
+    let kind = LocalModel::ALL
+        .into_iter()
+        .find(|m| m.as_str() == args.model)
+        .with_context(|| format!("unknown model {}", args.model))?;
+    let mut options = LocalOnnxOptions::default();
+    if let Some(n) = args.query_threads {
+        options = options.query_threads(n);
+    }
     let load = Instant::now();
     let model = LocalOnnx::open_with(
         &dir,
-        LocalOnnxOptions::default()
+        options
+            .model(kind)
             .intra_threads(args.threads)
             .batch_size(args.batch)
             .precision(if args.float {
@@ -64,6 +87,9 @@ fn main() -> Result<()> {
             }),
     )?;
     let load_s = load.elapsed().as_secs_f64();
+    if args.queries {
+        return query_latency(&model, &sentences, &args, load_s);
+    }
     // Warm-up: one batch (first-run allocations, lazy kernel setup).
     let warm = &sentences[..sentences.len().min(args.batch)];
     model.embed(warm)?;
@@ -93,6 +119,37 @@ fn main() -> Result<()> {
             "batch": args.batch,
             "seconds": best,
             "sentences_per_s": sentences.len() as f64 / best,
+            "load_s": load_s,
+        })
+    );
+    Ok(())
+}
+
+/// Embeds each sentence alone as a query (after a few warm-up queries) and
+/// prints the p50 and p90 of the per-query time.
+fn query_latency(model: &LocalOnnx, sentences: &[&str], args: &Args, load_s: f64) -> Result<()> {
+    for s in sentences.iter().take(5) {
+        model.embed_query(s)?;
+    }
+    let mut ms = Vec::with_capacity(sentences.len() * args.repeat);
+    for _ in 0..args.repeat {
+        for s in sentences {
+            let t = Instant::now();
+            model.embed_query(s)?;
+            ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "{}",
+        serde_json::json!({
+            "impl": "memdb",
+            "model": args.model,
+            "queries": ms.len(),
+            "threads": args.threads,
+            "p50_ms": at(0.5),
+            "p90_ms": at(0.9),
             "load_s": load_s,
         })
     );

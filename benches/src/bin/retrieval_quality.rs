@@ -71,6 +71,10 @@ struct Args {
     /// own `--dir`.
     #[arg(long)]
     float: bool,
+    /// The local model (`minilm`, `e5-small-v2`; default the engine's). A
+    /// store keeps its model: the default store directory names it.
+    #[arg(long, value_parser = parse_model)]
+    model: Option<memdb::LocalModel>,
     /// Passage rule of the message space (`turn`, `with-previous`,
     /// `with-neighbours`; default the engine's) for a new store. A store
     /// built before keeps its rule: with `--dir`, give each rule its own.
@@ -304,6 +308,7 @@ fn main() -> anyhow::Result<()> {
     let model = LocalOnnx::open_with(
         &models,
         LocalOnnxOptions::default()
+            .model(args.model.unwrap_or_default())
             .intra_threads(args.intra_threads)
             .precision(if args.float {
                 memdb::LocalPrecision::Float
@@ -324,7 +329,11 @@ fn main() -> anyhow::Result<()> {
             "data/quality/c{}-s{}{}-{}",
             args.conversations,
             args.seed,
-            if args.float { "" } else { "-int8" },
+            match args.model.unwrap_or_default() {
+                memdb::LocalModel::MiniLm if args.float => "".to_string(),
+                memdb::LocalModel::MiniLm => "-int8".to_string(),
+                other => format!("-{}", other.as_str()),
+            },
             config.message_passage.name()
         ))
     });
@@ -797,4 +806,11 @@ fn print_report(r: &Report) {
             );
         }
     }
+}
+
+fn parse_model(s: &str) -> Result<memdb::LocalModel, String> {
+    memdb::LocalModel::ALL
+        .into_iter()
+        .find(|m| m.as_str() == s)
+        .ok_or_else(|| format!("unknown model {s} (minilm, e5-small-v2)"))
 }

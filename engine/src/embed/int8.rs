@@ -19,6 +19,13 @@
 //! - `Gather(Mul(Cast(E), s), ids)` becomes `Mul(Cast(Gather(E, ids)),
 //!   Gather(s, ids))`: the same floats, computed for the gathered rows only.
 //!
+//! [`row_quantized_products`] does the same for a model already exported
+//! with int8 products (e5-small-v2's): ONNX Runtime's `quantize_dynamic`
+//! writes `DynamicQuantizeLinear` in front of each group of products, one
+//! scale for the whole batch, so a text's vector moved with its batch (by
+//! up to 0.007 in cosine). Each such node becomes the per-row quantizer
+//! above, and each of its products is scaled back by the row's scale.
+//!
 //! Everything else in the model is copied byte for byte.
 
 use std::collections::{HashMap, HashSet};
@@ -137,6 +144,39 @@ struct Emitter {
 }
 
 impl Emitter {
+    /// Quantizes each row (last axis) of `x` on its own: `q` (`uint8`) =
+    /// `round(x / s) + 128` with `s = max(max|x|, 1e-8) / 127`, one scale
+    /// per row, written to `s`.
+    fn quantize_rows(&mut self, x: &str, q: &str, s: &str) {
+        let (eps, c127, c128) = (
+            format!("{PREFIX}_eps"),
+            format!("{PREFIX}_127"),
+            format!("{PREFIX}_128"),
+        );
+        let row_max = [ints_attribute("axes", &[-1]), int_attribute("keepdims", 1)];
+        let (abs, max, floor, div, round, shifted) = (
+            self.name("abs"),
+            self.name("max"),
+            self.name("floor"),
+            self.name("div"),
+            self.name("round"),
+            self.name("shifted"),
+        );
+        self.node("Abs", &[x], &[&abs], &[]);
+        self.node("ReduceMax", &[&abs], &[&max], &row_max);
+        self.node("Max", &[&max, &eps], &[&floor], &[]);
+        self.node("Div", &[&floor, &c127], &[s], &[]);
+        self.node("Div", &[x, s], &[&div], &[]);
+        self.node("Round", &[&div], &[&round], &[]);
+        self.node("Add", &[&round, &c128], &[&shifted], &[]);
+        self.node(
+            "Cast",
+            &[&shifted],
+            &[q],
+            &[int_attribute("to", UINT8 as i64)],
+        );
+    }
+
     fn name(&mut self, what: &str) -> String {
         self.next += 1;
         format!("{PREFIX}_{}_{what}", self.next)
@@ -190,52 +230,9 @@ fn scalar(out: &mut Vec<u8>, name: &str, data_type: u64, bytes: &[u8]) {
 /// doc). An error when the model is not an ONNX model or holds no int8
 /// weight in the `Cast`/`Mul` form.
 pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
-    let top = fields(model)?;
-    let mut graphs = top.iter().filter(|f| f.number == MODEL_GRAPH);
-    let graph = graphs
-        .next()
-        .and_then(Field::bytes)
-        .ok_or("the model has no graph")?;
-    if graphs.next().is_some() {
-        return Err("the model has two graphs".into());
-    }
-    let graph_fields = fields(graph)?;
-    let mut nodes = Vec::new();
-    let mut int8 = HashSet::new();
-    let mut initializers = HashSet::new();
-    let mut graph_outputs = HashSet::new();
-    for f in &graph_fields {
-        match f.number {
-            GRAPH_NODE => nodes.push(node(f.raw, f.bytes().ok_or("a node is not a message")?)?),
-            GRAPH_INITIALIZER => {
-                let mut name = None;
-                let mut data_type = None;
-                for t in fields(f.bytes().ok_or("an initializer is not a message")?)? {
-                    match t.number {
-                        TENSOR_NAME => name = t.str(),
-                        TENSOR_DATA_TYPE => data_type = t.varint(),
-                        _ => {}
-                    }
-                }
-                let name = name.ok_or("an initializer has no name")?;
-                if name.starts_with(PREFIX) {
-                    return Err(format!("the model already has a name starting {PREFIX}"));
-                }
-                initializers.insert(name);
-                if data_type == Some(INT8) {
-                    int8.insert(name);
-                }
-            }
-            GRAPH_OUTPUT => {
-                for v in fields(f.bytes().ok_or("an output is not a message")?)? {
-                    if v.number == VALUE_INFO_NAME {
-                        graph_outputs.insert(v.str().ok_or("an output name is not text")?);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+    let g = read_graph(model)?;
+    let (nodes, int8, initializers, graph_outputs) =
+        (&g.nodes, &g.int8, &g.initializers, &g.outputs);
     let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         for &input in &n.inputs {
@@ -320,15 +317,8 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
         ));
     }
 
-    let (eps, c127, c128, zp) = (
-        format!("{PREFIX}_eps"),
-        format!("{PREFIX}_127"),
-        format!("{PREFIX}_128"),
-        format!("{PREFIX}_zero_point"),
-    );
-    let to_uint8 = [int_attribute("to", UINT8 as i64)];
+    let zp = zero_point_name();
     let to_float = [int_attribute("to", FLOAT as i64)];
-    let row_max = [ints_attribute("axes", &[-1]), int_attribute("keepdims", 1)];
     let mut e = Emitter {
         out: Vec::new(),
         next: 0,
@@ -349,24 +339,8 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
                 out,
             }) => {
                 if !quantized.contains_key(x) {
-                    let (abs, max, floor, s, div, round, shifted, q) = (
-                        e.name("abs"),
-                        e.name("max"),
-                        e.name("floor"),
-                        e.name("scale"),
-                        e.name("div"),
-                        e.name("round"),
-                        e.name("shifted"),
-                        e.name("q"),
-                    );
-                    e.node("Abs", &[x], &[&abs], &[]);
-                    e.node("ReduceMax", &[&abs], &[&max], &row_max);
-                    e.node("Max", &[&max, &eps], &[&floor], &[]);
-                    e.node("Div", &[&floor, &c127], &[&s], &[]);
-                    e.node("Div", &[x, &s], &[&div], &[]);
-                    e.node("Round", &[&div], &[&round], &[]);
-                    e.node("Add", &[&round, &c128], &[&shifted], &[]);
-                    e.node("Cast", &[&shifted], &[&q], &to_uint8);
+                    let (q, s) = (e.name("q"), e.name("scale"));
+                    e.quantize_rows(x, &q, &s);
                     quantized.insert(x, (q, s));
                 }
                 let (q, s) = quantized[x].clone();
@@ -393,26 +367,285 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
             }
         }
     }
-    let mut new_graph = e.out;
-    for f in &graph_fields {
+    Ok(assemble(&g.top, &g.fields, e.out, model.len()))
+}
+
+/// The name of the constant zero point (128, `uint8`) of quantized rows.
+fn zero_point_name() -> String {
+    format!("{PREFIX}_zero_point")
+}
+
+/// The model `top` with its graph's nodes replaced by `nodes` (every other
+/// graph field kept) and the quantizer's constants added.
+fn assemble(top: &[Field<'_>], graph_fields: &[Field<'_>], nodes: Vec<u8>, size: usize) -> Vec<u8> {
+    let mut new_graph = nodes;
+    for f in graph_fields {
         if f.number != GRAPH_NODE {
             new_graph.extend_from_slice(f.raw);
         }
     }
-    scalar(&mut new_graph, &eps, FLOAT, &1e-8f32.to_le_bytes());
-    scalar(&mut new_graph, &c127, FLOAT, &127f32.to_le_bytes());
-    scalar(&mut new_graph, &c128, FLOAT, &128f32.to_le_bytes());
-    scalar(&mut new_graph, &zp, UINT8, &[128]);
+    scalar(
+        &mut new_graph,
+        &format!("{PREFIX}_eps"),
+        FLOAT,
+        &1e-8f32.to_le_bytes(),
+    );
+    scalar(
+        &mut new_graph,
+        &format!("{PREFIX}_127"),
+        FLOAT,
+        &127f32.to_le_bytes(),
+    );
+    scalar(
+        &mut new_graph,
+        &format!("{PREFIX}_128"),
+        FLOAT,
+        &128f32.to_le_bytes(),
+    );
+    scalar(&mut new_graph, &zero_point_name(), UINT8, &[128]);
 
-    let mut out = Vec::with_capacity(model.len() + 4096);
-    for f in &top {
+    let mut out = Vec::with_capacity(size + 4096);
+    for f in top {
         if f.number == MODEL_GRAPH {
             put_bytes(&mut out, MODEL_GRAPH, &new_graph);
         } else {
             out.extend_from_slice(f.raw);
         }
     }
-    Ok(out)
+    out
+}
+
+/// A model's graph, read: its top-level fields, the graph's fields, its
+/// nodes, the names of its initializers and of its int8 ones, and its
+/// outputs.
+struct Graph<'a> {
+    top: Vec<Field<'a>>,
+    fields: Vec<Field<'a>>,
+    nodes: Vec<Node<'a>>,
+    initializers: HashSet<&'a str>,
+    int8: HashSet<&'a str>,
+    outputs: HashSet<&'a str>,
+}
+
+fn read_graph(model: &[u8]) -> Result<Graph<'_>, String> {
+    let top = fields(model)?;
+    let mut graphs = top.iter().filter(|f| f.number == MODEL_GRAPH);
+    let graph = graphs
+        .next()
+        .and_then(Field::bytes)
+        .ok_or("the model has no graph")?;
+    if graphs.next().is_some() {
+        return Err("the model has two graphs".into());
+    }
+    let graph_fields = fields(graph)?;
+    let mut g = Graph {
+        top: Vec::new(),
+        fields: Vec::new(),
+        nodes: Vec::new(),
+        initializers: HashSet::new(),
+        int8: HashSet::new(),
+        outputs: HashSet::new(),
+    };
+    for f in &graph_fields {
+        match f.number {
+            GRAPH_NODE => g
+                .nodes
+                .push(node(f.raw, f.bytes().ok_or("a node is not a message")?)?),
+            GRAPH_INITIALIZER => {
+                let mut name = None;
+                let mut data_type = None;
+                for t in fields(f.bytes().ok_or("an initializer is not a message")?)? {
+                    match t.number {
+                        TENSOR_NAME => name = t.str(),
+                        TENSOR_DATA_TYPE => data_type = t.varint(),
+                        _ => {}
+                    }
+                }
+                let name = name.ok_or("an initializer has no name")?;
+                if name.starts_with(PREFIX) {
+                    return Err(format!("the model already has a name starting {PREFIX}"));
+                }
+                g.initializers.insert(name);
+                if data_type == Some(INT8) {
+                    g.int8.insert(name);
+                }
+            }
+            GRAPH_OUTPUT => {
+                for v in fields(f.bytes().ok_or("an output is not a message")?)? {
+                    if v.number == VALUE_INFO_NAME {
+                        g.outputs
+                            .insert(v.str().ok_or("an output name is not text")?);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    g.top = top;
+    g.fields = graph_fields;
+    Ok(g)
+}
+
+/// A `MatMulInteger` of a dynamically quantized activation, with the
+/// `Cast`, the scale product and the `Mul` that turn it back into floats.
+struct DynamicProduct<'a> {
+    /// The `MatMulInteger` node and its weight and weight zero point.
+    product: usize,
+    weight: &'a str,
+    weight_zero_point: &'a str,
+    /// The weight's scale (the other factor of the scale product).
+    weight_scale: &'a str,
+    /// The float result (the last `Mul`'s output).
+    out: &'a str,
+    /// The activation's `DynamicQuantizeLinear` node.
+    quantizer: usize,
+    /// The `Cast`, the scale product and the last `Mul`: removed.
+    removed: [usize; 3],
+}
+
+/// The model with every `DynamicQuantizeLinear` in front of int8 products
+/// replaced by per-row quantization (see the module doc). An error when the
+/// model is not an ONNX model, has no such node, or reads one's outputs in
+/// any other way (all or nothing, as [`int8_products`]).
+pub(crate) fn row_quantized_products(model: &[u8]) -> Result<Vec<u8>, String> {
+    let g = read_graph(model)?;
+    let nodes = &g.nodes;
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for &o in &n.outputs {
+            producer.insert(o, i);
+        }
+        for &input in &n.inputs {
+            consumers.entry(input).or_default().push(i);
+        }
+    }
+    let sole = |name: &str| -> Option<usize> {
+        match consumers.get(name).map(Vec::as_slice) {
+            Some(&[i]) if !g.outputs.contains(name) => Some(i),
+            _ => None,
+        }
+    };
+    let quantizers: HashMap<usize, [&str; 4]> = nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| match n.form() {
+            ("DynamicQuantizeLinear", "", &[x], &[q, s, z]) => Some((i, [x, q, s, z])),
+            _ => None,
+        })
+        .collect();
+    if quantizers.is_empty() {
+        return Err("the model has no DynamicQuantizeLinear node".into());
+    }
+    let quantizer_of: HashMap<&str, usize> =
+        quantizers.iter().map(|(&i, names)| (names[1], i)).collect();
+    let mut products = Vec::new();
+    for (p, n) in nodes.iter().enumerate() {
+        let ("MatMulInteger", "", &[q, weight, zp, weight_zero_point], &[int_out]) = n.form()
+        else {
+            continue;
+        };
+        let Some(&quantizer) = quantizer_of.get(q) else {
+            continue;
+        };
+        let [_, _, x_scale, x_zp] = quantizers[&quantizer];
+        if zp != x_zp || !g.int8.contains(weight) {
+            continue;
+        }
+        let Some(c) = sole(int_out) else { continue };
+        let cast = &nodes[c];
+        if cast.form().0 != "Cast" || cast.int_attribute("to") != Some(FLOAT as i64) {
+            continue;
+        }
+        let Some(m) = sole(cast.outputs[0]) else {
+            continue;
+        };
+        let (scales, out) = match nodes[m].form() {
+            ("Mul", "", &[a, b], &[out]) if a == cast.outputs[0] => (b, out),
+            ("Mul", "", &[a, b], &[out]) if b == cast.outputs[0] => (a, out),
+            _ => continue,
+        };
+        let Some(&sp) = producer.get(scales) else {
+            continue;
+        };
+        if sole(scales) != Some(m) {
+            continue;
+        }
+        let weight_scale = match nodes[sp].form() {
+            ("Mul", "", &[a, b], &[_]) if a == x_scale && g.initializers.contains(b) => b,
+            ("Mul", "", &[a, b], &[_]) if b == x_scale && g.initializers.contains(a) => a,
+            _ => continue,
+        };
+        products.push(DynamicProduct {
+            product: p,
+            weight,
+            weight_zero_point,
+            weight_scale,
+            out,
+            quantizer,
+            removed: [c, sp, m],
+        });
+    }
+    // All or nothing: every reader of a quantizer's outputs is one of the
+    // products found (its MatMulInteger or its scale product).
+    let mut readers = 0;
+    for names in quantizers.values() {
+        for name in &names[1..] {
+            if g.outputs.contains(name) {
+                return Err(format!("{name} is a graph output"));
+            }
+            readers += consumers.get(name).map_or(0, Vec::len);
+        }
+    }
+    // Each product reads the rows and the zero point, its scale product the scale.
+    if readers != 3 * products.len() {
+        return Err(format!(
+            "the model's quantized activations are read by {readers} nodes, {} of them in a form this rewrite does not know",
+            readers - 3 * products.len().min(readers / 3)
+        ));
+    }
+
+    let zp = zero_point_name();
+    let to_float = [int_attribute("to", FLOAT as i64)];
+    let mut removed = vec![false; nodes.len()];
+    let mut at: HashMap<usize, &DynamicProduct> = HashMap::new();
+    for d in &products {
+        for r in d.removed {
+            removed[r] = true;
+        }
+        at.insert(d.product, d);
+    }
+    let mut e = Emitter {
+        out: Vec::new(),
+        next: 0,
+    };
+    for (i, n) in nodes.iter().enumerate() {
+        if removed[i] {
+            continue;
+        }
+        if let Some([x, q, s, _]) = quantizers.get(&i) {
+            e.quantize_rows(x, q, s);
+        } else if let Some(d) = at.get(&i) {
+            let [_, q, s, _] = quantizers[&d.quantizer];
+            let (product, as_float, rescaled) =
+                (e.name("product"), e.name("float"), e.name("rescaled"));
+            e.node(
+                "MatMulInteger",
+                &[q, d.weight, &zp, d.weight_zero_point],
+                &[&product],
+                &[],
+            );
+            e.node("Cast", &[&product], &[&as_float], &to_float);
+            // Two products, not one with the scales multiplied first: ONNX
+            // Runtime fuses `Mul(Cast(MatMulInteger), Mul(a, b))` into an
+            // operator that reads the activation scale as one number.
+            e.node("Mul", &[&as_float, s], &[&rescaled], &[]);
+            e.node("Mul", &[&rescaled, d.weight_scale], &[d.out], &[]);
+        } else {
+            e.out.extend_from_slice(n.raw);
+        }
+    }
+    Ok(assemble(&g.top, &g.fields, e.out, model.len()))
 }
 
 #[cfg(test)]
@@ -498,6 +731,74 @@ mod tests {
         // The last Mul writes the MatMul's output, which Relu still reads.
         assert_eq!(nodes[11], ("Mul".to_string(), vec!["y".to_string()]));
         assert_eq!(nodes[12], ("Relu".to_string(), vec!["z".to_string()]));
+    }
+
+    /// `DynamicQuantizeLinear(x)` read by two int8 products (as Q and K
+    /// read theirs), each scaled back by `Mul(Cast(.), Mul(x_scale, s))`.
+    fn dynamic_model(extra_reader: bool) -> Vec<u8> {
+        let mut e = Emitter {
+            out: Vec::new(),
+            next: 100,
+        };
+        e.node("DynamicQuantizeLinear", &["x"], &["xq", "xs", "xz"], &[]);
+        for w in ["A", "B"] {
+            let (p, f, sm, y) = (
+                format!("{w}_int"),
+                format!("{w}_float"),
+                format!("{w}_scales"),
+                format!("{w}_y"),
+            );
+            let (ws, wz) = (format!("{w}_s"), format!("{w}_z"));
+            e.node("MatMulInteger", &["xq", w, "xz", &wz], &[&p], &[]);
+            e.node("Cast", &[&p], &[&f], &[int_attribute("to", FLOAT as i64)]);
+            e.node("Mul", &["xs", &ws], &[&sm], &[]);
+            e.node("Mul", &[&f, &sm], &[&y], &[]);
+        }
+        if extra_reader {
+            e.node("Identity", &["xs"], &["leak"], &[]);
+        }
+        let mut graph = e.out;
+        for w in ["A", "B"] {
+            let mut t = Vec::new();
+            put_uint(&mut t, TENSOR_DATA_TYPE, INT8);
+            put_bytes(&mut t, TENSOR_NAME, w.as_bytes());
+            put_bytes(&mut graph, GRAPH_INITIALIZER, &t);
+            scalar(&mut graph, &format!("{w}_s"), FLOAT, &0.5f32.to_le_bytes());
+            scalar(&mut graph, &format!("{w}_z"), INT8, &[0]);
+        }
+        let mut model = Vec::new();
+        put_bytes(&mut model, MODEL_GRAPH, &graph);
+        model
+    }
+
+    #[test]
+    fn a_dynamically_quantized_product_is_quantized_per_row() {
+        let out = row_quantized_products(&dynamic_model(false)).unwrap();
+        let nodes = ops(&out);
+        let names: Vec<&str> = nodes.iter().map(|(op, _)| op.as_str()).collect();
+        let product = ["MatMulInteger", "Cast", "Mul", "Mul"];
+        let quantizer = [
+            "Abs",
+            "ReduceMax",
+            "Max",
+            "Div",
+            "Div",
+            "Round",
+            "Add",
+            "Cast",
+        ];
+        assert_eq!(names, [&quantizer[..], &product, &product].concat());
+        // The quantizer writes the rows and scale under their old names,
+        // and each product ends in the old output.
+        assert_eq!(nodes[3].1, ["xs"]);
+        assert_eq!(nodes[7].1, ["xq"]);
+        assert_eq!(nodes[11].1, ["A_y"]);
+        assert_eq!(nodes[15].1, ["B_y"]);
+        // A scale read by anything else: refused whole.
+        let e = row_quantized_products(&dynamic_model(true)).unwrap_err();
+        assert!(e.contains("read by 7 nodes"), "{e}");
+        // No DynamicQuantizeLinear at all: refused.
+        assert!(row_quantized_products(&tiny_model(FLOAT as i64)).is_err());
     }
 
     #[test]

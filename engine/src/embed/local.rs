@@ -88,7 +88,7 @@ impl LocalModel {
     pub const ALL: [LocalModel; 2] = [LocalModel::MiniLm, LocalModel::E5SmallV2];
 
     /// The name `MEMDB_LOCAL_MODEL` takes (`e5-small-v2`, `minilm`).
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             LocalModel::E5SmallV2 => "e5-small-v2",
             LocalModel::MiniLm => "minilm",
@@ -96,7 +96,7 @@ impl LocalModel {
     }
 
     /// The model file's name in the models directory.
-    pub fn model_file(self) -> &'static str {
+    pub const fn model_file(self) -> &'static str {
         match self {
             LocalModel::E5SmallV2 => "e5-small-v2.onnx",
             LocalModel::MiniLm => "model.onnx",
@@ -104,7 +104,7 @@ impl LocalModel {
     }
 
     /// The tokenizer file's name in the models directory.
-    pub fn tokenizer_file(self) -> &'static str {
+    pub const fn tokenizer_file(self) -> &'static str {
         match self {
             LocalModel::E5SmallV2 => "e5-small-v2.tokenizer.json",
             LocalModel::MiniLm => "tokenizer.json",
@@ -113,7 +113,7 @@ impl LocalModel {
 
     /// The files this model reads from the models directory: the runtime,
     /// the model, the tokenizer.
-    pub fn files(self) -> [&'static str; 3] {
+    pub const fn files(self) -> [&'static str; 3] {
         [RUNTIME_FILE, self.model_file(), self.tokenizer_file()]
     }
 
@@ -206,6 +206,13 @@ static ENVIRONMENT: Mutex<Option<Environment>> = Mutex::new(None);
 pub struct LocalOnnxOptions {
     /// ONNX Runtime intra-op threads per session (default 1).
     pub intra_threads: usize,
+    /// Intra-op threads of the first session, which a search query tries
+    /// first (default: 2, or 1 on a one-core machine). A query is one short
+    /// text, so a second thread nearly halves its wait: e5-small-v2 embeds
+    /// a question in 16 ms on two threads against 23 ms on one
+    /// (benches/README.md, stop 52). A bulk embedding may use the session
+    /// too when it is free.
+    pub query_threads: usize,
     /// Inference sessions, at most (default: the machine's cores plus one,
     /// at most 5). They are made when calls overlap, share the model's
     /// weights and hold their own re-packed copy (about 42 MB each with
@@ -265,6 +272,7 @@ impl Default for LocalOnnxOptions {
     fn default() -> Self {
         LocalOnnxOptions {
             intra_threads: 1,
+            query_threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
             sessions: std::thread::available_parallelism().map_or(1, |n| (n.get() + 1).min(5)),
             batch_size: 8,
             max_tokens: LocalOnnx::MAX_TOKENS,
@@ -281,12 +289,17 @@ impl LocalOnnxOptions {
         self.intra_threads = n;
         self
     }
-    /// Sets how the weights are multiplied.
+    /// Sets the query session's intra-op thread count (at least 1).
+    pub fn query_threads(mut self, n: usize) -> Self {
+        self.query_threads = n;
+        self
+    }
+    /// Sets the model.
     pub fn model(mut self, m: LocalModel) -> Self {
         self.model = m;
         self
     }
-
+    /// Sets how the weights are multiplied.
     pub fn precision(mut self, p: LocalPrecision) -> Self {
         self.precision = p;
         self
@@ -358,12 +371,14 @@ impl std::fmt::Debug for LocalOnnx {
 struct SessionGuard<'a> {
     slot: std::sync::MutexGuard<'a, Option<Session>>,
     factory: &'a SessionFactory,
+    /// Intra-op threads the slot's session is made with.
+    threads: usize,
 }
 
 impl SessionGuard<'_> {
     fn session(&mut self) -> Result<&mut Session> {
         if self.slot.is_none() {
-            *self.slot = Some(self.factory.build()?);
+            *self.slot = Some(self.factory.build(self.threads)?);
         }
         self.slot
             .as_mut()
@@ -383,12 +398,12 @@ enum Weights {
 struct SessionFactory {
     env: Environment,
     weights: Weights,
-    intra_threads: usize,
     model_path: PathBuf,
 }
 
 impl SessionFactory {
-    fn build(&self) -> Result<Session> {
+    /// A session whose operators run on `threads` intra-op threads.
+    fn build(&self, threads: usize) -> Result<Session> {
         let onnx = |what: &'static str| {
             move |e: ort::Error<ort::session::builder::SessionBuilder>| {
                 Error::Embedding(format!("ONNX Runtime {what}: {e}"))
@@ -398,7 +413,7 @@ impl SessionFactory {
             .map_err(|e| Error::Embedding(format!("ONNX Runtime session: {e}")))?
             .with_optimization_level(GraphOptimizationLevel::All)
             .map_err(onnx("optimization level"))?
-            .with_intra_threads(self.intra_threads)
+            .with_intra_threads(threads)
             .map_err(onnx("intra threads"))?
             .with_inter_threads(1)
             .map_err(onnx("inter threads"))?
@@ -457,8 +472,9 @@ impl LocalOnnx {
         "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2";
     /// The model's token limit.
     pub const MAX_TOKENS: usize = 256;
-    /// The file names this embedder reads from the models directory.
-    pub const FILES: [&'static str; 3] = [RUNTIME_FILE, "model.onnx", "tokenizer.json"];
+    /// The file names the default model reads from the models directory
+    /// ([`LocalModel::files`] gives each model's).
+    pub const FILES: [&'static str; 3] = LocalModel::MiniLm.files();
 
     /// Loads the model from `models_dir` with default options (1 thread).
     pub fn open(models_dir: &Path) -> Result<Self> {
@@ -470,10 +486,14 @@ impl LocalOnnx {
     /// verifies the model's and tokenizer's SHA-256 ([`Error::Corrupted`]),
     /// loads ONNX Runtime and builds the session.
     pub fn open_with(models_dir: &Path, options: LocalOnnxOptions) -> Result<Self> {
-        if options.intra_threads == 0 || options.batch_size == 0 || options.sessions == 0 {
+        if options.intra_threads == 0
+            || options.query_threads == 0
+            || options.batch_size == 0
+            || options.sessions == 0
+        {
             return Err(Error::invalid(
                 "embedder options",
-                "intra_threads, sessions and batch_size must be at least 1",
+                "intra_threads, query_threads, sessions and batch_size must be at least 1",
             ));
         }
         if !(2..=Self::MAX_TOKENS).contains(&options.max_tokens) {
@@ -540,10 +560,9 @@ impl LocalOnnx {
         let factory = SessionFactory {
             env,
             weights,
-            intra_threads: options.intra_threads,
             model_path: model_path.clone(),
         };
-        let session = factory.build()?;
+        let session = factory.build(options.query_threads)?;
 
         let mut inputs = Vec::new();
         for input in session.inputs() {
@@ -595,16 +614,25 @@ impl LocalOnnx {
         self.created.load(Ordering::Acquire)
     }
 
-    /// A free session; when all made ones are busy, a new one if fewer
-    /// than [`LocalOnnxOptions::sessions`] exist, else the next one in
-    /// turn (waiting for it).
-    fn session(&self) -> Result<SessionGuard<'_>> {
+    /// A free session (for a query, the first session when it is free:
+    /// it has [`LocalOnnxOptions::query_threads`]); when all made ones are
+    /// busy, a new one if fewer than [`LocalOnnxOptions::sessions`] exist,
+    /// else the next one in turn (waiting for it).
+    fn session(&self, query: bool) -> Result<SessionGuard<'_>> {
         let poisoned = || Error::Embedding("an earlier inference panicked".into());
+        if query {
+            match self.sessions[0].try_lock() {
+                Ok(slot) => return Ok(self.guard(slot, 0)),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+                Err(std::sync::TryLockError::Poisoned(_)) => return Err(poisoned()),
+            }
+        }
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let made = self.created.load(Ordering::Acquire);
         for i in 0..made {
-            match self.sessions[(start + i) % made].try_lock() {
-                Ok(slot) => return Ok(self.guard(slot)),
+            let index = (start + i) % made;
+            match self.sessions[index].try_lock() {
+                Ok(slot) => return Ok(self.guard(slot, index)),
                 Err(std::sync::TryLockError::WouldBlock) => {}
                 Err(std::sync::TryLockError::Poisoned(_)) => return Err(poisoned()),
             }
@@ -613,7 +641,8 @@ impl LocalOnnx {
             let _grow = self.grow.lock().map_err(|_| poisoned())?;
             let index = self.created.load(Ordering::Acquire);
             if index < self.sessions.len() {
-                let mut guard = self.guard(self.sessions[index].lock().map_err(|_| poisoned())?);
+                let slot = self.sessions[index].lock().map_err(|_| poisoned())?;
+                let mut guard = self.guard(slot, index);
                 guard.session()?; // made now, so a failure is not counted
                 self.created.store(index + 1, Ordering::Release);
                 return Ok(guard);
@@ -622,12 +651,24 @@ impl LocalOnnx {
         let made = self.created.load(Ordering::Acquire);
         self.sessions[start % made]
             .lock()
-            .map(|slot| self.guard(slot))
+            .map(|slot| self.guard(slot, start % made))
             .map_err(|_| poisoned())
     }
 
-    fn guard<'a>(&'a self, slot: std::sync::MutexGuard<'a, Option<Session>>) -> SessionGuard<'a> {
+    /// The guard of slot `index`; the first slot's session is the query
+    /// session, with its own thread count.
+    fn guard<'a>(
+        &'a self,
+        slot: std::sync::MutexGuard<'a, Option<Session>>,
+        index: usize,
+    ) -> SessionGuard<'a> {
+        let threads = if index == 0 {
+            self.options.query_threads
+        } else {
+            self.options.intra_threads
+        };
         SessionGuard {
+            threads,
             slot,
             factory: &self.factory,
         }
@@ -642,9 +683,12 @@ impl LocalOnnx {
             .count()
     }
 
-    /// Embeds `texts` as they are, in batches on the free sessions.
+    /// Embeds `texts` as they are, in batches on the free sessions. A call
+    /// of one batch (a query, a message) runs on the query session when it
+    /// is free.
     fn embed_texts(&self, texts: &[&str]) -> Result<Embeddings> {
         let batches = plan_batches(texts, self.options.batch_size, self.options.max_tokens);
+        let short = batches.len() == 1;
         let mut slots: Vec<Option<(Vec<f32>, bool)>> = vec![None; texts.len()];
         let mut place = |batch: &[usize], part: Embeddings| -> Result<()> {
             if part.vectors.len() != batch.len() || part.truncated.len() != batch.len() {
@@ -661,7 +705,7 @@ impl LocalOnnx {
                 vectors: Vec::with_capacity(group.len()),
                 truncated: Vec::with_capacity(group.len()),
             };
-            self.run_batch(&group, &mut part).map(|()| part)
+            self.run_batch(&group, &mut part, short).map(|()| part)
         };
         // All sessions but one (kept for queries) work through the batches.
         let workers = self.sessions.len().saturating_sub(1).min(batches.len());
@@ -713,8 +757,9 @@ impl LocalOnnx {
         Ok(out)
     }
 
-    /// Embeds one batch (at most `batch_size` texts) into `out`.
-    fn run_batch(&self, texts: &[&str], out: &mut Embeddings) -> Result<()> {
+    /// Embeds one batch (at most `batch_size` texts) into `out`, on the
+    /// query session first when `query`.
+    fn run_batch(&self, texts: &[&str], out: &mut Embeddings, query: bool) -> Result<()> {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
@@ -748,7 +793,7 @@ impl LocalOnnx {
             });
         }
 
-        let mut guard = self.session()?;
+        let mut guard = self.session(query)?;
         let outputs = guard
             .session()?
             .run(inputs)
@@ -974,27 +1019,26 @@ static OPTIMIZED: Mutex<[Option<&'static [u8]>; OPTIMIZED_SLOTS]> =
 /// The graphs [`OPTIMIZED`] keeps.
 const OPTIMIZED_SLOTS: usize = 3;
 
-/// The graph the sessions run: the export's own, or (MiniLM at int8
-/// `precision`) rewritten for int8 products ([`super::int8`]); `None`: a
-/// model the precision does not apply to.
+/// The graph the sessions run: the export's own, or rewritten
+/// ([`super::int8`]): MiniLM at int8 `precision` for int8 products; e5
+/// (`precision` `None`, a model the precision does not apply to) for
+/// activations quantized per row.
 fn session_graph<'m>(
     model: &'m [u8],
     precision: Option<LocalPrecision>,
     path: &Path,
 ) -> Result<Cow<'m, [u8]>> {
-    match precision {
-        None | Some(LocalPrecision::Float) => Ok(Cow::Borrowed(model)),
-        Some(LocalPrecision::Int8) => {
-            super::int8::int8_products(model)
-                .map(Cow::Owned)
-                .map_err(|e| {
-                    Error::Embedding(format!(
-                        "cannot rewrite {} for int8 products: {e}",
-                        path.display()
-                    ))
-                })
-        }
-    }
+    let rewritten = match precision {
+        Some(LocalPrecision::Float) => return Ok(Cow::Borrowed(model)),
+        Some(LocalPrecision::Int8) => super::int8::int8_products(model),
+        None => super::int8::row_quantized_products(model),
+    };
+    rewritten.map(Cow::Owned).map_err(|e| {
+        Error::Embedding(format!(
+            "cannot rewrite {} for int8 products: {e}",
+            path.display()
+        ))
+    })
 }
 
 /// [`OPTIMIZED`], the first time from the cache file in the models
@@ -1048,7 +1092,8 @@ fn cache_path(models_dir: &Path, options: &LocalOnnxOptions) -> Option<PathBuf> 
     }
     let variant = match (options.model.has_precision(), options.precision) {
         (true, LocalPrecision::Int8) => format!("-int8v{}", super::int8::REWRITE_VERSION),
-        _ => String::new(),
+        (true, LocalPrecision::Float) => String::new(),
+        (false, _) => format!("-rowsv{}", super::int8::REWRITE_VERSION),
     };
     Some(models_dir.join(format!(
         "model-{}-{}{variant}.ort",

@@ -69,8 +69,10 @@ pub(crate) const LOCAL_PROVIDER: &str = "local-onnx";
 pub(crate) const LOCAL_NAME: &str = "all-MiniLM-L6-v2";
 /// The local model's name when run with int8 products (`LocalPrecision::Int8`).
 pub(crate) const LOCAL_NAME_INT8: &str = "all-MiniLM-L6-v2-int8";
-/// e5-small-v2's name (`LocalModel::E5SmallV2`, its int8 export).
-pub(crate) const LOCAL_NAME_E5: &str = "e5-small-v2-int8";
+/// e5-small-v2's name (`LocalModel::E5SmallV2`, its int8 export with
+/// activations quantized per row; `e5-small-v2-int8`, its export as
+/// shipped, was stop 51's).
+pub(crate) const LOCAL_NAME_E5: &str = "e5-small-v2-int8-rows";
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 pub use passage::{NEIGHBOUR_CHARS, Passage};
