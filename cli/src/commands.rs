@@ -43,7 +43,7 @@ pub fn run(cli: Cli) -> Result<Output> {
     };
     // Commands that embed load the model (a few hundred ms) only when needed.
     let (choice, models, openai, passage) = (cli.embedder, cli.models, cli.openai, cli.passage);
-    let embedding = || embedder::load(choice, models.clone(), &openai);
+    let embedding = || embedder::load(choice, models.clone(), &openai, &dir);
     let create_embedding_cached = |cache: Option<u64>| -> Result<Memdb> {
         let (e, note) = embedding()?;
         if let Some(note) = note {

@@ -17,17 +17,21 @@ use crate::args::{EmbedderChoice, OpenAiArgs};
 /// found no installed model, a note saying so.
 pub type Loaded = (Option<Arc<dyn Embedder>>, Option<String>);
 
-/// The embedder for `choice`, or `None` with the engine's note when `auto`
-/// finds no installed model.
+/// The embedder for `choice` and the store in `store` (a store embedded
+/// with one local model keeps it unless `MEMDB_LOCAL_MODEL` names
+/// another), or `None` with the engine's note when `auto` finds no
+/// installed model.
 pub fn load(
     choice: EmbedderChoice,
     models: Option<PathBuf>,
     openai: &OpenAiArgs,
+    store: &std::path::Path,
 ) -> Result<Loaded> {
     let selected = memdb::select_embedder(&EmbedderSettings {
         kind: choice.into(),
         models_dir: models,
         openai: openai.settings(),
+        stored: Memdb::stored_message_model(store),
     })?;
     Ok((selected.embedder, selected.note))
 }

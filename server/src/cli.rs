@@ -261,13 +261,20 @@ pub fn init_tracing() {
 }
 
 /// The engine configuration for the chosen embedder, built by the engine
-/// (`memdb::select_embedder`, the CLI's too). `auto` without an installed
-/// model logs the engine's note and runs keyword only.
+/// (`memdb::select_embedder`, the CLI's too; a store embedded with one
+/// local model keeps it unless `MEMDB_LOCAL_MODEL` names another). `auto`
+/// without an installed model logs the engine's note and runs keyword
+/// only.
 pub fn engine_config(c: &ServerConfig) -> Result<memdb::Config, ServerError> {
     let settings = memdb::EmbedderSettings {
         kind: c.embedder.into(),
         models_dir: c.models_dir.clone(),
         openai: c.openai.to_engine(),
+        stored: c
+            .data
+            .clone()
+            .or_else(|| dirs::data_dir().map(|d| d.join("memdb")))
+            .and_then(memdb::Memdb::stored_message_model),
     };
     let selected = memdb::select_embedder(&settings).map_err(|e| match e {
         memdb::Error::InvalidInput { .. } => ServerError::Config(e.to_string()),

@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use memdb::{Embedder, Error, Hashing, LocalOnnx, LocalOnnxOptions, LocalPrecision, Metric};
+use memdb::{
+    Embedder, Error, Hashing, LocalModel, LocalOnnx, LocalOnnxOptions, LocalPrecision, Metric,
+};
 
 fn cos(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -19,23 +21,37 @@ fn models_dir() -> PathBuf {
     memdb::default_models_dir().expect("models directory")
 }
 
-/// One model for the whole test binary (loading costs a few hundred ms).
+/// all-MiniLM-L6-v2 with int8 products, one for the whole test binary
+/// (loading costs a few hundred ms): the model these mechanics (batches,
+/// sessions, int8 products, the Python reference) were first checked on.
+/// e5-small-v2, the default, has its own test below.
 fn model() -> &'static LocalOnnx {
     static MODEL: OnceLock<LocalOnnx> = OnceLock::new();
     MODEL.get_or_init(|| {
-        LocalOnnx::open(&models_dir()).unwrap_or_else(|e| {
+        LocalOnnx::open_with(
+            &models_dir(),
+            LocalOnnxOptions::default().model(LocalModel::MiniLm),
+        )
+        .unwrap_or_else(|e| {
             panic!("{e}\n(the local-model tests need scripts/install-model.sh to have run)")
         })
     })
 }
 
-/// The model run as the export is, with float products.
+/// Options of MiniLM, [`model`]'s model.
+fn minilm() -> LocalOnnxOptions {
+    LocalOnnxOptions::default().model(LocalModel::MiniLm)
+}
+
+/// MiniLM run as the export is, with float products.
 fn float_model() -> &'static LocalOnnx {
     static MODEL: OnceLock<LocalOnnx> = OnceLock::new();
     MODEL.get_or_init(|| {
         LocalOnnx::open_with(
             &models_dir(),
-            LocalOnnxOptions::default().precision(LocalPrecision::Float),
+            LocalOnnxOptions::default()
+                .model(LocalModel::MiniLm)
+                .precision(LocalPrecision::Float),
         )
         .expect("the local model")
     })
@@ -83,6 +99,9 @@ fn local_model_identity_dimension_and_norm() {
         ),
         ("local-onnx", "all-MiniLM-L6-v2-int8", 384, Metric::Cosine)
     );
+    // e5-small-v2 is the default (SPEC.md §23.4).
+    assert_eq!(LocalModel::default(), LocalModel::E5SmallV2);
+    assert_eq!(LocalOnnx::FILES, LocalModel::E5SmallV2.files());
     // Float products are another model to a store: their own name.
     assert_eq!(float_model().identity().name, "all-MiniLM-L6-v2");
     assert_eq!(LocalPrecision::Float.model_name(), LocalOnnx::NAME);
@@ -144,7 +163,7 @@ fn local_model_batches_match_single_calls() {
     assert!(worst < 1e-5, "batched and single vectors differ by {worst}");
 
     // Small batches give the same vectors as one big one.
-    let chunked = LocalOnnx::open_with(&models_dir(), LocalOnnxOptions::default().batch_size(2))
+    let chunked = LocalOnnx::open_with(&models_dir(), minilm().batch_size(2))
         .unwrap()
         .embed(&texts)
         .unwrap();
@@ -160,13 +179,12 @@ fn concurrent_sessions_agree_with_one() {
     let texts: Vec<String> = (0..24)
         .map(|i| format!("message number {i} about topic {}", i % 5))
         .collect();
-    let one = LocalOnnx::open_with(&models_dir(), LocalOnnxOptions::default().sessions(1)).unwrap();
+    let one = LocalOnnx::open_with(&models_dir(), minilm().sessions(1)).unwrap();
     let expected: Vec<Vec<f32>> = texts
         .iter()
         .map(|t| one.embed(&[t]).unwrap().remove(0))
         .collect();
-    let pool =
-        LocalOnnx::open_with(&models_dir(), LocalOnnxOptions::default().sessions(3)).unwrap();
+    let pool = LocalOnnx::open_with(&models_dir(), minilm().sessions(3)).unwrap();
     assert_eq!(pool.options().sessions, 3);
     std::thread::scope(|s| {
         for worker in 0..4 {
@@ -191,8 +209,7 @@ fn concurrent_sessions_agree_with_one() {
 /// (batched by length internally) returns its vectors in input order.
 #[test]
 fn sessions_are_made_lazily_and_mixed_lengths_keep_their_order() {
-    let pool =
-        LocalOnnx::open_with(&models_dir(), LocalOnnxOptions::default().sessions(3)).unwrap();
+    let pool = LocalOnnx::open_with(&models_dir(), minilm().sessions(3)).unwrap();
     assert_eq!(pool.sessions_created(), 1);
     for i in 0..5 {
         pool.embed(&[&format!("one query at a time {i}")]).unwrap();
@@ -291,9 +308,13 @@ fn local_model_cuts_a_long_text_into_passages_it_reads_whole() {
     }
 }
 
-/// Copies the installed model files into a fresh directory.
+/// Copies the installed files of the default model into a fresh directory.
 fn copy_models(to: &Path) {
-    for f in LocalOnnx::FILES {
+    copy_model_files(to, LocalModel::default());
+}
+
+fn copy_model_files(to: &Path, m: LocalModel) {
+    for f in m.files() {
         std::fs::copy(models_dir().join(f), to.join(f)).expect("copy model file");
     }
 }
@@ -301,19 +322,22 @@ fn copy_models(to: &Path) {
 #[test]
 fn corrupted_model_file_is_a_clear_error() {
     model(); // the real files are installed
-    for victim in ["model.onnx", "tokenizer.json"] {
-        let dir = crate::tmp();
-        copy_models(dir.path());
-        let path = dir.path().join(victim);
-        let mut bytes = std::fs::read(&path).unwrap();
-        let mid = bytes.len() / 2;
-        bytes[mid] ^= 0xff;
-        std::fs::write(&path, bytes).unwrap();
-        let err = LocalOnnx::open(dir.path()).unwrap_err();
-        let msg = err.to_string();
-        assert!(matches!(err, Error::Corrupted { .. }), "{msg}");
-        assert!(msg.contains(victim) && msg.contains("SHA-256"), "{msg}");
-        assert!(msg.contains("install-model.sh"), "{msg}");
+    for m in LocalModel::ALL {
+        for victim in [m.model_file(), m.tokenizer_file()] {
+            let dir = crate::tmp();
+            copy_model_files(dir.path(), m);
+            let path = dir.path().join(victim);
+            let mut bytes = std::fs::read(&path).unwrap();
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0xff;
+            std::fs::write(&path, bytes).unwrap();
+            let err =
+                LocalOnnx::open_with(dir.path(), LocalOnnxOptions::default().model(m)).unwrap_err();
+            let msg = err.to_string();
+            assert!(matches!(err, Error::Corrupted { .. }), "{msg}");
+            assert!(msg.contains(victim) && msg.contains("SHA-256"), "{msg}");
+            assert!(msg.contains("install-model.sh"), "{msg}");
+        }
     }
 }
 
@@ -504,4 +528,46 @@ fn e5_reads_queries_and_passages_with_their_prefixes() {
         let alone = e5.embed(&[turn]).unwrap().remove(0);
         assert!(cos(&alone, batched) > 0.99999, "{turn}");
     }
+}
+
+/// A store embedded with one local model keeps it: with
+/// `MEMDB_LOCAL_MODEL` unset, the embedder chosen for an existing store is
+/// the one its messages were embedded with (SPEC.md §23.6), and a new
+/// store gets the default.
+#[test]
+fn a_store_keeps_the_local_model_it_was_embedded_with() {
+    use memdb::{Config, EmbedderKind, EmbedderSettings, Memdb, select_embedder};
+    assert!(
+        std::env::var(memdb::LOCAL_MODEL_ENV).is_err()
+            && std::env::var("MEMDB_LOCAL_PRECISION").is_err(),
+        "run this test without MEMDB_LOCAL_MODEL and MEMDB_LOCAL_PRECISION"
+    );
+    let chosen = |store: &Path| {
+        let settings = EmbedderSettings {
+            stored: Memdb::stored_message_model(store),
+            models_dir: Some(models_dir()),
+            ..EmbedderSettings::new(EmbedderKind::Auto)
+        };
+        select_embedder(&settings)
+            .unwrap()
+            .embedder
+            .expect("the local model")
+            .identity()
+            .name
+    };
+    let old = crate::tmp();
+    let minilm: std::sync::Arc<dyn Embedder> = std::sync::Arc::new(
+        LocalOnnx::open_with(
+            &models_dir(),
+            LocalOnnxOptions::default().model(LocalModel::MiniLm),
+        )
+        .unwrap(),
+    );
+    drop(Memdb::open_with(old.path(), Config::with_embedder(minilm)).unwrap());
+    assert_eq!(chosen(old.path()), "all-MiniLM-L6-v2-int8");
+    // A new store, and a directory with no store yet: the default.
+    let new = crate::tmp();
+    drop(Memdb::open(new.path()).unwrap());
+    assert_eq!(chosen(new.path()), "e5-small-v2-int8-rows");
+    assert_eq!(chosen(&new.path().join("absent")), "e5-small-v2-int8-rows");
 }

@@ -1041,30 +1041,57 @@ fn a_sync_reports_its_progress_file_by_file() {
 
 #[test]
 fn the_semantic_cutoff_is_calibrated_for_the_local_model() {
-    use memdb::kuradb::{MIN_SIMILARITY, MINILM_MIN_SIMILARITY, min_similarity};
+    use memdb::kuradb::{MIN_SIMILARITY, MINILM_MIN_SIMILARITY, SemanticCut, semantic_cut};
     let dir = memdb::default_models_dir().unwrap();
-    let model =
-        Arc::new(memdb::LocalOnnx::open(&dir).unwrap_or_else(|e| {
-            panic!("{e}\n(this test needs scripts/install-model.sh to have run)")
-        }));
-    assert_eq!(min_similarity(&model.identity()), MINILM_MIN_SIMILARITY);
+    let open = |m: memdb::LocalModel| {
+        Arc::new(
+            memdb::LocalOnnx::open_with(&dir, memdb::LocalOnnxOptions::default().model(m))
+                .unwrap_or_else(|e| {
+                    panic!("{e}\n(this test needs scripts/install-model.sh to have run)")
+                }),
+        )
+    };
+    let minilm = open(memdb::LocalModel::MiniLm);
     assert_eq!(
-        min_similarity(&Hashing::new(64).unwrap().identity()),
-        MIN_SIMILARITY
+        semantic_cut(&minilm.identity()),
+        SemanticCut::Absolute(MINILM_MIN_SIMILARITY)
     );
-    // e5-small-v2 (SPEC.md §15.4): its cosines sit high, so its own
-    // cutoff. (Not the two-file check below: at its equal-error point e5
-    // cuts the paraphrase MiniLM keeps; SPEC.md §15.4.)
+    assert_eq!(
+        semantic_cut(&Hashing::new(64).unwrap().identity()),
+        SemanticCut::Absolute(MIN_SIMILARITY)
+    );
+    // e5-small-v2's cosines sit high and move with the query: a hit must
+    // beat the query's baseline (SPEC.md §15.4).
+    let e5 = open(memdb::LocalModel::E5SmallV2);
+    assert!(matches!(
+        semantic_cut(&e5.identity()),
+        SemanticCut::AboveBaseline { .. }
+    ));
+    the_cutoff_keeps_only_the_file_a_query_is_about(minilm);
+    the_cutoff_keeps_only_the_file_a_query_is_about(e5);
+}
+
+#[test]
+fn the_e5_baseline_is_the_anchors_mean() {
     let e5 = memdb::LocalOnnx::open_with(
-        &dir,
+        &memdb::default_models_dir().unwrap(),
         memdb::LocalOnnxOptions::default().model(memdb::LocalModel::E5SmallV2),
     )
     .expect("e5-small-v2 (scripts/install-model.sh)");
-    assert_eq!(
-        min_similarity(&e5.identity()),
-        memdb::kuradb::E5_MIN_SIMILARITY
-    );
-    the_cutoff_keeps_only_the_file_a_query_is_about(model);
+    let anchors = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/kb/e5_anchors.txt"),
+    )
+    .unwrap();
+    let texts: Vec<&str> = anchors.lines().collect();
+    assert_eq!(texts.len(), 64);
+    let vectors = e5.embed(&texts).unwrap();
+    for (j, want) in memdb::kuradb::E5_ANCHOR_MEAN.iter().enumerate() {
+        let mean = vectors.iter().map(|v| v[j]).sum::<f32>() / texts.len() as f32;
+        assert!(
+            (mean - want).abs() < 1e-4,
+            "dimension {j}: {mean} != {want}"
+        );
+    }
 }
 
 /// A base of two unrelated files: a paraphrase sharing no content word

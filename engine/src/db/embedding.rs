@@ -328,6 +328,26 @@ impl Memdb {
         })
     }
 
+    /// The model the store in `dir` embeds its messages with (its active
+    /// message space's), read without opening the store, so a caller can
+    /// pick the embedder that matches it (`select_embedder`). `None` when
+    /// `dir` holds no store, its messages have no vector space yet, or the
+    /// store cannot be read now (another process holds it, or it is
+    /// damaged: the real open says why).
+    pub fn stored_message_model(dir: impl AsRef<std::path::Path>) -> Option<ModelIdentity> {
+        let dir = dir.as_ref();
+        let path = dir.join("memdb.redb");
+        if !path.is_file() {
+            return None;
+        }
+        let _lock = crate::util::lock::DirLock::acquire(dir).ok()?;
+        let store = crate::store::Store::open_with_cache(&path, 1 << 20).ok()?;
+        let txn = store.read().ok()?;
+        let id = embed_queue::message_space(&txn, MessageSpace::Active).ok()??;
+        let space = space_by_id(&txn, id).ok()??;
+        model_of(&space).ok()
+    }
+
     /// Called by `open_with` when an embedder is configured: a store that has
     /// no message space yet gets one for this model, with every existing
     /// message queued (one transaction).

@@ -162,7 +162,7 @@ pub struct RecordFilter {
 
 /// The vector side of a record search: (id, similarity) best first, and
 /// the query's embedding.
-type VectorHits = (Vec<(Uuid, f32)>, Option<Vec<f32>>);
+pub(crate) type VectorHits = (Vec<(Uuid, f32)>, Option<Vec<f32>>);
 
 /// Which signals [`Memdb::search_records_by`] ranks by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1028,30 +1028,31 @@ impl Memdb {
             .allowed
             .as_ref()
             .map(|a| a.iter().map(|u| u.as_u128()).collect());
-        self.nearest_records_in(query, filter, allowed.as_ref(), k)
+        Ok(self
+            .nearest_records_in(query, filter, allowed.as_ref(), k)?
+            .0)
     }
 
     /// [`Memdb::nearest_records`] with the allow-list given as the set a
     /// vector search takes (`filter.allowed` is not read): a stage that
-    /// feeds another builds it once, with no conversion.
+    /// feeds another builds it once, with no conversion. Also gives the
+    /// query's vector, when one was made.
     pub(crate) fn nearest_records_in(
         &self,
         query: &str,
         filter: &RecordFilter,
         allowed: Option<&IdSet>,
         k: usize,
-    ) -> Result<Vec<(Uuid, f32)>> {
+    ) -> Result<VectorHits> {
         if filter.kinds.is_empty() {
             return Err(Error::invalid("kinds", "at least one record kind"));
         }
         crate::text::budget::check_natural(query)?;
         if k == 0 || self.config().embedder.is_none() || !crate::text::natural::has_words(query) {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         }
         let codes: Vec<u16> = filter.kinds.iter().map(|k| k.code).collect();
-        Ok(self
-            .record_vector_hits(query, filter, &codes, allowed, k)?
-            .0)
+        self.record_vector_hits(query, filter, &codes, allowed, k)
     }
 
     /// This namespace's records of `kind`, oldest first.

@@ -652,6 +652,20 @@ pub(crate) fn row_quantized_products(model: &[u8]) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
 
+    /// The ops a row quantizer is written as, in order.
+    const QUANTIZER: [&str; 8] = [
+        "Abs",
+        "ReduceMax",
+        "Max",
+        "Div",
+        "Div",
+        "Round",
+        "Add",
+        "Cast",
+    ];
+    /// The ops an int8 product and its scaling back are written as.
+    const PRODUCT: [&str; 4] = ["MatMulInteger", "Cast", "Mul", "Mul"];
+
     /// A graph `y = MatMul(x, Mul(Cast(W, to), s))` plus an unrelated node.
     fn tiny_model(cast_to: i64) -> Vec<u8> {
         let mut e = Emitter {
@@ -701,24 +715,7 @@ mod tests {
         let out = int8_products(&tiny_model(FLOAT as i64)).unwrap();
         let nodes = ops(&out);
         let names: Vec<&str> = nodes.iter().map(|(op, _)| op.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "Abs",
-                "ReduceMax",
-                "Max",
-                "Div",
-                "Div",
-                "Round",
-                "Add",
-                "Cast",
-                "MatMulInteger",
-                "Cast",
-                "Mul",
-                "Mul",
-                "Relu"
-            ]
-        );
+        assert_eq!(names, [&QUANTIZER[..], &PRODUCT, &["Relu"]].concat());
         // The ir_version field is kept, and the constants are added.
         let top = fields(&out).unwrap();
         assert_eq!((top[0].number, top[0].varint()), (1, Some(8)));
@@ -776,18 +773,7 @@ mod tests {
         let out = row_quantized_products(&dynamic_model(false)).unwrap();
         let nodes = ops(&out);
         let names: Vec<&str> = nodes.iter().map(|(op, _)| op.as_str()).collect();
-        let product = ["MatMulInteger", "Cast", "Mul", "Mul"];
-        let quantizer = [
-            "Abs",
-            "ReduceMax",
-            "Max",
-            "Div",
-            "Div",
-            "Round",
-            "Add",
-            "Cast",
-        ];
-        assert_eq!(names, [&quantizer[..], &product, &product].concat());
+        assert_eq!(names, [&QUANTIZER[..], &PRODUCT, &PRODUCT].concat());
         // The quantizer writes the rows and scale under their old names,
         // and each product ends in the old output.
         assert_eq!(nodes[3].1, ["xs"]);

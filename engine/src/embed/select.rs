@@ -187,6 +187,12 @@ pub struct EmbedderSettings {
     pub models_dir: Option<PathBuf>,
     /// The `openai` embedder's settings (ignored by the other kinds).
     pub openai: OpenAiSettings,
+    /// The model the store's messages were embedded with, when known
+    /// (`Memdb::stored_message_model`): with `MEMDB_LOCAL_MODEL` and
+    /// `MEMDB_LOCAL_PRECISION` unset, a local model of that identity is
+    /// the one chosen, so a store embedded before the default changed
+    /// keeps its model (SPEC.md §23.6).
+    pub stored: Option<crate::embed::ModelIdentity>,
 }
 
 impl EmbedderSettings {
@@ -252,8 +258,8 @@ pub fn select_embedder(settings: &EmbedderSettings) -> Result<SelectedEmbedder> 
         }),
         EmbedderKind::Hashing => Ok(some(Arc::new(Hashing::default()))),
         EmbedderKind::Openai => openai(&settings.openai).map(some),
-        EmbedderKind::Local => local(&models_dir()?).map(some),
-        EmbedderKind::Auto => auto(&models_dir()?),
+        EmbedderKind::Local => local(&models_dir()?, settings.stored.as_ref()).map(some),
+        EmbedderKind::Auto => auto(&models_dir()?, settings.stored.as_ref()),
     }
 }
 
@@ -289,8 +295,8 @@ fn local_precision(value: Option<&str>) -> Result<crate::embed::LocalPrecision> 
     }
 }
 
-/// Environment variable choosing the local model: `minilm` (the default,
-/// all-MiniLM-L6-v2) or `e5-small-v2` (SPEC.md §23.4).
+/// Environment variable choosing the local model: `e5-small-v2` (the
+/// default) or `minilm` (all-MiniLM-L6-v2; SPEC.md §23.4).
 pub const LOCAL_MODEL_ENV: &str = "MEMDB_LOCAL_MODEL";
 
 /// The local model `MEMDB_LOCAL_MODEL`'s value names (unset or empty: the
@@ -309,30 +315,51 @@ fn local_model(value: Option<&str>) -> Result<crate::embed::LocalModel> {
 }
 
 #[cfg(feature = "local-onnx")]
-fn local(dir: &Path) -> Result<Arc<dyn Embedder>> {
-    let model = local_model(std::env::var(LOCAL_MODEL_ENV).ok().as_deref())?;
-    open_local(dir, model)
-}
-
-#[cfg(feature = "local-onnx")]
-fn open_local(dir: &Path, model: crate::embed::LocalModel) -> Result<Arc<dyn Embedder>> {
-    use crate::embed::{LocalOnnx, LocalOnnxOptions};
-    let value = std::env::var(LOCAL_PRECISION_ENV).ok();
-    let precision = local_precision(value.as_deref())?;
-    Ok(Arc::new(LocalOnnx::open_with(
+fn local(dir: &Path, stored: Option<&crate::embed::ModelIdentity>) -> Result<Arc<dyn Embedder>> {
+    let named = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+    let (model_env, precision_env) = (named(LOCAL_MODEL_ENV), named(LOCAL_PRECISION_ENV));
+    let stored = match (&model_env, &precision_env) {
+        (None, None) => stored.and_then(stored_local),
+        _ => None,
+    };
+    let (model, precision) = match stored {
+        Some(found) => found,
+        None => (
+            local_model(model_env.as_deref())?,
+            local_precision(precision_env.as_deref())?,
+        ),
+    };
+    Ok(Arc::new(crate::embed::LocalOnnx::open_with(
         dir,
-        LocalOnnxOptions::default()
+        crate::embed::LocalOnnxOptions::default()
             .model(model)
             .precision(precision),
     )?))
 }
 
+/// The local model and precision whose vectors are `model`'s, if one is.
+#[cfg(feature = "local-onnx")]
+fn stored_local(
+    model: &crate::embed::ModelIdentity,
+) -> Option<(crate::embed::LocalModel, crate::embed::LocalPrecision)> {
+    use crate::embed::{LocalModel, LocalPrecision};
+    if model.provider != crate::embed::LOCAL_PROVIDER {
+        return None;
+    }
+    LocalModel::ALL.into_iter().find_map(|m| {
+        [LocalPrecision::Int8, LocalPrecision::Float]
+            .into_iter()
+            .find(|&p| m.identity_name(p) == model.name)
+            .map(|p| (m, p))
+    })
+}
+
 #[cfg(not(feature = "local-onnx"))]
-fn local(_dir: &Path) -> Result<Arc<dyn Embedder>> {
+fn local(_dir: &Path, _stored: Option<&crate::embed::ModelIdentity>) -> Result<Arc<dyn Embedder>> {
     Err(not_compiled_in(EmbedderKind::Local, "local-onnx"))
 }
 
-fn auto(dir: &Path) -> Result<SelectedEmbedder> {
+fn auto(dir: &Path, stored: Option<&crate::embed::ModelIdentity>) -> Result<SelectedEmbedder> {
     let keyword_only = |note: String| SelectedEmbedder {
         embedder: None,
         note: Some(note),
@@ -344,7 +371,7 @@ fn auto(dir: &Path) -> Result<SelectedEmbedder> {
                 .into(),
         ));
     }
-    match local(dir) {
+    match local(dir, stored) {
         Ok(e) => Ok(SelectedEmbedder {
             embedder: Some(e),
             note: None,
@@ -382,15 +409,12 @@ mod tests {
 
     #[cfg(feature = "local-onnx")]
     #[test]
-    fn the_local_model_is_minilm_unless_another_is_named() {
+    fn the_local_model_is_e5_unless_another_is_named() {
         use crate::embed::LocalModel;
-        for v in [None, Some(""), Some("minilm"), Some(" minilm ")] {
-            assert_eq!(local_model(v).unwrap(), LocalModel::MiniLm, "{v:?}");
+        for v in [None, Some(""), Some("e5-small-v2"), Some(" e5-small-v2 ")] {
+            assert_eq!(local_model(v).unwrap(), LocalModel::E5SmallV2, "{v:?}");
         }
-        assert_eq!(
-            local_model(Some("e5-small-v2")).unwrap(),
-            LocalModel::E5SmallV2
-        );
+        assert_eq!(local_model(Some("minilm")).unwrap(), LocalModel::MiniLm);
         let e = local_model(Some("bge")).unwrap_err().to_string();
         assert!(
             e.contains("MEMDB_LOCAL_MODEL") && e.contains("\"bge\""),

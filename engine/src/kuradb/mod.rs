@@ -21,6 +21,7 @@
 //! store keeps what it had.
 
 pub mod chunk;
+pub mod cutoff;
 pub mod office;
 pub mod pdf;
 pub mod watch;
@@ -37,6 +38,9 @@ use crate::db::Memdb;
 use crate::db::records::{EmbedWhen, NewRecord, Record, RecordFilter, RecordKind, RecordSignals};
 use crate::error::{Error, Result};
 use chunk::FileKind;
+pub use cutoff::{
+    E5_ANCHOR_MEAN, E5_MARGIN, MIN_SIMILARITY, MINILM_MIN_SIMILARITY, SemanticCut, semantic_cut,
+};
 
 /// A knowledge base's registry entry (namespace [`REGISTRY_NAMESPACE`]).
 pub const KNOWLEDGE_BASE: RecordKind = RecordKind {
@@ -60,34 +64,6 @@ pub const CHUNK: RecordKind = RecordKind {
 pub const REGISTRY_NAMESPACE: &str = "kuradb";
 /// The tag of a removed file's chunks.
 pub const DISMISSED: &str = "dismissed";
-/// Semantic hits under this similarity are cut, for a model with no
-/// calibrated cutoff (KuraDB's 0.3, chosen for OpenAI's vectors).
-pub const MIN_SIMILARITY: f32 = 0.3;
-/// The cutoff for the local all-MiniLM-L6-v2, calibrated by `kb_bench
-/// calibrate` (SPEC.md §15.4): the equal-error point, where as many
-/// unrelated query/passage pairs pass as passages holding the query are cut
-/// (about 5.5% each; at 0.3, 2.5% and 9.7%).
-pub const MINILM_MIN_SIMILARITY: f32 = 0.25;
-
-/// The cutoff for the local e5-small-v2, whose cosines sit high: the
-/// equal-error point of the same calibration (SPEC.md §15.4; unrelated
-/// query/passage pairs median 0.78, passages holding the query 0.875; at
-/// 0.815 about 6% of each pass or are cut).
-pub const E5_MIN_SIMILARITY: f32 = 0.815;
-
-/// The semantic cutoff of `kb_search` for vectors of `model`.
-pub fn min_similarity(model: &crate::embed::ModelIdentity) -> f32 {
-    let name = model.name.as_str();
-    if model.provider != crate::embed::LOCAL_PROVIDER {
-        MIN_SIMILARITY
-    } else if [crate::embed::LOCAL_NAME, crate::embed::LOCAL_NAME_INT8].contains(&name) {
-        MINILM_MIN_SIMILARITY
-    } else if name == crate::embed::LOCAL_NAME_E5 {
-        E5_MIN_SIMILARITY
-    } else {
-        MIN_SIMILARITY
-    }
-}
 /// Largest file read as text, in bytes.
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 /// Deepest folder level walked under an inbox.
@@ -199,7 +175,7 @@ pub struct SourceGroup {
 pub enum RagTarget {
     /// BM25 over the chunks.
     Keyword,
-    /// Vector similarity over the chunks (at least [`min_similarity`]).
+    /// Vector similarity over the chunks (kept by [`semantic_cut`]).
     Semantic,
 }
 
@@ -675,7 +651,7 @@ impl Memdb {
 
     /// KuraDB's `search_rag` over knowledge base `name`: keyword (BM25 over
     /// the chunks), semantic (vector similarity, hits under the model's
-    /// [`min_similarity`] cut) or both; each grouped by source file in the
+    /// [`semantic_cut`] cut) or both; each grouped by source file in the
     /// order of its first hit. Dismissed chunks never match.
     pub fn kb_search(
         &self,
@@ -734,14 +710,14 @@ impl Memdb {
     /// of its chunks' vectors, [`RecordKind::sums_into`]) nearest the
     /// query, `N = min(max(sources / 20, 20), sources)` of them, then the
     /// chunks of those sources nearest the query, best first, cut at the
-    /// model's [`min_similarity`]. A knowledge base with at most 20 source
+    /// model's [`semantic_cut`]. A knowledge base with at most 20 source
     /// vectors (N = S: every source passes) is searched in one stage over
     /// all its chunks.
     fn kb_semantic(&self, query: &str, chunks: &RecordFilter, limit: usize) -> Result<Vec<Uuid>> {
         let Some(embedder) = self.config().embedder.clone() else {
             return Ok(Vec::new());
         };
-        let cut = min_similarity(&embedder.identity());
+        let cut = semantic_cut(&embedder.identity());
         let sources = self.indexed_record_vectors(DOCUMENT)?;
         // N = S keeps every source: the first stage would select them all,
         // and the second is then the one-stage search.
@@ -760,10 +736,11 @@ impl Memdb {
                 .collect();
             allowed = Some(self.child_id_set(&top)?);
         }
-        Ok(self
-            .nearest_records_in(query, chunks, allowed.as_ref(), limit)?
+        let (hits, query_vector) =
+            self.nearest_records_in(query, chunks, allowed.as_ref(), limit)?;
+        Ok(hits
             .into_iter()
-            .take_while(|(_, s)| *s >= cut)
+            .take_while(|(_, s)| cut.keeps(*s, query_vector.as_deref()))
             .map(|(id, _)| id)
             .collect())
     }

@@ -243,8 +243,9 @@ fn default_previous_turn() -> f32 {
 }
 
 /// The default of [`FusionWeights::question_lift`] (SPEC.md §18.2 has the
-/// measurements): a question's semantic weight is 0.6 by default.
-pub const DEFAULT_QUESTION_LIFT: f32 = 1.2;
+/// measurements): a question's semantic weight is 1.5 by default (1.2,
+/// and 0.6, while all-MiniLM-L6-v2 was the default model).
+pub const DEFAULT_QUESTION_LIFT: f32 = 3.0;
 
 fn default_question_lift() -> f32 {
     DEFAULT_QUESTION_LIFT
