@@ -583,8 +583,8 @@ pub enum KbAction {
 pub enum EmbedderChoice {
     /// The local model if installed, else none (with a note).
     Auto,
-    /// The local ONNX model (all-MiniLM-L6-v2, or the one
-    /// MEMDB_LOCAL_MODEL names); an error if not installed.
+    /// The local ONNX model (e5-small-v2, the store's own local model, or
+    /// the one MEMDB_LOCAL_MODEL names); an error if not installed.
     Local,
     /// The lexical hashing embedder (no model).
     Hashing,

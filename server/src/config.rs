@@ -27,8 +27,8 @@ pub enum EmbedderChoice {
     None,
     /// The deterministic hashing embedder (tests, no model files).
     Hashing,
-    /// The local ONNX model (all-MiniLM-L6-v2, or the one
-    /// MEMDB_LOCAL_MODEL names) from the models directory.
+    /// The local ONNX model (e5-small-v2, the store's own local model, or
+    /// the one MEMDB_LOCAL_MODEL names) from the models directory.
     Local,
     /// The local model when it is installed, else none (logged).
     Auto,
