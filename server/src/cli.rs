@@ -2,7 +2,7 @@
 //! environment variables over an optional TOML file, then [`run`].
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser};
 
@@ -264,17 +264,13 @@ pub fn init_tracing() {
 /// (`memdb::select_embedder`, the CLI's too; a store embedded with one
 /// local model keeps it unless `MEMDB_LOCAL_MODEL` names another). `auto`
 /// without an installed model logs the engine's note and runs keyword
-/// only.
-pub fn engine_config(c: &ServerConfig) -> Result<memdb::Config, ServerError> {
+/// only. `data` is the data directory the configuration is for.
+pub fn engine_config(c: &ServerConfig, data: &Path) -> Result<memdb::Config, ServerError> {
     let settings = memdb::EmbedderSettings {
         kind: c.embedder.into(),
         models_dir: c.models_dir.clone(),
         openai: c.openai.to_engine(),
-        stored: c
-            .data
-            .clone()
-            .or_else(|| dirs::data_dir().map(|d| d.join("memdb")))
-            .and_then(memdb::Memdb::stored_message_model),
+        stored: memdb::Memdb::stored_message_model(data),
     };
     let selected = memdb::select_embedder(&settings).map_err(|e| match e {
         memdb::Error::InvalidInput { .. } => ServerError::Config(e.to_string()),
@@ -310,7 +306,7 @@ pub fn run(config: ServerConfig) -> Result<(), ServerError> {
             .map(|d| d.join("memdb"))
             .ok_or_else(|| ServerError::Config("no data directory: pass --data".into()))?,
     };
-    let engine = engine_config(&config)?;
+    let engine = engine_config(&config, &data)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -601,7 +601,7 @@ mod tests {
             },
             ..ServerConfig::default()
         };
-        let err = crate::cli::engine_config(&c).unwrap_err();
+        let err = crate::cli::engine_config(&c, Path::new("/nonexistent")).unwrap_err();
         assert!(matches!(err, ServerError::Config(_)), "{err}");
         let err = err.to_string();
         assert!(!err.contains('\n'), "{err}");
@@ -614,10 +614,13 @@ mod tests {
     /// the default is the engine's); 0 is a startup error naming the key.
     #[test]
     fn the_store_cache_comes_from_the_file_in_mib() {
-        let engine = crate::cli::engine_config(&ServerConfig {
-            embedder: EmbedderChoice::None,
-            ..ServerConfig::default()
-        })
+        let engine = crate::cli::engine_config(
+            &ServerConfig {
+                embedder: EmbedderChoice::None,
+                ..ServerConfig::default()
+            },
+            Path::new("/nonexistent"),
+        )
         .unwrap();
         assert_eq!(
             engine.store_cache_bytes,
@@ -626,11 +629,13 @@ mod tests {
         let mut c: ServerConfig = toml::from_str("store_cache_mb = 64").unwrap();
         c.embedder = EmbedderChoice::None;
         assert_eq!(
-            crate::cli::engine_config(&c).unwrap().store_cache_bytes,
+            crate::cli::engine_config(&c, Path::new("/nonexistent"))
+                .unwrap()
+                .store_cache_bytes,
             64 << 20
         );
         c.store_cache_mb = 0;
-        let err = crate::cli::engine_config(&c).unwrap_err();
+        let err = crate::cli::engine_config(&c, Path::new("/nonexistent")).unwrap_err();
         assert!(matches!(err, ServerError::Config(_)), "{err}");
         assert!(err.to_string().contains("store_cache_mb"), "{err}");
     }

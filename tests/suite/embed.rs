@@ -445,6 +445,7 @@ fn int8_products_stay_close_to_float_products() {
 /// installed (as the CLI does), and keyword-only search when it is not.
 #[test]
 fn the_server_uses_the_local_model_by_default() {
+    let empty_store = crate::tmp();
     let installed = memdb_server::config::ServerConfig {
         models_dir: Some(models_dir()),
         ..Default::default()
@@ -453,7 +454,8 @@ fn the_server_uses_the_local_model_by_default() {
         installed.embedder,
         memdb_server::config::EmbedderChoice::Auto
     );
-    let engine = memdb_server::cli::engine_config(&installed).expect("engine config");
+    let engine =
+        memdb_server::cli::engine_config(&installed, empty_store.path()).expect("engine config");
     let e = engine.embedder.expect("the local model");
     assert_eq!(e.identity().provider, "local-onnx");
     let empty = tempfile::tempdir().unwrap();
@@ -461,7 +463,8 @@ fn the_server_uses_the_local_model_by_default() {
         models_dir: Some(empty.path().to_path_buf()),
         ..Default::default()
     };
-    let engine = memdb_server::cli::engine_config(&missing).expect("no model is not an error");
+    let engine = memdb_server::cli::engine_config(&missing, empty_store.path())
+        .expect("no model is not an error");
     assert!(engine.embedder.is_none());
 }
 

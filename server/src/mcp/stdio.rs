@@ -152,7 +152,7 @@ pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
     }
     settings.models_dir = args.models_dir.clone();
     settings.openai = args.openai.clone();
-    let engine = crate::cli::engine_config(&settings)?;
+    let engine = crate::cli::engine_config(&settings, &data)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
