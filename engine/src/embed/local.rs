@@ -162,13 +162,6 @@ impl LocalModel {
         }
     }
 
-    /// Whether [`LocalPrecision`] applies: the MiniLM export keeps int8
-    /// weights behind a cast that can be rewritten (`int8.rs`); the e5
-    /// export already multiplies in int8 (`MatMulInteger`).
-    fn has_precision(self) -> bool {
-        self == LocalModel::MiniLm
-    }
-
     /// The model's identity name, run with `precision`.
     pub fn identity_name(self, precision: LocalPrecision) -> &'static str {
         match self {
@@ -348,6 +341,9 @@ pub struct LocalOnnx {
     /// The same vocabulary without truncation or padding: finds where a
     /// long text's passages are cut.
     whole: Tokenizer,
+    /// Word pieces of the model's passage prefix, which take their share
+    /// of every passage window.
+    prefix_tokens: usize,
     inputs: Vec<InputKind>,
     output: String,
     options: LocalOnnxOptions,
@@ -477,7 +473,7 @@ impl LocalOnnx {
     /// ([`LocalModel::files`] gives each model's).
     pub const FILES: [&'static str; 3] = LocalModel::E5SmallV2.files();
 
-    /// Loads the model from `models_dir` with default options (1 thread).
+    /// Loads the default model from `models_dir` with default options.
     pub fn open(models_dir: &Path) -> Result<Self> {
         Self::open_with(models_dir, LocalOnnxOptions::default())
     }
@@ -529,6 +525,14 @@ impl LocalOnnx {
         whole
             .with_truncation(None)
             .map_err(|e| Error::Embedding(format!("tokenizer truncation: {e}")))?;
+        let prefix_tokens = match kind.passage_prefix() {
+            "" => 0,
+            p => whole
+                .encode(p, false)
+                .map_err(|e| Error::Embedding(format!("tokenizer: {e}")))?
+                .get_ids()
+                .len(),
+        };
         tokenizer.with_padding(Some(PaddingParams {
             strategy: PaddingStrategy::BatchLongest,
             ..PaddingParams::default()
@@ -547,14 +551,10 @@ impl LocalOnnx {
         // own (about 95 MB each).
         // The graph is rewritten for int8 products only when ONNX Runtime
         // has to read it: not when the optimized model is cached.
-        let precision = kind.has_precision().then_some(options.precision);
-        let graph = || session_graph(&model, precision, &model_path);
-        let cache = cache_path(models_dir, &options);
-        let slot = match precision {
-            Some(p) => p as usize,
-            None => OPTIMIZED_SLOTS - 1,
-        };
-        let weights = match shared_weights(&env, slot, cache.as_deref(), graph)? {
+        let variant = Graph::of(&options);
+        let graph = || variant.rewrite(&model, &model_path);
+        let cache = cache_path(models_dir, &options, variant);
+        let weights = match shared_weights(&env, variant as usize, cache.as_deref(), graph)? {
             Some(bytes) => Weights::Shared(bytes),
             None => Weights::Own(graph()?.into_owned()),
         };
@@ -599,6 +599,7 @@ impl LocalOnnx {
             next: AtomicUsize::new(0),
             tokenizer,
             whole,
+            prefix_tokens,
             inputs,
             output,
             options,
@@ -893,16 +894,11 @@ impl Embedder for LocalOnnx {
             .encode(text, false)
             .map_err(|e| Error::Embedding(format!("tokenizer: {e}")))?;
         // The passage prefix takes its own word pieces of the window.
-        let prefix = match self.options.model.passage_prefix() {
-            "" => 0,
-            p => self
-                .whole
-                .encode(p, false)
-                .map_err(|e| Error::Embedding(format!("tokenizer: {e}")))?
-                .get_ids()
-                .len(),
-        };
-        let window = self.options.max_tokens.saturating_sub(2 + prefix).max(1);
+        let window = self
+            .options
+            .max_tokens
+            .saturating_sub(2 + self.prefix_tokens)
+            .max(1);
         let ranges = super::token_windows(enc.get_offsets(), window, text.len());
         // Offsets come from the tokenizer; a range that is not on character
         // boundaries would be a tokenizer bug, and the whole text is then
@@ -1012,34 +1008,58 @@ fn read_verified(path: &Path, expected: &str) -> Result<Vec<u8>> {
 /// (the same outputs and speed; the resident memory of a knowledge-base
 /// sync fell by about 200 MB, benches/README.md). Saved at the extended level,
 /// which has no hardware-specific rewrites; sessions still load it at the
-/// full level. One per graph: MiniLM's per [`LocalPrecision`] (indexed by
-/// `precision as usize`), then e5's.
-static OPTIMIZED: Mutex<[Option<&'static [u8]>; OPTIMIZED_SLOTS]> =
-    Mutex::new([None; OPTIMIZED_SLOTS]);
+/// full level. One per [`Graph`] (indexed by `graph as usize`).
+static OPTIMIZED: Mutex<[Option<&'static [u8]>; Graph::COUNT]> = Mutex::new([None; Graph::COUNT]);
 
-/// The graphs [`OPTIMIZED`] keeps.
-const OPTIMIZED_SLOTS: usize = 3;
+/// The graph the sessions run, of the model and precision the options
+/// name: the export's own, or rewritten ([`super::int8`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Graph {
+    /// MiniLM rewritten for int8 products.
+    MiniLmInt8,
+    /// MiniLM as exported (float products).
+    MiniLmFloat,
+    /// e5 with its activations quantized per row (the precision does not
+    /// apply: its export already multiplies in int8).
+    E5Rows,
+}
 
-/// The graph the sessions run: the export's own, or rewritten
-/// ([`super::int8`]): MiniLM at int8 `precision` for int8 products; e5
-/// (`precision` `None`, a model the precision does not apply to) for
-/// activations quantized per row.
-fn session_graph<'m>(
-    model: &'m [u8],
-    precision: Option<LocalPrecision>,
-    path: &Path,
-) -> Result<Cow<'m, [u8]>> {
-    let rewritten = match precision {
-        Some(LocalPrecision::Float) => return Ok(Cow::Borrowed(model)),
-        Some(LocalPrecision::Int8) => super::int8::int8_products(model),
-        None => super::int8::row_quantized_products(model),
-    };
-    rewritten.map(Cow::Owned).map_err(|e| {
-        Error::Embedding(format!(
-            "cannot rewrite {} for int8 products: {e}",
-            path.display()
-        ))
-    })
+impl Graph {
+    const COUNT: usize = 3;
+
+    fn of(options: &LocalOnnxOptions) -> Graph {
+        match (options.model, options.precision) {
+            (LocalModel::MiniLm, LocalPrecision::Int8) => Graph::MiniLmInt8,
+            (LocalModel::MiniLm, LocalPrecision::Float) => Graph::MiniLmFloat,
+            (LocalModel::E5SmallV2, _) => Graph::E5Rows,
+        }
+    }
+
+    /// What the optimized model's cache file name carries after the
+    /// model's digest: the rewrite and its version.
+    fn cache_suffix(self) -> String {
+        let version = super::int8::REWRITE_VERSION;
+        match self {
+            Graph::MiniLmInt8 => format!("-int8v{version}"),
+            Graph::MiniLmFloat => String::new(),
+            Graph::E5Rows => format!("-rowsv{version}"),
+        }
+    }
+
+    /// This graph made from the verified model file's bytes.
+    fn rewrite<'m>(self, model: &'m [u8], path: &Path) -> Result<Cow<'m, [u8]>> {
+        let rewritten = match self {
+            Graph::MiniLmFloat => return Ok(Cow::Borrowed(model)),
+            Graph::MiniLmInt8 => super::int8::int8_products(model),
+            Graph::E5Rows => super::int8::row_quantized_products(model),
+        };
+        rewritten.map(Cow::Owned).map_err(|e| {
+            Error::Embedding(format!(
+                "cannot rewrite {} for int8 products: {e}",
+                path.display()
+            ))
+        })
+    }
 }
 
 /// [`OPTIMIZED`], the first time from the cache file in the models
@@ -1084,22 +1104,19 @@ fn shared_weights<'m>(
 }
 
 /// Where the optimized model is cached: beside the model, named by the
-/// pinned runtime's file name and the model's digest, so another runtime
-/// version or model never reads it. Only with the models directory's own
+/// pinned runtime's file name, the model's digest and the graph's rewrite
+/// ([`Graph::cache_suffix`]), so another runtime version, model or rewrite
+/// never reads it. Only with the models directory's own
 /// runtime (a runtime loaded from elsewhere may be another version).
-fn cache_path(models_dir: &Path, options: &LocalOnnxOptions) -> Option<PathBuf> {
+fn cache_path(models_dir: &Path, options: &LocalOnnxOptions, graph: Graph) -> Option<PathBuf> {
     if options.runtime_library.is_some() {
         return None;
     }
-    let variant = match (options.model.has_precision(), options.precision) {
-        (true, LocalPrecision::Int8) => format!("-int8v{}", super::int8::REWRITE_VERSION),
-        (true, LocalPrecision::Float) => String::new(),
-        (false, _) => format!("-rowsv{}", super::int8::REWRITE_VERSION),
-    };
     Some(models_dir.join(format!(
-        "model-{}-{}{variant}.ort",
+        "model-{}-{}{}.ort",
         RUNTIME_FILE,
-        &options.model.model_sha256()[..16]
+        &options.model.model_sha256()[..16],
+        graph.cache_suffix()
     )))
 }
 

@@ -5,15 +5,16 @@
 //! turns a batch of texts into vectors. Three providers live here:
 //!
 //! - `LocalOnnx` (cargo feature `local-onnx`, on by default), the default:
-//!   all-MiniLM-L6-v2 (or e5-small-v2, `LocalModel`; int8 ONNX, 384
+//!   e5-small-v2 (or all-MiniLM-L6-v2, `LocalModel`; int8 ONNX, 384
 //!   dimensions) run in-process by ONNX Runtime (`ort`, loaded dynamically
 //!   from the models directory) with a HuggingFace `tokenizers` tokenizer;
 //!   mean pooling over the attention mask, L2 normalisation, batched; e5
 //!   reads queries as `query: ...` ([`Embedder::embed_query`]) and other
 //!   texts as `passage: ...`. Its files are installed by
-//!   `scripts/install-model.sh` and verified by SHA-256 when it loads; by
-//!   default MiniLM's graph is rewritten for int8 products (`int8.rs`,
-//!   through the protobuf wire reader and writer of `protowire.rs`).
+//!   `scripts/install-model.sh` and verified by SHA-256 when it loads; its
+//!   graph is rewritten so each token's activations are quantized on their
+//!   own (`int8.rs`, through the protobuf wire reader and writer of
+//!   `protowire.rs`; MiniLM's int8 weights also multiplied as int8).
 //! - [`Hashing`]: a deterministic *lexical* embedder (feature hashing of
 //!   words and word pairs). It needs no model, so tests and users who want no
 //!   model can use it; it is never substituted for a configured model.
