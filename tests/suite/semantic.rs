@@ -1019,6 +1019,58 @@ fn inline_embedding_is_bounded_to_what_the_write_saw() {
     assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 0);
 }
 
+/// A search that read the active space just before a rebuild switched it
+/// (and deleted the old one) searches the new space: it neither fails nor
+/// loses its semantic side. (The Sekha SDK's end-to-end test met this as a
+/// 404 from `memory_search` right after `rebuild_embeddings`.)
+#[test]
+fn a_search_racing_a_rebuild_switch_reads_the_new_space() {
+    let d = tmp();
+    {
+        let db = open(d.path(), hashing(64));
+        conv(&db, "bread", "/", &["the sourdough starter needs feeding"]);
+        conv(&db, "cars", "/", &["the brake pads squeal on the hill"]);
+    }
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel();
+    let embedder = Arc::new(GatedEmbedder {
+        inner: Hashing::new(64).unwrap(),
+        gate: std::sync::Mutex::new(Some((started_tx, go_rx))),
+        per_thread: Default::default(),
+    });
+    let db = open(d.path(), embedder);
+    let before = db.embedding_status().unwrap().active.unwrap().space;
+    let results = std::thread::scope(|s| {
+        let search = s.spawn(|| {
+            let mut req = SearchRequest::new("sourdough starter feeding");
+            req.mode = SearchMode::Hybrid;
+            req.limit = 5;
+            db.search(&req)
+        });
+        // The search holds the old space and waits inside the model for
+        // its query vector while the rebuild switches and deletes it.
+        started_rx.recv().unwrap();
+        let report = db.rebuild_embeddings(&mut |_| {}).unwrap();
+        assert!(report.switched);
+        go_tx.send(()).unwrap();
+        search.join().unwrap()
+    });
+    let after = db.embedding_status().unwrap().active.unwrap().space;
+    assert_ne!(before, after, "the rebuild switched spaces");
+    let results = results.expect("the search survives the switch");
+    assert!(
+        !results
+            .notes
+            .iter()
+            .any(|n| matches!(n, SearchNote::SemanticUnavailable { .. })),
+        "{:?}",
+        results.notes
+    );
+    let first = results.hits.first().expect("a hit");
+    assert!(first.message.content.text().contains("sourdough"));
+    assert!(first.explain.is_none());
+}
+
 /// A question that names a period favours the messages of that period:
 /// dated by their metadata's session date (no message timestamps sent, as
 /// a client importing an old history does), in hybrid search, with the

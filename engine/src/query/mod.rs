@@ -42,6 +42,9 @@ use period::probe_anchor;
 pub const MAX_OFFSET: usize = 10_000;
 /// Fewest candidates each ranking contributes to a hybrid fusion.
 const MIN_FUSION_DEPTH: usize = 50;
+/// How many times a semantic search reads the active message space again
+/// after a rebuild's switch deleted the one it had read.
+const SWITCH_RETRIES: usize = 3;
 
 /// The keyword side of a hybrid search whose query is read as syntax
 /// ([`QueryLanguage::Syntax`]; natural language builds the same shape in
@@ -288,6 +291,34 @@ impl Memdb {
     /// The semantic ranking, with the query vector and the space it was
     /// searched in (hybrid scores keyword-only candidates with them).
     fn semantic_side(
+        &self,
+        req: &SearchRequest,
+        filter: &Filter,
+        k: usize,
+        notes: &mut Vec<SearchNote>,
+    ) -> Result<SemanticSide> {
+        // A rebuild switches the active space in one transaction and then
+        // deletes the old one, so a search that read the old space just
+        // before the switch can find it gone: it reads the new one instead.
+        // Each retry follows a completed switch; more than a few in one
+        // search would mean rebuilds back to back, reported as they fail.
+        let mut left = SWITCH_RETRIES;
+        loop {
+            let mut own = Vec::new();
+            match self.semantic_side_once(req, filter, k, &mut own) {
+                Err(Error::NotFound {
+                    what: "vector space",
+                    ..
+                }) if left > 0 => left -= 1,
+                r => {
+                    notes.append(&mut own);
+                    return r;
+                }
+            }
+        }
+    }
+
+    fn semantic_side_once(
         &self,
         req: &SearchRequest,
         filter: &Filter,
