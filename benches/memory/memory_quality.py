@@ -410,7 +410,11 @@ def script_args(doc):
     ap.add_argument("--url", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--written", default=str(Path(__file__).resolve().parent / "written.jsonl"))
+    ap.add_argument("--session-turns", type=int, default=0,
+                    help="the store holds sessions as parts of this many turns (as --session-turns above)")
     a = ap.parse_args()
+    global SESSION_TURNS
+    SESSION_TURNS = a.session_turns
     questions = [json.loads(line) for line in Path(a.written).read_text().splitlines() if line.strip()]
     return Client(a.url, a.key), questions
 
@@ -503,7 +507,7 @@ def main():
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--context", type=int, default=0, help="also assemble context for this many questions per set")
     ap.add_argument("--budget", type=int, default=2000, help="token budget of --context")
-    ap.add_argument("--weights", help="a JSON object sent as the query's `weights` (memdb extension: keyword, semantic, neighbours, answers, second_neighbours, per_conversation, coverage, speaker, questions)")
+    ap.add_argument("--weights", help="a JSON object sent as the query's `weights` (memdb extension: keyword, semantic, neighbours, answers, second_neighbours, per_conversation, coverage, speaker, questions, short_turns, previous_turn, question_lift, session_mass, session_tail, session_tail_ratio)")
     ap.add_argument("--written", help="a JSONL file of written questions ({sample, kind, query, turns}): "
                     "run as one more set, `written`, and per kind")
     ap.add_argument("--sets", help="only these sets (comma-separated names)")

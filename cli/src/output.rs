@@ -799,6 +799,12 @@ fn explain_line(e: &memdb::ScoreExplain) -> String {
     if let Some(f) = e.speaker_factor.filter(|f| *f < 1.0) {
         parts.push(format!("other speaker x{f:.2}"));
     }
+    if let Some(f) = e.session_factor.filter(|f| *f > 1.0) {
+        parts.push(format!("session x{f:.2}"));
+    }
+    if let Some(r) = e.session_from {
+        parts.push(format!("new session, up from #{r}"));
+    }
     // The weights the fusion used, where the question moved them.
     if let Some(w) = e.keyword_weight {
         parts.push(format!("keyword weight {w:.2}"));
@@ -873,6 +879,8 @@ mod tests {
             keyword_score: Some(3.5),
             short_factor: Some(0.73),
             speaker_factor: Some(0.8),
+            session_factor: Some(1.25),
+            session_from: Some(14),
             keyword_weight: Some(0.75),
             semantic_weight: Some(0.6),
             fused: Some(0.5),
@@ -881,7 +889,7 @@ mod tests {
         assert_eq!(
             explain_line(&e),
             "keyword #2 bm25 3.500, short turn x0.73, other speaker x0.80, \
-             keyword weight 0.75, semantic weight 0.60 (a question), fused 0.50000"
+             session x1.25, new session, up from #14, keyword weight 0.75, semantic weight 0.60 (a question), fused 0.50000"
         );
         let plain = memdb::ScoreExplain {
             speaker_factor: Some(1.0),

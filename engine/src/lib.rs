@@ -112,8 +112,10 @@ pub use model::validate::{
 pub use query::{
     COVERAGE_DEPTH, DEFAULT_ANSWERS, DEFAULT_COVERAGE, DEFAULT_PREVIOUS_TURN,
     DEFAULT_QUESTION_LIFT, DEFAULT_QUESTIONS, DEFAULT_SECOND_NEIGHBOURS, DEFAULT_SEMANTIC_WEIGHT,
-    DEFAULT_SHORT_TURNS, DEFAULT_SPEAKER, FusionMethod, FusionWeights, MAX_OFFSET, PERIOD_BOOST,
-    QueryLanguage, SHORT_TURN_WORDS, SPREAD_WINDOW, SearchMode, SearchRequest, SearchResults,
+    DEFAULT_SESSION_MASS, DEFAULT_SESSION_TAIL, DEFAULT_SESSION_TAIL_RATIO, DEFAULT_SHORT_TURNS,
+    DEFAULT_SPEAKER, FusionMethod, FusionWeights, MAX_OFFSET, PERIOD_BOOST, QueryLanguage,
+    SESSION_MASS_TURNS, SESSION_TAIL_END, SHORT_TURN_WORDS, SPREAD_WINDOW, SearchMode,
+    SearchRequest, SearchResults,
 };
 pub use text::budget::{
     QueryLimits, QueryShape, check as check_query, check_with as check_query_with,

@@ -297,8 +297,19 @@ pub struct QueryWeights {
     /// SPEC.md §18.2).
     pub previous_turn: Option<f32>,
     /// Factor on the semantic weight when the query asks (ends in `?`, `？` or `؟`),
-    /// 1..=10 (default 1.2; 1 off; SPEC.md §18.2).
+    /// 1..=10 (default 3; 1 off; SPEC.md §18.2).
     pub question_lift: Option<f32>,
+    /// Session weight: a hit's fused score times `1 + session_mass · m / max
+    /// m`, `m` the mean of its conversation's 3 best scores among the first
+    /// 50, 0..=10 (default 0.5; 0 off; SPEC.md §18.3).
+    pub session_mass: Option<f32>,
+    /// Session tail: how many of places 1-10, counted from the tenth, go
+    /// to the best hit of a conversation not yet above them, 0..=10
+    /// (default 4; 0 off; SPEC.md §18.3).
+    pub session_tail: Option<u32>,
+    /// Least share of the displaced hit's score the session tail's hit
+    /// needs, 0..=1 (default 0.8).
+    pub session_tail_ratio: Option<f32>,
 }
 
 impl QueryWeights {
@@ -318,6 +329,9 @@ impl QueryWeights {
             short_turns: self.short_turns.unwrap_or(d.short_turns),
             previous_turn: self.previous_turn.unwrap_or(d.previous_turn),
             question_lift: self.question_lift.unwrap_or(d.question_lift),
+            session_mass: self.session_mass.unwrap_or(d.session_mass),
+            session_tail: self.session_tail.unwrap_or(d.session_tail),
+            session_tail_ratio: self.session_tail_ratio.unwrap_or(d.session_tail_ratio),
             ..d
         }
     }
@@ -541,7 +555,8 @@ pub struct SearchResultOut {
     /// How the score was made (only when the request asked to explain):
     /// `keyword_rank`, `keyword_score`, `semantic_rank`, `similarity`,
     /// `fused`, `period_boost`, `neighbour_of`, `keyword_weight`,
-    /// `semantic_weight`, `speaker_factor`, `short_factor` (SPEC §18.4).
+    /// `semantic_weight`, `speaker_factor`, `short_factor`, `session_factor`,
+    /// `session_from` (SPEC §18.4).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub explain: Option<memdb::ScoreExplain>,

@@ -2134,6 +2134,83 @@ fn session_spread_puts_other_conversations_first() {
     assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
 }
 
+/// The session pass (SPEC.md §18.3): the session weight multiplies every
+/// candidate's score by its conversation's factor, most for the
+/// conversation with the most near turns; the session tail gives places
+/// 7-10 to the best hits of conversations the places above miss, when they
+/// score at least the ratio of the hit they displace; both off at 0, and
+/// out-of-range settings are refused.
+#[test]
+fn the_session_pass_weighs_conversations_and_opens_the_tail_to_new_ones() {
+    let dir = tmp();
+    let db = open(dir.path(), hashing(128));
+    let turns: Vec<String> = (0..12)
+        .map(|i| format!("orchard apples picked on day {i}"))
+        .collect();
+    let refs: Vec<&str> = turns.iter().map(String::as_str).collect();
+    let long = conv(&db, "long", "/", &refs);
+    let others: Vec<uuid::Uuid> = [
+        "an orchard in the hills",
+        "the orchard gate",
+        "orchard rows",
+    ]
+    .iter()
+    .map(|t| conv(&db, "other", "/", &[t]).conversation.id)
+    .collect();
+    let mut req = SearchRequest::new("orchard apples");
+    req.explain = true;
+    let convs = |r: &memdb::SearchResults| -> Vec<uuid::Uuid> {
+        r.hits.iter().map(|h| h.message.conversation_id).collect()
+    };
+    let ids = |r: &memdb::SearchResults| -> Vec<uuid::Uuid> {
+        r.hits.iter().map(|h| h.message.id).collect()
+    };
+    req.weights.session_mass = 0.0;
+    req.weights.session_tail = 0;
+    let plain = db.search(&req).unwrap();
+    assert_eq!(convs(&plain)[..10], [long.conversation.id; 10]);
+    assert!(plain.hits.iter().all(|h| {
+        let e = h.explain.unwrap();
+        e.session_factor.is_none() && e.session_from.is_none()
+    }));
+
+    // The tail with no ratio: places 7-9 go to the three other
+    // conversations, place 10 to the long one's next turn.
+    req.weights.session_tail = 4;
+    req.weights.session_tail_ratio = 0.0;
+    let tail = db.search(&req).unwrap();
+    assert_eq!(ids(&tail)[..6], ids(&plain)[..6]);
+    let tens: std::collections::HashSet<_> = convs(&tail)[..10].iter().copied().collect();
+    assert_eq!(tens.len(), 4, "{:?}", convs(&tail));
+    for h in &tail.hits[6..9] {
+        assert!(others.contains(&h.message.conversation_id));
+        assert!(h.explain.unwrap().session_from.is_some_and(|r| r > 10));
+    }
+    assert_eq!(tail.hits[9].message.id, plain.hits[6].message.id);
+    // A ratio no weaker hit reaches moves nothing.
+    req.weights.session_tail_ratio = 1.0;
+    assert_eq!(ids(&db.search(&req).unwrap()), ids(&plain));
+
+    // The weight: the long conversation's factor is the largest, 1 + 0.5.
+    req.weights.session_tail = 0;
+    req.weights.session_mass = 0.5;
+    let weighed = db.search(&req).unwrap();
+    let factor = |h: &memdb::SearchHit| h.explain.unwrap().session_factor.unwrap();
+    for h in &weighed.hits {
+        if h.message.conversation_id == long.conversation.id {
+            assert!((factor(h) - 1.5).abs() < 1e-6, "{}", factor(h));
+        } else {
+            assert!(factor(h) >= 1.0 && factor(h) < 1.5, "{}", factor(h));
+        }
+        assert_eq!(h.explain.unwrap().fused, Some(h.score));
+    }
+    assert_eq!(weighed.hits[0].message.id, plain.hits[0].message.id);
+
+    assert_weight_refused(&db, "orchard apples", |w| w.session_mass = 10.5);
+    assert_weight_refused(&db, "orchard apples", |w| w.session_tail = 11);
+    assert_weight_refused(&db, "orchard apples", |w| w.session_tail_ratio = 1.5);
+}
+
 /// `embedding_id` (issue 19): null while a message waits in the queue, the
 /// message's id once it has a vector in the active space (Sekha's Chroma id),
 /// and null in a store without an embedder.

@@ -147,6 +147,9 @@ const fn hybrid(
             short_turns: memdb::DEFAULT_SHORT_TURNS,
             previous_turn: memdb::DEFAULT_PREVIOUS_TURN,
             question_lift: memdb::DEFAULT_QUESTION_LIFT,
+            session_mass: memdb::DEFAULT_SESSION_MASS,
+            session_tail: memdb::DEFAULT_SESSION_TAIL,
+            session_tail_ratio: memdb::DEFAULT_SESSION_TAIL_RATIO,
         },
     }
 }
@@ -166,11 +169,14 @@ const DEFAULT_WEIGHTS: FusionWeights = FusionWeights {
     short_turns: memdb::DEFAULT_SHORT_TURNS,
     previous_turn: memdb::DEFAULT_PREVIOUS_TURN,
     question_lift: memdb::DEFAULT_QUESTION_LIFT,
+    session_mass: memdb::DEFAULT_SESSION_MASS,
+    session_tail: memdb::DEFAULT_SESSION_TAIL,
+    session_tail_ratio: memdb::DEFAULT_SESSION_TAIL_RATIO,
 };
 
 /// The settings every set is run with: the three modes at their defaults,
 /// then other hybrid fusion settings (for the diagnosis, not the verdict).
-const SETTINGS: [Setting; 14] = [
+const SETTINGS: [Setting; 15] = [
     Setting {
         name: "keyword",
         mode: SearchMode::Keyword,
@@ -236,6 +242,15 @@ const SETTINGS: [Setting; 14] = [
         mode: SearchMode::Hybrid,
         weights: FusionWeights {
             previous_turn: 0.0,
+            ..DEFAULT_WEIGHTS
+        },
+    },
+    Setting {
+        name: "hybrid no session pass (before)",
+        mode: SearchMode::Hybrid,
+        weights: FusionWeights {
+            session_mass: 0.0,
+            session_tail: 0,
             ..DEFAULT_WEIGHTS
         },
     },

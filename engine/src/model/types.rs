@@ -609,6 +609,15 @@ pub struct ScoreExplain {
     /// to this hit (SPEC.md §18.3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_factor: Option<f32>,
+    /// What the session weight multiplied the fused score by (1 and up:
+    /// more for a conversation with more near turns); absent when it did
+    /// not run (SPEC.md §18.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_factor: Option<f32>,
+    /// The place (1 = first) the hit held before the session tail moved
+    /// it up to bring in its conversation; absent when it did not move.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_from: Option<usize>,
 }
 
 /// Where the bytes of a data directory go ([`crate::Memdb::storage`],

@@ -14,6 +14,7 @@
 mod fusion;
 mod period;
 mod request;
+mod sessions;
 mod speaker;
 mod turns;
 
@@ -21,8 +22,9 @@ pub use period::PERIOD_BOOST;
 pub use request::{
     COVERAGE_DEPTH, DEFAULT_ANSWERS, DEFAULT_COVERAGE, DEFAULT_PREVIOUS_TURN,
     DEFAULT_QUESTION_LIFT, DEFAULT_QUESTIONS, DEFAULT_SECOND_NEIGHBOURS, DEFAULT_SEMANTIC_WEIGHT,
-    DEFAULT_SHORT_TURNS, DEFAULT_SPEAKER, FusionMethod, FusionWeights, QueryLanguage,
-    SHORT_TURN_WORDS, SPREAD_WINDOW, SearchMode, SearchRequest, SearchResults,
+    DEFAULT_SESSION_MASS, DEFAULT_SESSION_TAIL, DEFAULT_SESSION_TAIL_RATIO, DEFAULT_SHORT_TURNS,
+    DEFAULT_SPEAKER, FusionMethod, FusionWeights, QueryLanguage, SESSION_MASS_TURNS,
+    SESSION_TAIL_END, SHORT_TURN_WORDS, SPREAD_WINDOW, SearchMode, SearchRequest, SearchResults,
 };
 
 use std::collections::{HashMap, HashSet};
@@ -172,6 +174,7 @@ impl Memdb {
             ("weights.questions", w.questions),
             ("weights.short_turns", w.short_turns),
             ("weights.previous_turn", w.previous_turn),
+            ("weights.session_tail_ratio", w.session_tail_ratio),
         ] {
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                 return Err(Error::invalid(field, format!("{v} is outside 0..=1")));
@@ -181,6 +184,18 @@ impl Memdb {
             return Err(Error::invalid(
                 "weights.question_lift",
                 format!("{} is outside 1..=10", w.question_lift),
+            ));
+        }
+        if !(w.session_mass.is_finite() && (0.0..=10.0).contains(&w.session_mass)) {
+            return Err(Error::invalid(
+                "weights.session_mass",
+                format!("{} is outside 0..=10", w.session_mass),
+            ));
+        }
+        if w.session_tail > SESSION_TAIL_END as u32 {
+            return Err(Error::invalid(
+                "weights.session_tail",
+                format!("{} is outside 0..={SESSION_TAIL_END}", w.session_tail),
             ));
         }
         if w.per_conversation > 1_000 {
@@ -609,6 +624,9 @@ impl Memdb {
             .then_some((req.query.as_str(), req.weights.speaker));
         if speakers.is_some() || req.weights.questions > 0.0 {
             self.weigh_turns(&mut fused, speakers, req.weights.questions)?;
+        }
+        if req.weights.session_mass > 0.0 || req.weights.session_tail > 0 {
+            self.session_pass(&mut fused, req.weights)?;
         }
         if req.weights.per_conversation > 0 {
             self.spread_conversations(&mut fused, req.weights.per_conversation as usize)?;

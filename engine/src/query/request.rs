@@ -177,6 +177,23 @@ pub struct FusionWeights {
     /// it. Default [`DEFAULT_QUESTION_LIFT`]; SPEC.md §18.2.
     #[serde(default = "default_question_lift")]
     pub question_lift: f32,
+    /// Session weight: a candidate's fused score is multiplied by `1 +
+    /// session_mass · m / max m`, `m` the mean of its conversation's
+    /// [`SESSION_MASS_TURNS`] best scores among the first
+    /// [`SPREAD_WINDOW`] (0..=10; 0 turns it off). Default
+    /// [`DEFAULT_SESSION_MASS`]; SPEC.md §18.3.
+    #[serde(default = "default_session_mass")]
+    pub session_mass: f32,
+    /// Session tail: how many of the last of the first
+    /// [`SESSION_TAIL_END`] places go to the best candidate of a
+    /// conversation the places above do not hold, when it scores at least
+    /// `session_tail_ratio` of the candidate it displaces (0..=10; 0 turns
+    /// it off). Default [`DEFAULT_SESSION_TAIL`]; SPEC.md §18.3.
+    #[serde(default = "default_session_tail")]
+    pub session_tail: u32,
+    /// See `session_tail` (0..=1). Default [`DEFAULT_SESSION_TAIL_RATIO`].
+    #[serde(default = "default_session_tail_ratio")]
+    pub session_tail_ratio: f32,
 }
 
 /// The default of [`FusionWeights::coverage`] (SPEC.md §18.2 has the
@@ -191,8 +208,40 @@ pub const COVERAGE_DEPTH: usize = 5;
 /// keyword ranking's is 1).
 pub const DEFAULT_SEMANTIC_WEIGHT: f32 = 0.5;
 
-/// How deep the session spread reorders the fused list.
+/// How deep the session spread reorders the fused list, and how deep the
+/// session weight reads it.
 pub const SPREAD_WINDOW: usize = 50;
+
+/// How many of its best candidates make a conversation's session weight
+/// (see [`FusionWeights::session_mass`]).
+pub const SESSION_MASS_TURNS: usize = 3;
+
+/// The places the session tail ends at (see
+/// [`FusionWeights::session_tail`]): the first page a client asks for.
+pub const SESSION_TAIL_END: usize = 10;
+
+/// The default of [`FusionWeights::session_mass`] (SPEC.md §18.3 has the
+/// measurements).
+pub const DEFAULT_SESSION_MASS: f32 = 0.5;
+
+fn default_session_mass() -> f32 {
+    DEFAULT_SESSION_MASS
+}
+
+/// The default of [`FusionWeights::session_tail`] (SPEC.md §18.3 has the
+/// measurements).
+pub const DEFAULT_SESSION_TAIL: u32 = 4;
+
+fn default_session_tail() -> u32 {
+    DEFAULT_SESSION_TAIL
+}
+
+/// The default of [`FusionWeights::session_tail_ratio`].
+pub const DEFAULT_SESSION_TAIL_RATIO: f32 = 0.8;
+
+fn default_session_tail_ratio() -> f32 {
+    DEFAULT_SESSION_TAIL_RATIO
+}
 
 fn default_coverage() -> f32 {
     DEFAULT_COVERAGE
@@ -280,6 +329,9 @@ impl Default for FusionWeights {
             short_turns: DEFAULT_SHORT_TURNS,
             previous_turn: DEFAULT_PREVIOUS_TURN,
             question_lift: DEFAULT_QUESTION_LIFT,
+            session_mass: DEFAULT_SESSION_MASS,
+            session_tail: DEFAULT_SESSION_TAIL,
+            session_tail_ratio: DEFAULT_SESSION_TAIL_RATIO,
         }
     }
 }
