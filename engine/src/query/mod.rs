@@ -574,9 +574,19 @@ impl Memdb {
                 }
             }
             let ids: Vec<u128> = within.iter().map(|c| c.as_u128()).collect();
-            let (hits, _) =
-                self.search_message_vectors_within(&space, &query, semantic_params(depth), &ids)?;
-            period::merge_ranking(&mut semantic, similarity_ranking(hits, req));
+            match self.search_message_vectors_within(&space, &query, semantic_params(depth), &ids) {
+                Ok((hits, _)) => {
+                    period::merge_ranking(&mut semantic, similarity_ranking(hits, req));
+                }
+                // A rebuild switched the message space since the semantic
+                // side searched it (see `semantic_side`): the period's own
+                // candidates come from the keyword side alone.
+                Err(Error::NotFound {
+                    what: "vector space",
+                    ..
+                }) => {}
+                Err(e) => return Err(e),
+            }
         }
         let in_semantic: HashSet<u128> = semantic.iter().map(|x| x.0).collect();
         let keyword_only: Vec<u128> = keyword
