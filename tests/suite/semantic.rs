@@ -214,6 +214,9 @@ fn hybrid_explains_and_fuses_both_rankings() {
     // (§18.3) on these one-line messages.
     req.weights.short_turns = 0.0;
     req.weights.questions = 0.0;
+    // Nor the session weight, which multiplies after them (tested in
+    // the_session_pass_weighs_conversations_and_opens_the_tail_to_new_ones).
+    req.weights.session_mass = 0.0;
     let r = db.search(&req).unwrap();
     assert_eq!(r.mode, SearchMode::Hybrid);
     let top = &r.hits[0];
@@ -1340,6 +1343,9 @@ fn a_question_naming_a_day_reaches_turns_outside_the_best_matches() {
         req.weights.semantic = 1.0;
         // The question's semantic weight stays 1 (no question lift).
         req.weights.question_lift = 1.0;
+        // No session weight: it would raise the 80 fillers' session over
+        // the period's one turn (SPEC §18.3 says why it is not exempted).
+        req.weights.session_mass = 0.0;
         db.search(&req).unwrap()
     };
     let stew = |r: &memdb::SearchResults| {
@@ -1766,6 +1772,9 @@ fn a_turn_that_only_asks_loses_its_share() {
         let mut req = SearchRequest::new("favourite giraffe at the zoo");
         req.explain = true;
         req.weights.questions = questions;
+        // The session weight, a later stage, would rescale the scores
+        // this test compares.
+        req.weights.session_mass = 0.0;
         db.search(&req).unwrap()
     };
     let fused = |r: &SearchResults, t: &str| {
@@ -1961,6 +1970,7 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
         req.explain = true;
         req.weights.neighbours = 0.0;
         req.weights.short_turns = 0.0;
+        req.weights.session_mass = 0.0;
         req.weights.coverage = coverage;
         let r = db.search(&req).unwrap();
         explained(&r, "the wrist")

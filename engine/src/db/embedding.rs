@@ -454,8 +454,19 @@ impl Memdb {
     /// (the space semantic search reads), or `None` when it has none yet.
     /// Fails like semantic search when there is no usable embedder.
     pub fn message_vector(&self, id: uuid::Uuid) -> Result<Option<Vec<f32>>> {
-        let (_, space) = self.semantic_target()?;
-        self.get_vector(&space.name, id)
+        let read = || {
+            let (_, space) = self.semantic_target()?;
+            self.get_vector(&space.name, id)
+        };
+        match read() {
+            // A rebuild switched spaces and deleted the one just read (as
+            // semantic search meets it): the new space answers.
+            Err(Error::NotFound {
+                what: "vector space",
+                ..
+            }) => read(),
+            r => r,
+        }
     }
 
     /// Embeds queued messages for the configured model, in batches of
