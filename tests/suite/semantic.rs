@@ -966,6 +966,25 @@ struct GatedEmbedder {
     per_thread: std::sync::Mutex<std::collections::HashMap<std::thread::ThreadId, usize>>,
 }
 
+impl GatedEmbedder {
+    /// A gated `Hashing(64)`, the receiver that hears when its first call
+    /// starts, and the sender that lets that call go on.
+    fn new() -> (
+        Arc<Self>,
+        std::sync::mpsc::Receiver<()>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel();
+        let embedder = Arc::new(GatedEmbedder {
+            inner: Hashing::new(64).unwrap(),
+            gate: std::sync::Mutex::new(Some((started_tx, go_rx))),
+            per_thread: Default::default(),
+        });
+        (embedder, started_rx, go_tx)
+    }
+}
+
 impl Embedder for GatedEmbedder {
     fn identity(&self) -> ModelIdentity {
         self.inner.identity()
@@ -993,13 +1012,7 @@ impl Embedder for GatedEmbedder {
 #[test]
 fn inline_embedding_is_bounded_to_what_the_write_saw() {
     let d = tmp();
-    let (started_tx, started_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel();
-    let embedder = Arc::new(GatedEmbedder {
-        inner: Hashing::new(64).unwrap(),
-        gate: std::sync::Mutex::new(Some((started_tx, go_rx))),
-        per_thread: Default::default(),
-    });
+    let (embedder, started_rx, go_tx) = GatedEmbedder::new();
     let db = open(d.path(), embedder.clone());
     let first = std::thread::scope(|s| {
         let writer = s.spawn(|| {
@@ -1034,13 +1047,7 @@ fn a_search_racing_a_rebuild_switch_reads_the_new_space() {
         conv(&db, "bread", "/", &["the sourdough starter needs feeding"]);
         conv(&db, "cars", "/", &["the brake pads squeal on the hill"]);
     }
-    let (started_tx, started_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel();
-    let embedder = Arc::new(GatedEmbedder {
-        inner: Hashing::new(64).unwrap(),
-        gate: std::sync::Mutex::new(Some((started_tx, go_rx))),
-        per_thread: Default::default(),
-    });
+    let (embedder, started_rx, go_tx) = GatedEmbedder::new();
     let db = open(d.path(), embedder);
     let before = db.embedding_status().unwrap().active.unwrap().space;
     let results = std::thread::scope(|s| {
