@@ -1036,11 +1036,13 @@ fn inline_embedding_is_bounded_to_what_the_write_saw() {
 }
 
 /// A search that read the active space just before a rebuild switched it
-/// (and deleted the old one) searches the new space: it neither fails nor
-/// loses its semantic side. (The Sekha SDK's end-to-end test met this as a
-/// 404 from `memory_search` right after `rebuild_embeddings`.)
+/// keeps that space until it ends: the switch promotes the new space at
+/// once, and deletes the old one only after the searches holding it are
+/// done. The search neither fails nor loses its semantic side. (The Sekha
+/// SDK's end-to-end test met this as a 404 from `memory_search` right after
+/// `rebuild_embeddings`.)
 #[test]
-fn a_search_racing_a_rebuild_switch_reads_the_new_space() {
+fn a_search_racing_a_rebuild_switch_keeps_its_space_until_it_ends() {
     let d = tmp();
     {
         let db = open(d.path(), hashing(64));
@@ -1051,6 +1053,9 @@ fn a_search_racing_a_rebuild_switch_reads_the_new_space() {
     let db = open(d.path(), embedder);
     let before = db.embedding_status().unwrap().active.unwrap().space;
     let results = std::thread::scope(|s| {
+        // Owned here: should an assertion below fail, unwinding drops it
+        // and the held search ends, instead of the scope waiting forever.
+        let go_tx = go_tx;
         let search = s.spawn(|| {
             let mut req = SearchRequest::new("sourdough starter feeding");
             req.mode = SearchMode::Hybrid;
@@ -1058,15 +1063,26 @@ fn a_search_racing_a_rebuild_switch_reads_the_new_space() {
             db.search(&req)
         });
         // The search holds the old space and waits inside the model for
-        // its query vector while the rebuild switches and deletes it.
+        // its query vector while the rebuild switches.
         started_rx.recv().unwrap();
-        let report = db.rebuild_embeddings(&mut |_| {}).unwrap();
-        assert!(report.switched);
+        let rebuild = s.spawn(|| db.rebuild_embeddings(&mut |_| {}));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while db.embedding_status().unwrap().active.unwrap().space == before {
+            assert!(Instant::now() < deadline, "the rebuild never switched");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Switched, but the old space outlives the search that holds it.
+        assert!(db.vector_space(&before).is_ok());
+        assert!(!rebuild.is_finished());
         go_tx.send(()).unwrap();
-        search.join().unwrap()
+        let results = search.join().unwrap();
+        let report = rebuild.join().unwrap().unwrap();
+        assert!(report.switched);
+        results
     });
     let after = db.embedding_status().unwrap().active.unwrap().space;
     assert_ne!(before, after, "the rebuild switched spaces");
+    assert!(db.vector_space(&before).is_err(), "the old space is gone");
     let results = results.expect("the search survives the switch");
     assert!(
         !results

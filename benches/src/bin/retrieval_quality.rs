@@ -137,19 +137,7 @@ const fn hybrid(
             semantic,
             rrf_k,
             method,
-            neighbours: 0.5,
-            answers: memdb::DEFAULT_ANSWERS,
-            second_neighbours: memdb::DEFAULT_SECOND_NEIGHBOURS,
-            per_conversation: 0,
-            coverage: memdb::DEFAULT_COVERAGE,
-            speaker: memdb::DEFAULT_SPEAKER,
-            questions: memdb::DEFAULT_QUESTIONS,
-            short_turns: memdb::DEFAULT_SHORT_TURNS,
-            previous_turn: memdb::DEFAULT_PREVIOUS_TURN,
-            question_lift: memdb::DEFAULT_QUESTION_LIFT,
-            session_mass: memdb::DEFAULT_SESSION_MASS,
-            session_tail: memdb::DEFAULT_SESSION_TAIL,
-            session_tail_ratio: memdb::DEFAULT_SESSION_TAIL_RATIO,
+            ..DEFAULT_WEIGHTS
         },
     }
 }

@@ -150,7 +150,20 @@ pub(crate) struct Pipeline {
     /// stores them in its own transaction, or the query itself when the
     /// lock is free (SPEC.md §10.4).
     pub(crate) cache_pending: Mutex<Vec<query_cache::PendingEntry>>,
+    /// Readers of the active message space hold this shared from reading
+    /// which space it is to their last use of it ([`SpaceLease`]); a
+    /// rebuild's switch takes it exclusively after promoting the new space
+    /// and before deleting the old one, so the deletion waits for the
+    /// searches still reading the old space, and every later reader finds
+    /// the new one.
+    pub(crate) switch: std::sync::RwLock<()>,
 }
+
+/// A hold on the active message space a reader found (see
+/// [`Pipeline::switch`]): the space is not deleted while it lives. Never
+/// held across another search (a second shared hold behind a waiting
+/// switch would deadlock).
+pub(crate) type SpaceLease<'a> = std::sync::RwLockReadGuard<'a, ()>;
 
 /// Most query embeddings held in memory waiting to be cached.
 const MAX_CACHE_PENDING: usize = 1024;
@@ -426,9 +439,13 @@ impl Memdb {
         })
     }
 
-    /// The embedder and the space semantic search reads, or why there is
-    /// none: no embedder, or the store's vectors come from another model.
-    pub(crate) fn semantic_target(&self) -> Result<(Arc<dyn Embedder>, VectorSpace)> {
+    /// The embedder and the space semantic search reads, with a lease that
+    /// keeps that space from being deleted while the caller reads it, or
+    /// why there is none: no embedder, or the store's vectors come from
+    /// another model.
+    pub(crate) fn semantic_target(
+        &self,
+    ) -> Result<(Arc<dyn Embedder>, VectorSpace, SpaceLease<'_>)> {
         let e = self.embedder().cloned().ok_or_else(|| {
             Error::invalid(
                 "mode",
@@ -438,8 +455,14 @@ impl Memdb {
             )
         })?;
         let id = e.identity();
+        // Taken before the space is read: a switch waits for this reader.
+        let lease = self
+            .pipeline
+            .switch
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
         match self.message_spaces()?.active {
-            Some((space, model)) if model == id => Ok((e, space)),
+            Some((space, model)) if model == id => Ok((e, space, lease)),
             Some((_, model)) => Err(Error::ModelMismatch {
                 stored: describe(&model),
                 configured: describe(&id),
@@ -454,19 +477,8 @@ impl Memdb {
     /// (the space semantic search reads), or `None` when it has none yet.
     /// Fails like semantic search when there is no usable embedder.
     pub fn message_vector(&self, id: uuid::Uuid) -> Result<Option<Vec<f32>>> {
-        let read = || {
-            let (_, space) = self.semantic_target()?;
-            self.get_vector(&space.name, id)
-        };
-        match read() {
-            // A rebuild switched spaces and deleted the one just read (as
-            // semantic search meets it): the new space answers.
-            Err(Error::NotFound {
-                what: "vector space",
-                ..
-            }) => read(),
-            r => r,
-        }
+        let (_, space, _lease) = self.semantic_target()?;
+        self.get_vector(&space.name, id)
     }
 
     /// Embeds queued messages for the configured model, in batches of
@@ -917,8 +929,15 @@ impl Memdb {
         if let Some(old) = old
             && old.id != next.id
         {
-            // Not active any more: searches no longer read it. A crash here
+            // Not active any more: new searches read the new space, and the
+            // ones still holding the old one are waited for. A crash here
             // leaves an orphan space that `rebuild_embeddings` removes.
+            drop(
+                self.pipeline
+                    .switch
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
             self.delete_vector_space(&old.name)?;
         }
         Ok(true)

@@ -44,9 +44,6 @@ use period::probe_anchor;
 pub const MAX_OFFSET: usize = 10_000;
 /// Fewest candidates each ranking contributes to a hybrid fusion.
 const MIN_FUSION_DEPTH: usize = 50;
-/// How many times a semantic search reads the active message space again
-/// after a rebuild's switch deleted the one it had read.
-const SWITCH_RETRIES: usize = 3;
 
 /// The keyword side of a hybrid search whose query is read as syntax
 /// ([`QueryLanguage::Syntax`]; natural language builds the same shape in
@@ -109,11 +106,14 @@ type Ranking = Vec<(u128, f32)>;
 
 /// The semantic side of a search: the ranking, the query's vector and the
 /// message space it was searched in.
-struct SemanticSide {
+struct SemanticSide<'a> {
     ranking: Ranking,
     query: Vec<f32>,
     space: crate::vector::spaces::VectorSpace,
     plan: Vec<VectorPlan>,
+    /// Keeps `space` from being deleted by a rebuild's switch while the
+    /// search still reads it.
+    lease: crate::db::embedding::SpaceLease<'a>,
 }
 
 /// The vector search for `k` semantic candidates (clamped to
@@ -311,36 +311,8 @@ impl Memdb {
         filter: &Filter,
         k: usize,
         notes: &mut Vec<SearchNote>,
-    ) -> Result<SemanticSide> {
-        // A rebuild switches the active space in one transaction and then
-        // deletes the old one, so a search that read the old space just
-        // before the switch can find it gone: it reads the new one instead.
-        // Each retry follows a completed switch; more than a few in one
-        // search would mean rebuilds back to back, reported as they fail.
-        let mut left = SWITCH_RETRIES;
-        loop {
-            let mut own = Vec::new();
-            match self.semantic_side_once(req, filter, k, &mut own) {
-                Err(Error::NotFound {
-                    what: "vector space",
-                    ..
-                }) if left > 0 => left -= 1,
-                r => {
-                    notes.append(&mut own);
-                    return r;
-                }
-            }
-        }
-    }
-
-    fn semantic_side_once(
-        &self,
-        req: &SearchRequest,
-        filter: &Filter,
-        k: usize,
-        notes: &mut Vec<SearchNote>,
-    ) -> Result<SemanticSide> {
-        let (embedder, space) = self.semantic_target()?;
+    ) -> Result<SemanticSide<'_>> {
+        let (embedder, space, lease) = self.semantic_target()?;
         let (query, truncated) = self.query_vector(embedder.as_ref(), &space, &req.query)?;
         if truncated {
             notes.push(SearchNote::QueryTruncated {
@@ -367,6 +339,7 @@ impl Memdb {
             query,
             space,
             plan,
+            lease,
         })
     }
 
@@ -524,11 +497,13 @@ impl Memdb {
         };
         // Score every candidate on the semantic signal: the exact cosine of
         // each keyword-only candidate, from its stored vector.
+        // `_lease` holds the space until the search returns.
         let SemanticSide {
             ranking: semantic,
             query,
             space,
             plan,
+            lease: _lease,
         } = semantic;
         let mut keyword = keyword.unwrap_or_default();
         let mut semantic = semantic;
@@ -574,19 +549,9 @@ impl Memdb {
                 }
             }
             let ids: Vec<u128> = within.iter().map(|c| c.as_u128()).collect();
-            match self.search_message_vectors_within(&space, &query, semantic_params(depth), &ids) {
-                Ok((hits, _)) => {
-                    period::merge_ranking(&mut semantic, similarity_ranking(hits, req));
-                }
-                // A rebuild switched the message space since the semantic
-                // side searched it (see `semantic_side`): the period's own
-                // candidates come from the keyword side alone.
-                Err(Error::NotFound {
-                    what: "vector space",
-                    ..
-                }) => {}
-                Err(e) => return Err(e),
-            }
+            let (hits, _) =
+                self.search_message_vectors_within(&space, &query, semantic_params(depth), &ids)?;
+            period::merge_ranking(&mut semantic, similarity_ranking(hits, req));
         }
         let in_semantic: HashSet<u128> = semantic.iter().map(|x| x.0).collect();
         let keyword_only: Vec<u128> = keyword
