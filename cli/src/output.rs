@@ -818,6 +818,15 @@ fn explain_line(e: &memdb::ScoreExplain) -> String {
     parts.join(", ")
 }
 
+/// How a space treats a passage longer than the model reads, as the
+/// status line's suffix.
+fn long_passage(l: memdb::LongPassage) -> &'static str {
+    match l {
+        memdb::LongPassage::First => ", a long one by its beginning",
+        memdb::LongPassage::Mean => ", a long one as the mean of its windows",
+    }
+}
+
 fn embedding_status(o: &mut String, s: &memdb::EmbeddingStatus) {
     let model = |m: &memdb::ModelIdentity| {
         format!(
@@ -833,10 +842,11 @@ fn embedding_status(o: &mut String, s: &memdb::EmbeddingStatus) {
         Some(a) => line(
             o,
             format_args!(
-                "active space: {} holding {} ({} passages), {} queued",
+                "active space: {} holding {} ({} passages{}), {} queued",
                 a.space,
                 model(&a.model),
                 a.passage.name(),
+                long_passage(a.long_passage),
                 a.pending
             ),
         ),
@@ -846,10 +856,11 @@ fn embedding_status(o: &mut String, s: &memdb::EmbeddingStatus) {
         line(
             o,
             format_args!(
-                "rebuilding into: {} with {} ({} passages), {} queued",
+                "rebuilding into: {} with {} ({} passages{}), {} queued",
                 r.space,
                 model(&r.model),
                 r.passage.name(),
+                long_passage(r.long_passage),
                 r.pending
             ),
         );

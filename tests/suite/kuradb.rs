@@ -1237,13 +1237,24 @@ fn semantic_search_runs_in_two_stages_over_summed_source_vectors() {
 /// The hashing embedder reading at most `window` words, as a real model
 /// reads at most so many tokens: a text is embedded from its first
 /// `window` words, and cut into passages of that many.
-struct Windowed {
-    inner: Hashing,
-    window: usize,
-    texts: AtomicUsize,
+/// A hashing embedder that reads only the first `window` words of a text,
+/// and cuts a longer one into windows of words (as the local model cuts
+/// by tokens).
+pub(crate) struct Windowed {
+    pub(crate) inner: Hashing,
+    pub(crate) window: usize,
+    pub(crate) texts: AtomicUsize,
 }
 
 impl Windowed {
+    pub(crate) fn new(dim: u32, window: usize) -> Windowed {
+        Windowed {
+            inner: Hashing::new(dim).unwrap(),
+            window,
+            texts: AtomicUsize::new(0),
+        }
+    }
+
     fn offsets(text: &str) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
         let mut start = None;
@@ -1293,11 +1304,7 @@ fn a_long_chunk_is_embedded_as_passages_that_all_point_at_it() {
     use memdb::kuradb::{CHUNK, DOCUMENT};
     let store = tempfile::tempdir().unwrap();
     let inbox = tempfile::tempdir().unwrap();
-    let e = Arc::new(Windowed {
-        inner: Hashing::new(128).unwrap(),
-        window: 16,
-        texts: AtomicUsize::new(0),
-    });
+    let e = Arc::new(Windowed::new(128, 16));
     let db = Memdb::open_with(store.path(), Config::with_embedder(e.clone())).unwrap();
     // One paragraph of 100 words whose last sentence is the only one about
     // saffron: a model reading 16 words would never see it.

@@ -2281,3 +2281,74 @@ fn embedding_id_is_the_message_id_once_embedded() {
         assert_eq!(one.embedding_id, m.embedding_id);
     }
 }
+
+/// A message longer than the model reads is embedded as the windows the
+/// model reads whole, and its vector is their normalised mean (SPEC.md
+/// §10.1, `LongPassage::Mean`): what only its end says finds it by
+/// meaning, and the space says which rule it was filled by.
+#[test]
+fn a_long_message_is_the_mean_of_its_windows() {
+    use crate::kuradb::Windowed;
+    use std::sync::atomic::Ordering;
+    let dir = tmp();
+    let e = Arc::new(Windowed::new(128, 16));
+    let db = open(dir.path(), e.clone());
+    let mut long = String::new();
+    for i in 0..90 {
+        long.push_str(&format!("filler{i} "));
+    }
+    long.push_str("the secret ingredient is saffron from la mancha in spain");
+    let c = conv(&db, "long", "/", &[&long]);
+    conv(&db, "short", "/", &["a short note about tea"]);
+    conv(&db, "other", "/", &["spain has trains"]);
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    // 100 words in windows of 16 overlapping by 2: 7 windows, plus one
+    // text for each short message.
+    assert_eq!(e.texts.load(Ordering::SeqCst), 9);
+    let pieces: Vec<&str> = e
+        .passages(&long)
+        .unwrap()
+        .into_iter()
+        .map(|r| &long[r])
+        .collect();
+    assert_eq!(pieces.len(), 7);
+    let mut sum = vec![0f64; 128];
+    for v in e.inner.embed(&pieces).unwrap() {
+        for (s, x) in sum.iter_mut().zip(v) {
+            *s += f64::from(x);
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let v = db
+        .message_vector(c.messages[0].id)
+        .unwrap()
+        .expect("embedded");
+    for (a, b) in v.iter().zip(&sum) {
+        assert!(
+            (f64::from(*a) - b / norm).abs() < 1e-5,
+            "{a} vs {}",
+            b / norm
+        );
+    }
+    // Found by what only its last window says, over a message sharing a
+    // word of it.
+    let r = db
+        .search(
+            &SearchRequest::new("saffron from la mancha in spain")
+                .mode(SearchMode::Semantic)
+                .limit(3),
+        )
+        .unwrap();
+    assert_eq!(r.hits[0].message.id, c.messages[0].id);
+    let status = db.embedding_status().unwrap();
+    let active = status.active.expect("an active space");
+    assert_eq!(active.long_passage, LongPassage::Mean);
+    // A rebuild keeps the rule and the vector.
+    db.rebuild_embeddings(&mut |_| {}).unwrap();
+    let again = db.message_vector(c.messages[0].id).unwrap().unwrap();
+    assert_eq!(again, v);
+    assert_eq!(
+        db.embedding_status().unwrap().active.unwrap().long_passage,
+        LongPassage::Mean
+    );
+}

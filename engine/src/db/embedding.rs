@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::kind_spaces::{KindSpaces, is_passage_space};
 use crate::db::{Engine, Memdb};
-use crate::embed::{Embedder, ModelIdentity, Passage};
+use crate::embed::{Embedder, LongPassage, ModelIdentity, Passage};
 use crate::error::{Error, Result};
 use crate::model::records::record_text;
 use crate::store::embed_queue::{self, MessageSpace, QueueReader, QueueWriter, queued};
@@ -39,6 +39,9 @@ pub struct SpaceModel {
     pub model: ModelIdentity,
     /// What each message's vector was computed from (§10.1).
     pub passage: Passage,
+    /// What became of a passage longer than the model reads (§10.1).
+    #[serde(default)]
+    pub long_passage: LongPassage,
     /// Messages waiting to be embedded into it.
     pub pending: u64,
 }
@@ -239,6 +242,23 @@ pub(crate) fn passage_of(space: &VectorSpace) -> Passage {
         .unwrap_or_default()
 }
 
+/// What a message space does with a passage longer than the model reads:
+/// the `long_passage` key of its description (a space from before the rule
+/// has none: the passage's beginning).
+pub(crate) fn long_passage_of(space: &VectorSpace) -> LongPassage {
+    space
+        .model
+        .get("long_passage")
+        .and_then(|v| v.as_str())
+        .and_then(|s| LongPassage::parse(s).ok())
+        .unwrap_or_default()
+}
+
+/// What a text of an embedding pass is keyed by: its passage rule, the
+/// space's long-passage rule and the message or record id. During a
+/// rebuild to another rule the same message has two texts.
+type TextKey = (Passage, LongPassage, u128);
+
 /// Whether an embedding pass waits for its vectors to be durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Durable {
@@ -256,8 +276,8 @@ enum Durable {
 enum Fill {
     /// Generic records: each record's own text.
     Records,
-    /// Messages, each embedded as its space's passage rule builds it.
-    Messages(Passage),
+    /// Messages, each embedded as its space's passage rules build it.
+    Messages(Passage, LongPassage),
 }
 
 impl Fill {
@@ -265,15 +285,44 @@ impl Fill {
         if is_record_space(space) {
             Fill::Records
         } else {
-            Fill::Messages(passage_of(space))
+            Fill::Messages(passage_of(space), long_passage_of(space))
         }
     }
 
-    /// The rule a text is keyed by: a record's text is the bare `Turn`.
+    /// The passage rule a text is built by: a record's text is the bare
+    /// `Turn`.
     fn passage(self) -> Passage {
         match self {
             Fill::Records => Passage::Turn,
-            Fill::Messages(p) => p,
+            Fill::Messages(p, _) => p,
+        }
+    }
+
+    /// The key of entry `id`'s text. A record's later passages go to its
+    /// kind's passage spaces (§10.5), not into a mean, so it is keyed as
+    /// `First`.
+    fn key(self, id: u128) -> TextKey {
+        match self {
+            Fill::Records => (Passage::Turn, LongPassage::First, id),
+            Fill::Messages(p, l) => (p, l, id),
+        }
+    }
+}
+
+/// Turns `first`, a passage's first window's vector, into the normalised
+/// mean of it and the later windows' `rest` (each of unit length, as every
+/// embedder returns them), summed in `f64`.
+fn mean_into(first: &mut [f32], rest: &[Vec<f32>]) {
+    let mut sum: Vec<f64> = first.iter().map(|x| f64::from(*x)).collect();
+    for v in rest {
+        for (s, x) in sum.iter_mut().zip(v) {
+            *s += f64::from(*x);
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if norm > 0.0 {
+        for (out, s) in first.iter_mut().zip(&sum) {
+            *out = (s / norm) as f32;
         }
     }
 }
@@ -400,6 +449,7 @@ impl Memdb {
         if passage != Passage::Turn {
             description["passage"] = passage.name().into();
         }
+        description["long_passage"] = LongPassage::NEW_SPACES.name().into();
         spec.model = Some(description);
         let space = self.create_vector_space(&spec)?;
         self.write(|txn, _ops| {
@@ -421,6 +471,7 @@ impl Memdb {
                     Some((space, model)) => Ok(Some(SpaceModel {
                         pending: queued(&txn, space.id)?,
                         passage: passage_of(&space),
+                        long_passage: long_passage_of(&space),
                         space: space.name,
                         model,
                     })),
@@ -669,19 +720,16 @@ impl Memdb {
         durable: Durable,
         report: &mut EmbedReport,
     ) -> Result<u64> {
-        // Read the entries and their texts from one snapshot. A text is
-        // keyed by (passage rule, id): during a rebuild to another rule the
-        // same message has two texts.
-        // A record's text is its own (the `Turn` key); a message's is built
-        // by its space's passage rule.
+        // Read the entries and their texts from one snapshot, keyed by
+        // `TextKey`. A record's text is its own (the `Turn` key); a
+        // message's is built by its space's passage rule.
         let mut entries: Vec<(u32, u128)> = Vec::new();
-        let mut texts: BTreeMap<(Passage, u128), String> = BTreeMap::new();
+        let mut texts: BTreeMap<TextKey, String> = BTreeMap::new();
         // The turns before and after each message that its passage read
         // (`None` for a side it does not read): a turn inserted next to it
         // meanwhile requeues the message (`enqueue_new`), and its vector is
         // then not written from the older passage.
-        let mut read_around: HashMap<(Passage, u128), (Option<u128>, Option<u128>)> =
-            HashMap::new();
+        let mut read_around: HashMap<TextKey, (Option<u128>, Option<u128>)> = HashMap::new();
         let fills: HashMap<u32, Fill> = targets.iter().map(|s| (s.id, Fill::of(s))).collect();
         {
             let txn = self.store.read()?;
@@ -696,7 +744,7 @@ impl Memdb {
                     let mid = mid?;
                     entries.push((s.id, mid));
                     if let std::collections::btree_map::Entry::Vacant(v) =
-                        texts.entry((passage, mid))
+                        texts.entry(fill.key(mid))
                     {
                         if fill == Fill::Records {
                             if let Some(r) = queue.record(mid)? {
@@ -710,7 +758,7 @@ impl Memdb {
                             )?;
                             if passage.wants_previous() || passage.wants_next() {
                                 read_around.insert(
-                                    (passage, mid),
+                                    fill.key(mid),
                                     (prev.as_ref().map(|p| p.0), next.as_ref().map(|n| n.0)),
                                 );
                             }
@@ -734,19 +782,23 @@ impl Memdb {
         // Embed each distinct non-empty text once (outside the write lock).
         // A record's text longer than the model reads is embedded as
         // passages (SPEC.md §10.5): the first is the record's vector, the
-        // others go to its kind's passage spaces.
+        // others go to its kind's passage spaces. A message's passage in a
+        // `Mean` space is embedded as the windows the model reads whole,
+        // and its vector is their mean (§10.1).
         let records: HashSet<u128> = entries
             .iter()
             .filter(|(sid, _)| fills[sid] == Fill::Records)
             .map(|(_, mid)| *mid)
             .collect();
         let mut input: Vec<&str> = Vec::new();
-        let mut slots: Vec<((Passage, u128), usize)> = Vec::new();
+        let mut slots: Vec<(TextKey, usize)> = Vec::new();
         for (key, t) in &texts {
             if t.trim().is_empty() {
                 continue;
             }
-            let ranges = if key.0 == Fill::Records.passage() && records.contains(&key.1) {
+            let windowed = key.1 == LongPassage::Mean
+                || (Fill::Records.key(key.2) == *key && records.contains(&key.2));
+            let ranges = if windowed {
                 e.passages(t)?
             } else {
                 std::iter::once(0..t.len()).collect()
@@ -759,9 +811,11 @@ impl Memdb {
                 slots.push((*key, k));
             }
         }
-        let mut vectors: HashMap<(Passage, u128), Vec<f32>> = HashMap::with_capacity(input.len());
+        let mut vectors: HashMap<TextKey, Vec<f32>> = HashMap::with_capacity(input.len());
         // Passages 2, 3, ... of a record, in order.
         let mut extras: HashMap<u128, Vec<Vec<f32>>> = HashMap::new();
+        // Windows 2, 3, ... of a message passage whose vector is a mean.
+        let mut windows: HashMap<TextKey, Vec<Vec<f32>>> = HashMap::new();
         if !input.is_empty() {
             let out = e.embed_report(&input)?;
             if out.vectors.len() != input.len() {
@@ -775,9 +829,16 @@ impl Memdb {
             for ((key, k), v) in slots.iter().zip(out.vectors) {
                 if *k == 0 {
                     vectors.insert(*key, v);
+                } else if key.1 == LongPassage::Mean {
+                    windows.entry(*key).or_default().push(v);
                 } else {
-                    extras.entry(key.1).or_default().push(v);
+                    extras.entry(key.2).or_default().push(v);
                 }
+            }
+        }
+        for (key, rest) in windows {
+            if let Some(first) = vectors.get_mut(&key) {
+                mean_into(first, &rest);
             }
         }
         for s in targets {
@@ -833,10 +894,7 @@ impl Memdb {
                                 queue.remove(sid, mid)?;
                                 continue;
                             }
-                            Some(row)
-                                if texts.get(&(Fill::Records.passage(), mid))
-                                    != Some(&row.text) =>
-                            {
+                            Some(row) if texts.get(&Fill::Records.key(mid)) != Some(&row.text) => {
                                 continue;
                             }
                             Some(row) => {
@@ -849,7 +907,8 @@ impl Memdb {
                         }
                     }
                     let passage = fills[&sid].passage();
-                    if let (Some(turns), Some(seen)) = (&turns, read_around.get(&(passage, mid)))
+                    if let (Some(turns), Some(seen)) =
+                        (&turns, read_around.get(&fills[&sid].key(mid)))
                         && turns
                             .around(mid, passage.wants_previous(), passage.wants_next())?
                             .is_some_and(|now| now != *seen)
@@ -861,7 +920,7 @@ impl Memdb {
                     if !queue.remove(sid, mid)? {
                         continue;
                     }
-                    match vectors.get(&(fills[&sid].passage(), mid)) {
+                    match vectors.get(&fills[&sid].key(mid)) {
                         Some(v) => {
                             by_space.entry(sid).or_default().push((mid, v));
                             embedded += 1;
@@ -966,7 +1025,10 @@ impl Memdb {
             let spaces = self.message_spaces()?;
             let passage = self.config().message_passage;
             match &spaces.next {
-                Some((s, m)) if *m == id && passage_of(s) == passage => {} // resume
+                Some((s, m))
+                    if *m == id
+                        && passage_of(s) == passage
+                        && long_passage_of(s) == LongPassage::NEW_SPACES => {} // resume
                 other => {
                     if let Some((s, _)) = other {
                         // A rebuild for another model: abandon it.
@@ -1207,6 +1269,35 @@ mod tests {
 
     fn conversation(text: &str) -> NewConversation {
         NewConversation::new("t", vec![NewMessage::new("user", text)])
+    }
+
+    /// A space from before the long-passage rule (no key) keeps embedding
+    /// a long passage's beginning; the key names the rule otherwise, and
+    /// the mean of unit windows is of unit length.
+    #[test]
+    fn a_space_without_the_long_passage_key_reads_as_first() {
+        use super::{long_passage_of, mean_into};
+        use crate::embed::LongPassage;
+        use crate::vector::spaces::VectorSpace;
+        let space = |model: serde_json::Value| VectorSpace {
+            name: "messages/local-onnx/m".into(),
+            id: 1,
+            dimension: 2,
+            metric: crate::model::metric::Metric::Cosine,
+            m: 16,
+            ef_construction: 100,
+            model,
+        };
+        let old =
+            serde_json::json!({"provider": "local-onnx", "name": "m", "passage": "with-previous"});
+        assert_eq!(long_passage_of(&space(old.clone())), LongPassage::First);
+        let mut new = old;
+        new["long_passage"] = "mean".into();
+        assert_eq!(long_passage_of(&space(new)), LongPassage::Mean);
+        let mut v = vec![1.0f32, 0.0];
+        mean_into(&mut v, &[vec![0.0, 1.0]]);
+        let h = std::f32::consts::FRAC_1_SQRT_2;
+        assert!((v[0] - h).abs() < 1e-6 && (v[1] - h).abs() < 1e-6, "{v:?}");
     }
 
     /// The worker pauses only while writers overlap, and never longer

@@ -76,7 +76,7 @@ pub(crate) const LOCAL_NAME_INT8: &str = "all-MiniLM-L6-v2-int8";
 pub(crate) const LOCAL_NAME_E5: &str = "e5-small-v2-int8-rows";
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
-pub use passage::{NEIGHBOUR_CHARS, Passage};
+pub use passage::{LongPassage, NEIGHBOUR_CHARS, Passage};
 pub use select::{
     EmbedderKind, EmbedderSettings, LOCAL_MODEL_ENV, LOCAL_PRECISION_ENV, OpenAiSettings,
     SelectedEmbedder, default_models_dir, select_embedder,

@@ -95,6 +95,51 @@ impl Passage {
     }
 }
 
+/// What a message space does with a passage longer than the model reads
+/// (SPEC.md §10.1). Stored in the space's description as `long_passage`;
+/// like the passage rule, a store changes it only through
+/// `rebuild_embeddings`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum LongPassage {
+    /// The model reads the passage's beginning and ignores the rest
+    /// (every space from before the rule existed reads as this).
+    #[default]
+    First,
+    /// The passage is cut into the windows the model reads whole
+    /// (`Embedder::passages`), each is embedded, and the message's vector
+    /// is the normalised mean of theirs: every part of a long turn counts.
+    Mean,
+}
+
+impl LongPassage {
+    /// The rule every new message space gets.
+    pub const NEW_SPACES: LongPassage = LongPassage::Mean;
+
+    /// The name stored in a space's description and accepted by
+    /// [`LongPassage::parse`].
+    pub fn name(self) -> &'static str {
+        match self {
+            LongPassage::First => "first",
+            LongPassage::Mean => "mean",
+        }
+    }
+
+    /// Parses a name of [`LongPassage::name`].
+    pub fn parse(s: &str) -> Result<LongPassage> {
+        match s.trim() {
+            "first" => Ok(LongPassage::First),
+            "mean" => Ok(LongPassage::Mean),
+            other => Err(Error::invalid(
+                "long_passage",
+                format!("unknown long-passage rule {other:?}; expected first or mean"),
+            )),
+        }
+    }
+}
+
 /// The first `max` characters of `s`, ending at a word boundary when one is
 /// near.
 pub(crate) fn cut(s: &str, max: usize) -> &str {
@@ -148,5 +193,9 @@ mod tests {
             assert_eq!(Passage::parse(p.name()).unwrap(), p);
         }
         assert!(Passage::parse("sentence").is_err());
+        for l in [LongPassage::First, LongPassage::Mean] {
+            assert_eq!(LongPassage::parse(l.name()).unwrap(), l);
+        }
+        assert!(LongPassage::parse("max").is_err());
     }
 }
