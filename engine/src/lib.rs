@@ -92,7 +92,7 @@ pub use db::records::{
 pub use embed::{
     Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, LOCAL_MODEL_ENV,
     LOCAL_PRECISION_ENV, LongPassage, ModelIdentity, NEIGHBOUR_CHARS, OpenAiSettings, Passage,
-    SelectedEmbedder, default_models_dir, select_embedder, token_windows,
+    SelectedEmbedder, default_models_dir, select_embedder, spread_windows, token_windows,
 };
 #[cfg(feature = "local-onnx")]
 pub use embed::{LocalModel, LocalOnnx, LocalOnnxOptions, LocalPrecision};

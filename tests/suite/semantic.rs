@@ -2305,6 +2305,25 @@ fn a_long_message_is_the_mean_of_its_windows() {
     // 100 words in windows of 16 overlapping by 2: 7 windows, plus one
     // text for each short message.
     assert_eq!(e.texts.load(Ordering::SeqCst), 9);
+    // The stored vector is the normalised mean of the windows' vectors.
+    let assert_mean_of = |id: uuid::Uuid, pieces: &[&str]| {
+        let mut sum = vec![0f64; 128];
+        for v in e.inner.embed(pieces).unwrap() {
+            for (s, x) in sum.iter_mut().zip(v) {
+                *s += f64::from(x);
+            }
+        }
+        let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let v = db.message_vector(id).unwrap().expect("embedded");
+        for (a, b) in v.iter().zip(&sum) {
+            assert!(
+                (f64::from(*a) - b / norm).abs() < 1e-5,
+                "{a} vs {}",
+                b / norm
+            );
+        }
+        v
+    };
     let pieces: Vec<&str> = e
         .passages(&long)
         .unwrap()
@@ -2312,24 +2331,7 @@ fn a_long_message_is_the_mean_of_its_windows() {
         .map(|r| &long[r])
         .collect();
     assert_eq!(pieces.len(), 7);
-    let mut sum = vec![0f64; 128];
-    for v in e.inner.embed(&pieces).unwrap() {
-        for (s, x) in sum.iter_mut().zip(v) {
-            *s += f64::from(x);
-        }
-    }
-    let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let v = db
-        .message_vector(c.messages[0].id)
-        .unwrap()
-        .expect("embedded");
-    for (a, b) in v.iter().zip(&sum) {
-        assert!(
-            (f64::from(*a) - b / norm).abs() < 1e-5,
-            "{a} vs {}",
-            b / norm
-        );
-    }
+    let v = assert_mean_of(c.messages[0].id, &pieces);
     // Found by what only its last window says, over a message sharing a
     // word of it.
     let r = db
@@ -2351,4 +2353,20 @@ fn a_long_message_is_the_mean_of_its_windows() {
         db.embedding_status().unwrap().active.unwrap().long_passage,
         LongPassage::Mean
     );
+    // A message of 29 windows costs the model 16 of them, spread from its
+    // first to its last.
+    let huge: String = (0..400).map(|i| format!("w{i} ")).collect();
+    let all = e.passages(&huge).unwrap();
+    assert_eq!(all.len(), 29);
+    let before = e.texts.load(Ordering::SeqCst);
+    let h = conv(&db, "huge", "/", &[&huge]);
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    assert_eq!(
+        e.texts.load(Ordering::SeqCst) - before,
+        LongPassage::MAX_WINDOWS
+    );
+    let spread = spread_windows(all, LongPassage::MAX_WINDOWS);
+    let pieces: Vec<&str> = spread.into_iter().map(|r| &huge[r]).collect();
+    assert!(pieces[15].ends_with("w399 "), "{:?}", pieces[15]);
+    assert_mean_of(h.messages[0].id, &pieces);
 }

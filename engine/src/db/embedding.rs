@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::kind_spaces::{KindSpaces, is_passage_space};
 use crate::db::{Engine, Memdb};
-use crate::embed::{Embedder, LongPassage, ModelIdentity, Passage};
+use crate::embed::{Embedder, LongPassage, ModelIdentity, Passage, spread_windows};
 use crate::error::{Error, Result};
 use crate::model::records::record_text;
 use crate::store::embed_queue::{self, MessageSpace, QueueReader, QueueWriter, queued};
@@ -796,9 +796,9 @@ impl Memdb {
             if t.trim().is_empty() {
                 continue;
             }
-            let windowed = key.1 == LongPassage::Mean
-                || (Fill::Records.key(key.2) == *key && records.contains(&key.2));
-            let ranges = if windowed {
+            let ranges = if key.1 == LongPassage::Mean {
+                spread_windows(e.passages(t)?, LongPassage::MAX_WINDOWS)
+            } else if Fill::Records.key(key.2) == *key && records.contains(&key.2) {
                 e.passages(t)?
             } else {
                 std::iter::once(0..t.len()).collect()

@@ -81,7 +81,7 @@ pub use select::{
     EmbedderKind, EmbedderSettings, LOCAL_MODEL_ENV, LOCAL_PRECISION_ENV, OpenAiSettings,
     SelectedEmbedder, default_models_dir, select_embedder,
 };
-pub use windows::token_windows;
+pub use windows::{spread_windows, token_windows};
 
 /// Which model produced a vector: vectors with different identities must
 /// never share a vector space.

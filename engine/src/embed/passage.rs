@@ -111,10 +111,17 @@ pub enum LongPassage {
     /// The passage is cut into the windows the model reads whole
     /// (`Embedder::passages`), each is embedded, and the message's vector
     /// is the normalised mean of theirs: every part of a long turn counts.
+    /// Past [`LongPassage::MAX_WINDOWS`] windows, that many spread evenly
+    /// over the text (`spread_windows`).
     Mean,
 }
 
 impl LongPassage {
+    /// The most windows one message is embedded as (about 3,600 tokens
+    /// read whole at 256 per window): a message may hold a megabyte, and
+    /// the write that stores it may embed it inline.
+    pub const MAX_WINDOWS: usize = 16;
+
     /// The rule every new message space gets.
     pub const NEW_SPACES: LongPassage = LongPassage::Mean;
 

@@ -39,9 +39,50 @@ pub fn token_windows(offsets: &[(usize, usize)], window: usize, len: usize) -> V
     out
 }
 
+/// At most `max` of `windows`, spread evenly over the text: all of them
+/// when there are no more, else the first, the last and the ones nearest
+/// to even steps between (`max` of at least 2; less is taken as 2). A
+/// message's vector is the mean of its windows (SPEC.md §10.1), and a
+/// message may hold a megabyte: this bounds what one message costs the
+/// model while every part of the text still has a say.
+pub fn spread_windows(windows: Vec<Range<usize>>, max: usize) -> Vec<Range<usize>> {
+    let max = max.max(2);
+    let n = windows.len();
+    if n <= max {
+        return windows;
+    }
+    // Index i * (n - 1) / (max - 1), rounded: strictly increasing because
+    // the step (n - 1) / (max - 1) is above 1.
+    let pick: Vec<usize> = (0..max)
+        .map(|i| (i * (n - 1) + (max - 1) / 2) / (max - 1))
+        .collect();
+    windows
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| pick.binary_search(k).is_ok())
+        .map(|(_, r)| r)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spread_windows_keeps_the_ends_and_steps_evenly_between() {
+        let ws: Vec<Range<usize>> = (0..10).map(|i| i..i + 1).collect();
+        assert_eq!(spread_windows(ws.clone(), 16), ws);
+        assert_eq!(spread_windows(ws.clone(), 10), ws);
+        let starts = |v: Vec<Range<usize>>| v.into_iter().map(|r| r.start).collect::<Vec<_>>();
+        assert_eq!(starts(spread_windows(ws.clone(), 4)), vec![0, 3, 6, 9]);
+        assert_eq!(starts(spread_windows(ws.clone(), 3)), vec![0, 5, 9]);
+        assert_eq!(starts(spread_windows(ws.clone(), 0)), vec![0, 9]);
+        let many: Vec<Range<usize>> = (0..1_000).map(|i| i..i + 1).collect();
+        let picked = starts(spread_windows(many, 16));
+        assert_eq!(picked.len(), 16);
+        assert_eq!((picked[0], picked[15]), (0, 999));
+        assert!(picked.windows(2).all(|p| p[1] > p[0]));
+    }
 
     /// Offsets of one-byte-apart words "w0 w1 ...": word i at 3i..3i+2.
     fn words(n: usize) -> Vec<(usize, usize)> {
