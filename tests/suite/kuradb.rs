@@ -1255,6 +1255,34 @@ impl Windowed {
         }
     }
 
+    /// The windows `text` is cut into, as text.
+    pub(crate) fn pieces<'a>(&self, text: &'a str) -> Vec<&'a str> {
+        self.passages(text)
+            .unwrap()
+            .into_iter()
+            .map(|r| &text[r])
+            .collect()
+    }
+
+    /// Asserts that `v` is the normalised sum (so the normalised mean) of
+    /// the vectors of `pieces`.
+    pub(crate) fn assert_mean_of(&self, v: &[f32], pieces: &[&str]) {
+        let mut sum = vec![0f64; v.len()];
+        for p in self.inner.embed(pieces).unwrap() {
+            for (s, x) in sum.iter_mut().zip(p) {
+                *s += f64::from(x);
+            }
+        }
+        let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
+        for (a, b) in v.iter().zip(&sum) {
+            assert!(
+                (f64::from(*a) - b / norm).abs() < 1e-5,
+                "{a} vs {}",
+                b / norm
+            );
+        }
+    }
+
     fn offsets(text: &str) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
         let mut start = None;
@@ -1358,22 +1386,7 @@ fn a_long_chunk_is_embedded_as_passages_that_all_point_at_it() {
         .find(|d| d.body["source"].as_str().unwrap().ends_with("recipe.md"))
         .unwrap();
     let dv = h.record_vector(DOCUMENT, doc.id).unwrap().unwrap();
-    let pieces: Vec<&str> = e
-        .passages(&long)
-        .unwrap()
-        .into_iter()
-        .map(|r| &long[r])
-        .collect();
-    let mut sum = vec![0f64; 128];
-    for v in e.inner.embed(&pieces).unwrap() {
-        for (s, x) in sum.iter_mut().zip(v) {
-            *s += f64::from(x);
-        }
-    }
-    let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
-    for (a, b) in dv.iter().zip(&sum) {
-        assert!((f64::from(*a) - b / norm).abs() < 1e-5);
-    }
+    e.assert_mean_of(&dv, &e.pieces(&long));
     // A paragraph added: the unchanged long chunk keeps all its vectors
     // (one model call, for the new paragraph).
     let before = e.texts.load(Ordering::SeqCst);

@@ -2307,29 +2307,11 @@ fn a_long_message_is_the_mean_of_its_windows() {
     assert_eq!(e.texts.load(Ordering::SeqCst), 9);
     // The stored vector is the normalised mean of the windows' vectors.
     let assert_mean_of = |id: uuid::Uuid, pieces: &[&str]| {
-        let mut sum = vec![0f64; 128];
-        for v in e.inner.embed(pieces).unwrap() {
-            for (s, x) in sum.iter_mut().zip(v) {
-                *s += f64::from(x);
-            }
-        }
-        let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
         let v = db.message_vector(id).unwrap().expect("embedded");
-        for (a, b) in v.iter().zip(&sum) {
-            assert!(
-                (f64::from(*a) - b / norm).abs() < 1e-5,
-                "{a} vs {}",
-                b / norm
-            );
-        }
+        e.assert_mean_of(&v, pieces);
         v
     };
-    let pieces: Vec<&str> = e
-        .passages(&long)
-        .unwrap()
-        .into_iter()
-        .map(|r| &long[r])
-        .collect();
+    let pieces = e.pieces(&long);
     assert_eq!(pieces.len(), 7);
     let v = assert_mean_of(c.messages[0].id, &pieces);
     // Found by what only its last window says, over a message sharing a
