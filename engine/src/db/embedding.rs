@@ -234,23 +234,24 @@ pub(crate) fn is_record_space(space: &VectorSpace) -> bool {
 /// The passage rule a message space was filled with: the `passage` key of
 /// its description (a space from before passages has none: the bare turn).
 pub(crate) fn passage_of(space: &VectorSpace) -> Passage {
-    space
-        .model
-        .get("passage")
-        .and_then(|v| v.as_str())
-        .and_then(|s| Passage::parse(s).ok())
-        .unwrap_or_default()
+    described(space, "passage", Passage::parse)
 }
 
 /// What a message space does with a passage longer than the model reads:
 /// the `long_passage` key of its description (a space from before the rule
 /// has none: the passage's beginning).
 pub(crate) fn long_passage_of(space: &VectorSpace) -> LongPassage {
+    described(space, "long_passage", LongPassage::parse)
+}
+
+/// The rule named by `key` in `space`'s description, its default when the
+/// key is absent (or names no rule this build knows).
+fn described<T: Default>(space: &VectorSpace, key: &str, parse: fn(&str) -> Result<T>) -> T {
     space
         .model
-        .get("long_passage")
+        .get(key)
         .and_then(|v| v.as_str())
-        .and_then(|s| LongPassage::parse(s).ok())
+        .and_then(|s| parse(s).ok())
         .unwrap_or_default()
 }
 
