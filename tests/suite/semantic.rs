@@ -2351,4 +2351,24 @@ fn a_long_message_is_the_mean_of_its_windows() {
     let pieces: Vec<&str> = spread.into_iter().map(|r| &huge[r]).collect();
     assert!(pieces[15].ends_with("w399 "), "{:?}", pieces[15]);
     assert_mean_of(h.messages[0].id, &pieces);
+    // A turn that fits, between long neighbours: its passage is long only
+    // by them, and is read as before (the turn whole, the neighbours cut
+    // by the model), not as a mean giving neighbour text the say.
+    let side: String = (0..60).map(|i| format!("n{i} ")).collect();
+    let turn = "the kettle whistles when the water for tea boils";
+    let c = conv(&db, "between", "/", &[&side, turn, &side]);
+    db.embed_pending(None, &mut |_| {}).unwrap();
+    let passage = Passage::WithNeighbours.build(turn, Some(&side), Some(&side));
+    assert!(
+        e.passages(&passage).unwrap().len() > 1,
+        "long by its neighbours"
+    );
+    let v = db.message_vector(c.messages[1].id).unwrap().unwrap();
+    let read = e.embed(&[passage.as_str()]).unwrap().remove(0);
+    assert!(v.iter().zip(&read).all(|(a, b)| (a - b).abs() < 1e-6));
+    // The long neighbours themselves are means.
+    let own = Passage::WithNeighbours.build(&side, None, Some(turn));
+    let pieces = e.pieces(&own);
+    assert!(pieces.len() > 1);
+    assert_mean_of(c.messages[0].id, &pieces);
 }

@@ -731,6 +731,8 @@ impl Memdb {
         // meanwhile requeues the message (`enqueue_new`), and its vector is
         // then not written from the older passage.
         let mut read_around: HashMap<TextKey, (Option<u128>, Option<u128>)> = HashMap::new();
+        // The length of each message passage's own turn, which it starts with.
+        let mut turn_bytes: HashMap<TextKey, usize> = HashMap::new();
         let fills: HashMap<u32, Fill> = targets.iter().map(|s| (s.id, Fill::of(s))).collect();
         {
             let txn = self.store.read()?;
@@ -767,11 +769,10 @@ impl Memdb {
                                 prev.map(|p| record_text(&p.1)),
                                 next.map(|n| record_text(&n.1)),
                             );
-                            v.insert(passage.build(
-                                &record_text(&m),
-                                prev.as_deref(),
-                                next.as_deref(),
-                            ));
+                            let turn = record_text(&m);
+                            // The passage starts with the turn (`Passage::build`).
+                            turn_bytes.insert(fill.key(mid), turn.len());
+                            v.insert(passage.build(&turn, prev.as_deref(), next.as_deref()));
                         }
                     }
                 }
@@ -798,7 +799,19 @@ impl Memdb {
                 continue;
             }
             let ranges = if key.1 == LongPassage::Mean {
-                spread_windows(e.passages(t)?, LongPassage::MAX_WINDOWS)
+                // Windows only when the turn itself is past the model's
+                // window: a passage long only by its neighbours is read
+                // as before, its turn whole and the neighbours cut.
+                let all = e.passages(t)?;
+                let turn = turn_bytes
+                    .get(key)
+                    .and_then(|&n| t.get(..n))
+                    .unwrap_or(t.as_str());
+                if all.len() > 1 && (turn.len() == t.len() || e.passages(turn)?.len() > 1) {
+                    spread_windows(all, LongPassage::MAX_WINDOWS)
+                } else {
+                    std::iter::once(0..t.len()).collect()
+                }
             } else if Fill::Records.key(key.2) == *key && records.contains(&key.2) {
                 e.passages(t)?
             } else {
