@@ -311,20 +311,16 @@ impl Fill {
 }
 
 /// Turns `first`, a passage's first window's vector, into the normalised
-/// mean of it and the later windows' `rest` (each of unit length, as every
-/// embedder returns them), summed in `f64`.
+/// mean of it and the later windows' `rest` (the sum at unit length; left
+/// as it is when they cancel out).
 fn mean_into(first: &mut [f32], rest: &[Vec<f32>]) {
-    let mut sum: Vec<f64> = first.iter().map(|x| f64::from(*x)).collect();
+    let mut sum = crate::vector::VectorSum::new(first.len());
+    sum.add(first);
     for v in rest {
-        for (s, x) in sum.iter_mut().zip(v) {
-            *s += f64::from(*x);
-        }
+        sum.add(v);
     }
-    let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
-    if norm > 0.0 {
-        for (out, s) in first.iter_mut().zip(&sum) {
-            *out = (s / norm) as f32;
-        }
+    if let Some(v) = sum.normalized() {
+        first.copy_from_slice(&v);
     }
 }
 

@@ -186,17 +186,13 @@ pub(crate) fn refresh_sum(
     ops: &mut OpBatch,
 ) -> Result<()> {
     let kids = super::records::children_for_write(txn, parent)?;
-    let mut total = vec![0f64; dim as usize];
-    let mut found = false;
+    let mut total = crate::vector::VectorSum::new(dim as usize);
     let current = {
         let vectors = txn.open_table(VECTORS)?;
         for c in kids {
             for &space in children {
                 if let Some(v) = vectors.get((space, c))? {
-                    for (t, x) in total.iter_mut().zip(decode(v.value(), dim)?) {
-                        *t += f64::from(x);
-                    }
-                    found = true;
+                    total.add(&decode(v.value(), dim)?);
                 }
             }
         }
@@ -205,12 +201,11 @@ pub(crate) fn refresh_sum(
             None => None,
         }
     };
-    let norm = total.iter().map(|x| x * x).sum::<f64>().sqrt();
-    if !found || !norm.is_normal() {
+    // No child vector leaves the sum zero, which has no unit length.
+    let Some(v) = total.normalized() else {
         delete_vector(txn, sum, parent, ops)?;
         return Ok(());
-    }
-    let v: Vec<f32> = total.iter().map(|x| (x / norm) as f32).collect();
+    };
     if current.as_ref() != Some(&v) {
         put_vectors(txn, sum, [(parent, &v)], ops)?;
     }
