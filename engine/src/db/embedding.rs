@@ -314,7 +314,7 @@ impl Fill {
 /// mean of it and the later windows' `rest` (the sum at unit length; left
 /// as it is when they cancel out).
 fn mean_into(first: &mut [f32], rest: &[Vec<f32>]) {
-    let mut sum = crate::vector::VectorSum::new(first.len());
+    let mut sum = crate::model::metric::VectorSum::new(first.len());
     sum.add(first);
     for v in rest {
         sum.add(v);

@@ -186,7 +186,7 @@ pub(crate) fn refresh_sum(
     ops: &mut OpBatch,
 ) -> Result<()> {
     let kids = super::records::children_for_write(txn, parent)?;
-    let mut total = crate::vector::VectorSum::new(dim as usize);
+    let mut total = crate::model::metric::VectorSum::new(dim as usize);
     let current = {
         let vectors = txn.open_table(VECTORS)?;
         for c in kids {

@@ -186,33 +186,6 @@ pub(crate) enum VectorError {
     Io(#[source] std::io::Error),
 }
 
-/// A sum of vectors accumulated in `f64`, read back at unit length: a
-/// parent's vector under the vector-sum rule (SPEC.md §13) and a long
-/// message's mean of its windows (§10.1) are both this.
-pub(crate) struct VectorSum(Vec<f64>);
-
-impl VectorSum {
-    /// An empty sum of `dim` components.
-    pub(crate) fn new(dim: usize) -> VectorSum {
-        VectorSum(vec![0.0; dim])
-    }
-
-    /// Adds `v` (its first `dim` components).
-    pub(crate) fn add(&mut self, v: &[f32]) {
-        for (s, x) in self.0.iter_mut().zip(v) {
-            *s += f64::from(*x);
-        }
-    }
-
-    /// The sum scaled to unit length; `None` when its norm is zero (nothing
-    /// added, or the vectors cancel out) or not a normal number.
-    pub(crate) fn normalized(&self) -> Option<Vec<f32>> {
-        let norm = self.0.iter().map(|x| x * x).sum::<f64>().sqrt();
-        norm.is_normal()
-            .then(|| self.0.iter().map(|x| (x / norm) as f32).collect())
-    }
-}
-
 /// Checks `v` for `metric` and `dim` and returns what the graph stores and
 /// searches with: the vector as given, or unit-length for cosine, aligned
 /// to a cache line (`aligned.rs`). Rejects a wrong length, NaN or infinite
