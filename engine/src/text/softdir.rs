@@ -385,11 +385,49 @@ impl Directory for SoftDirectory {
     }
 
     fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
-        self.inner.acquire_lock(lock)
+        let held = HeldLock::acquire(&self.root.join(&lock.filepath), lock.is_blocking)?;
+        Ok(DirectoryLock::from(Box::new(held)))
     }
 
     fn watch(&self, callback: WatchCallback) -> tantivy::Result<WatchHandle> {
         self.inner.watch(callback)
+    }
+}
+
+/// A lock file held by `flock`, unlocked explicitly when dropped.
+///
+/// tantivy's own directory releases a lock by closing its descriptor. A
+/// child process forked by another thread (a `Command` anywhere in this
+/// process) shares that open file description, and with it the lock, until
+/// it execs; a writer this process had just closed then read as busy to the
+/// next one and the index was rebuilt. `unlock` releases the description's
+/// lock for every holder (as the data directory's `LOCK` does).
+struct HeldLock(File);
+
+impl HeldLock {
+    fn acquire(path: &Path, blocking: bool) -> Result<HeldLock, LockError> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(LockError::wrap_io_error)?;
+        if blocking {
+            file.lock().map_err(LockError::wrap_io_error)?;
+        } else {
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => return Err(LockError::LockBusy),
+                Err(std::fs::TryLockError::Error(e)) => return Err(LockError::wrap_io_error(e)),
+            }
+        }
+        Ok(HeldLock(file))
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
     }
 }
 
@@ -495,6 +533,29 @@ fn sync_all_files(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A released lock is free at once even while a copy of its descriptor
+    /// lives on, as it does in a child forked before the release that has
+    /// not yet exec'd: the release unlocks, it does not only close.
+    #[test]
+    fn a_released_lock_is_free_while_a_forked_copy_of_it_lives() {
+        use tantivy::directory::INDEX_WRITER_LOCK;
+        let d = tempfile::tempdir().unwrap();
+        let dir = SoftDirectory::open(d.path()).unwrap();
+        let path = d.path().join(&INDEX_WRITER_LOCK.filepath);
+        let held = HeldLock::acquire(&path, false).unwrap();
+        assert!(matches!(
+            dir.acquire_lock(&INDEX_WRITER_LOCK),
+            Err(LockError::LockBusy)
+        ));
+        // What a fork gives the child: a descriptor sharing the lock's open
+        // file description.
+        let copy = held.0.try_clone().unwrap();
+        drop(held);
+        let again = dir.acquire_lock(&INDEX_WRITER_LOCK);
+        assert!(again.is_ok(), "the copy kept the lock: {:?}", again.err());
+        drop(copy);
+    }
 
     fn names(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)
