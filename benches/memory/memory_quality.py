@@ -228,7 +228,29 @@ class Client:
 FOLLOW_UPS = ["How about you?", "What about you?", "Have you ever tried that?", "What do you think?"]
 
 
-def store(client, samples, timestamps, follow_ups=0.0, seed=7):
+def keep_parts(samples, questions, max_parts, seed):
+    """Per sample, the parts (`session_of` names) a `--max-parts` store
+    holds: every part with evidence of `questions`, then other parts in a
+    seeded random order until the sample holds `max_parts` (more when its
+    evidence alone needs more)."""
+    keep = {}
+    for s in samples:
+        want = {session_of(t) for q in questions if q["sample"] == s["name"] for t in evidence(q)}
+        step = SESSION_TURNS or 10**9
+        others = [
+            f"S{i}/{k}" if SESSION_TURNS else f"S{i}"
+            for i, sess in enumerate(s["sessions"], 1)
+            for k in range((len(sess["turns"]) + step - 1) // step)
+        ]
+        others = [p for p in others if p not in want]
+        random.Random(f"{seed}/{s['name']}").shuffle(others)
+        keep[s["name"]] = want | set(others[: max(0, max_parts - len(want))])
+    return keep
+
+
+def store(client, samples, timestamps, follow_ups=0.0, seed=7, keep=None):
+    """Stores every sample's sessions (and filler) through REST; with `keep`
+    (sample name -> the parts `session_of` names), only those parts."""
     count = 0
     rng = random.Random(seed)
     for s in samples:
@@ -249,6 +271,8 @@ def store(client, samples, timestamps, follow_ups=0.0, seed=7):
                 msgs.append(m)
             step = SESSION_TURNS or len(msgs)
             for k in range(0, len(msgs), step):
+                if keep is not None and session_of(msgs[k]["metadata"]["turn_id"]) not in keep[s["name"]]:
+                    continue
                 label = f"{s['name']} session {i}" + (f" part {k // step + 1}" if SESSION_TURNS else "")
                 client.call(
                     "POST",
@@ -257,6 +281,8 @@ def store(client, samples, timestamps, follow_ups=0.0, seed=7):
                 )
             count += len(msgs)
         for i, sess in enumerate(s.get("filler", []), 1):
+            if keep is not None:
+                break
             date = session_date(sess["start"])
             msgs = [
                 {
@@ -515,6 +541,10 @@ def main():
     ap.add_argument("--session-turns", type=int, default=0,
                     help="store each session in parts of at most N turns, each its own conversation "
                     "(session recall then counts parts): histories of many short sessions")
+    ap.add_argument("--max-parts", type=int, default=0,
+                    help="store only each sample's parts (sessions, or --session-turns parts) that hold evidence "
+                    "of the --written questions, topped up with other parts (seeded) to this many: a history "
+                    "of a few dozen sessions that nearly all hold evidence; runs the written sets only")
     ap.add_argument("--dump", help="write each question's top-10 turn ids here (JSON lines), to diff two runs")
     a = ap.parse_args()
     global WEIGHTS, SESSION_TURNS
@@ -530,9 +560,18 @@ def main():
         sizes = [sum(len(x["turns"]) for x in s["sessions"] + s["filler"]) for s in samples]
         print(f"filler: {sum(len(s['filler']) for s in samples)} sessions, {sum(sizes) - turns} turns; "
               f"{min(sizes)}-{max(sizes)} turns per sample", flush=True)
+    keep = None
+    if a.max_parts:
+        if not a.written:
+            raise SystemExit("--max-parts keeps the parts of the --written questions: give --written")
+        names = {s["name"] for s in samples}
+        asked = [json.loads(line) for line in Path(a.written).read_text().splitlines() if line.strip()]
+        keep = keep_parts(samples, [q for q in asked if q["sample"] in names], a.max_parts, a.seed)
+        kept = sum(len(v) for v in keep.values())
+        print(f"--max-parts {a.max_parts}: {kept} parts kept ({kept / len(samples):.1f} per sample)", flush=True)
     if not a.skip_store:
         t0 = time.time()
-        store(client, samples, a.timestamps, a.follow_ups, a.seed)
+        store(client, samples, a.timestamps, a.follow_ups, a.seed, keep)
         print(f"stored in {time.time() - t0:.1f} s", flush=True)
     waited = wait_embedded(client)
     print(f"embedding finished {waited:.1f} s after the last store", flush=True)
@@ -544,9 +583,11 @@ def main():
         sets["written"] = written
         for kind in sorted({q["kind"] for q in written}):
             sets[f"w-{kind}"] = [q for q in written if q["kind"] == kind]
+    if a.max_parts:
+        sets = {k: v for k, v in sets.items() if k == "written" or k.startswith("w-")}
     if a.sets:
-        keep = set(a.sets.split(","))
-        sets = {k: v for k, v in sets.items() if k in keep}
+        chosen = set(a.sets.split(","))
+        sets = {k: v for k, v in sets.items() if k in chosen}
     results = {}
     print(f"\n{a.label}")
     print(f"{'set':12} {'mode':9} {'n':>4} {'R@5':>6} {'R@10':>6} {'sessR@10':>8} {'MRR':>6} {'p50ms':>6} {'p99ms':>6}")
