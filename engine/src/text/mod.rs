@@ -1541,6 +1541,57 @@ mod tests {
         }
     }
 
+    /// A store closed and opened again while another thread keeps forking
+    /// children (each holds this process's descriptors until it execs):
+    /// the second open finds its text index and its writer lock free. With
+    /// the lock released by closing alone, the first open of a fresh store
+    /// failed (`rebuilt index does not open: ... LockBusy`) or a reopen
+    /// rebuilt the index. A race: without the fix this fails in some runs,
+    /// not all (one in four at 30 rounds); the deterministic check is
+    /// `softdir::tests::a_released_lock_is_free_while_a_forked_copy_of_it_lives`.
+    #[test]
+    fn reopening_while_children_fork_keeps_the_index() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        struct StopOnDrop(Arc<AtomicBool>);
+        impl Drop for StopOnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
+        let stopped = stop.0.clone();
+        let spawner = std::thread::spawn(move || {
+            let mut children = 0;
+            while !stopped.load(Ordering::Relaxed) {
+                if std::process::Command::new("true").status().is_ok() {
+                    children += 1;
+                }
+            }
+            children
+        });
+        for round in 0..80 {
+            let d = tempfile::tempdir().unwrap();
+            {
+                let db = Memdb::open(d.path()).unwrap();
+                db.create_conversation(NewConversation::new(
+                    "forks",
+                    vec![NewMessage::new("user", "zqforked")],
+                ))
+                .unwrap();
+            }
+            let db = Memdb::open(d.path()).unwrap();
+            assert!(
+                db.recovery_report().is_empty(),
+                "round {round}: {:?}",
+                db.recovery_report()
+            );
+            assert_eq!(hits(&db, "zqforked").len(), 1);
+        }
+        drop(stop);
+        assert!(spawner.join().unwrap() > 0, "no child was forked");
+    }
+
     /// Unfiltered queries run as they are (block-max WAND prunes them);
     /// filtered ones are wrapped in a boolean query with constant-score
     /// filters. A filter every document passes (folder `/`) takes the
