@@ -236,13 +236,12 @@ def keep_parts(samples, questions, max_parts, seed):
     keep = {}
     for s in samples:
         want = {session_of(t) for q in questions if q["sample"] == s["name"] for t in evidence(q)}
-        step = SESSION_TURNS or 10**9
-        others = [
-            f"S{i}/{k}" if SESSION_TURNS else f"S{i}"
+        parts = dict.fromkeys(
+            session_of(f"S{i}:{j}")
             for i, sess in enumerate(s["sessions"], 1)
-            for k in range((len(sess["turns"]) + step - 1) // step)
-        ]
-        others = [p for p in others if p not in want]
+            for j in range(1, len(sess["turns"]) + 1)
+        )
+        others = [p for p in parts if p not in want]
         random.Random(f"{seed}/{s['name']}").shuffle(others)
         keep[s["name"]] = want | set(others[: max(0, max_parts - len(want))])
     return keep
@@ -560,13 +559,16 @@ def main():
         sizes = [sum(len(x["turns"]) for x in s["sessions"] + s["filler"]) for s in samples]
         print(f"filler: {sum(len(s['filler']) for s in samples)} sessions, {sum(sizes) - turns} turns; "
               f"{min(sizes)}-{max(sizes)} turns per sample", flush=True)
+    names = {s["name"] for s in samples}
+    written = []
+    if a.written:
+        written = [json.loads(line) for line in Path(a.written).read_text().splitlines() if line.strip()]
+        written = [q for q in written if q["sample"] in names]
     keep = None
     if a.max_parts:
         if not a.written:
             raise SystemExit("--max-parts keeps the parts of the --written questions: give --written")
-        names = {s["name"] for s in samples}
-        asked = [json.loads(line) for line in Path(a.written).read_text().splitlines() if line.strip()]
-        keep = keep_parts(samples, [q for q in asked if q["sample"] in names], a.max_parts, a.seed)
+        keep = keep_parts(samples, written, a.max_parts, a.seed)
         kept = sum(len(v) for v in keep.values())
         print(f"--max-parts {a.max_parts}: {kept} parts kept ({kept / len(samples):.1f} per sample)", flush=True)
     if not a.skip_store:
@@ -577,9 +579,6 @@ def main():
     print(f"embedding finished {waited:.1f} s after the last store", flush=True)
     sets = make_queries(samples, a.per_set, a.seed)
     if a.written:
-        names = {s["name"] for s in samples}
-        written = [json.loads(line) for line in Path(a.written).read_text().splitlines() if line.strip()]
-        written = [q for q in written if q["sample"] in names]
         sets["written"] = written
         for kind in sorted({q["kind"] for q in written}):
             sets[f"w-{kind}"] = [q for q in written if q["kind"] == kind]

@@ -797,13 +797,21 @@ impl Memdb {
             let ranges = if key.1 == LongPassage::Mean {
                 // Windows only when the turn itself is past the model's
                 // window: a passage long only by its neighbours is read
-                // as before, its turn whole and the neighbours cut.
-                let all = e.passages(t)?;
+                // as before, its turn whole and the neighbours cut. The
+                // turn (a prefix, usually short) is tokenized first; the
+                // whole passage only when the turn needs windows (then so
+                // does the passage that starts with it).
                 let turn = turn_bytes
                     .get(key)
                     .and_then(|&n| t.get(..n))
                     .unwrap_or(t.as_str());
-                if all.len() > 1 && (turn.len() == t.len() || e.passages(turn)?.len() > 1) {
+                let turn_windows = e.passages(turn)?;
+                if turn_windows.len() > 1 {
+                    let all = if turn.len() == t.len() {
+                        turn_windows
+                    } else {
+                        e.passages(t)?
+                    };
                     spread_windows(all, LongPassage::MAX_WINDOWS)
                 } else {
                     std::iter::once(0..t.len()).collect()

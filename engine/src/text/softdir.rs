@@ -41,6 +41,8 @@ use tantivy::directory::{
     TerminatingWrite, WatchCallback, WatchHandle, WritePtr,
 };
 
+use crate::util::lock::{LockFile, Locking};
+
 /// Present while spilled files of the index may not be durable.
 pub(crate) const MARKER: &str = "memdb-unsynced";
 /// Suffix of the temporary file behind an atomic write.
@@ -385,49 +387,17 @@ impl Directory for SoftDirectory {
     }
 
     fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
-        let held = HeldLock::acquire(&self.root.join(&lock.filepath), lock.is_blocking)?;
-        Ok(DirectoryLock::from(Box::new(held)))
+        // Not `MmapDirectory`'s lock, which is released by closing alone
+        // (`LockFile` says why that is not enough).
+        let path = self.root.join(&lock.filepath);
+        match LockFile::lock(&path, lock.is_blocking).map_err(LockError::wrap_io_error)? {
+            Locking::Held(held) => Ok(DirectoryLock::from(Box::new(held))),
+            Locking::Busy(_) => Err(LockError::LockBusy),
+        }
     }
 
     fn watch(&self, callback: WatchCallback) -> tantivy::Result<WatchHandle> {
         self.inner.watch(callback)
-    }
-}
-
-/// A lock file held by `flock`, unlocked explicitly when dropped.
-///
-/// tantivy's own directory releases a lock by closing its descriptor. A
-/// child process forked by another thread (a `Command` anywhere in this
-/// process) shares that open file description, and with it the lock, until
-/// it execs; a writer this process had just closed then read as busy to the
-/// next one and the index was rebuilt. `unlock` releases the description's
-/// lock for every holder (as the data directory's `LOCK` does).
-struct HeldLock(File);
-
-impl HeldLock {
-    fn acquire(path: &Path, blocking: bool) -> Result<HeldLock, LockError> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(LockError::wrap_io_error)?;
-        if blocking {
-            file.lock().map_err(LockError::wrap_io_error)?;
-        } else {
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(std::fs::TryLockError::WouldBlock) => return Err(LockError::LockBusy),
-                Err(std::fs::TryLockError::Error(e)) => return Err(LockError::wrap_io_error(e)),
-            }
-        }
-        Ok(HeldLock(file))
-    }
-}
-
-impl Drop for HeldLock {
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
     }
 }
 
@@ -543,14 +513,16 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let dir = SoftDirectory::open(d.path()).unwrap();
         let path = d.path().join(&INDEX_WRITER_LOCK.filepath);
-        let held = HeldLock::acquire(&path, false).unwrap();
+        let Ok(Locking::Held(held)) = LockFile::lock(&path, false) else {
+            panic!("the lock is free");
+        };
         assert!(matches!(
             dir.acquire_lock(&INDEX_WRITER_LOCK),
             Err(LockError::LockBusy)
         ));
         // What a fork gives the child: a descriptor sharing the lock's open
         // file description.
-        let copy = held.0.try_clone().unwrap();
+        let copy = held.file().try_clone().unwrap();
         drop(held);
         let again = dir.acquire_lock(&INDEX_WRITER_LOCK);
         assert!(again.is_ok(), "the copy kept the lock: {:?}", again.err());
