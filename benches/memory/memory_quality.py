@@ -49,7 +49,11 @@ of people are the dated sessions of one long history.
      next six samples (pair06-pair11: run with --samples 12, or with
      --samples 12 --skip-samples 6 for those six alone), written by three
      helper sessions that read only those transcripts, never the ranker: a
-     validation set, never tuned on.
+     validation set, never tuned on. The blind set has since been swept
+     (stops 52-55); benches/memory/written_blind2.jsonl is the next
+     validation set: 180 questions on pair12-pair17 (run with --samples 18
+     --skip-samples 12), written the same way at stop 56, histories of
+     800-880 turns in 9-21 sessions, about 40 parts of 25 turns.
 5. Runs every query with limit 10 and the sample's folder filter in
    keyword, semantic and hybrid mode and prints turn recall@5/@10, session
    recall@10 (the evidence turn's session among the sessions of the top
