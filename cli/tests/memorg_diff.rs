@@ -12,7 +12,13 @@ use std::process::Command;
 
 #[test]
 fn memorg_and_memdb_agree_where_memorg_is_right() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // The run's CARGO_MANIFEST_DIR (set by `cargo test`) before the compiled
+    // one: a target dir shared with a checkout elsewhere can hand this test a
+    // binary built there (tests/suite/main.rs, `manifest_dir`).
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
+    let root = manifest.join("..");
     let venv = std::env::var("MEMORG_DIFF_VENV").unwrap_or_else(|_| {
         format!(
             "{}/.cache/memdb-memorg-venv",

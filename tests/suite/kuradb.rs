@@ -1078,10 +1078,9 @@ fn the_e5_baseline_is_the_anchors_mean() {
         memdb::LocalOnnxOptions::default().model(memdb::LocalModel::E5SmallV2),
     )
     .expect("e5-small-v2 (scripts/install-model.sh)");
-    let anchors = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/kb/e5_anchors.txt"),
-    )
-    .unwrap();
+    let anchors =
+        std::fs::read_to_string(crate::manifest_dir().join("../benches/kb/e5_anchors.txt"))
+            .unwrap();
     let texts: Vec<&str> = anchors.lines().collect();
     assert_eq!(texts.len(), 64);
     let vectors = e5.embed(&texts).unwrap();

@@ -44,6 +44,19 @@ mod vectors;
 
 use memdb::{Memdb, NewConversation, NewMessage};
 
+/// This package's directory (`tests/`), as `cargo test` names it when the
+/// test runs, else as it was at compile time. The run's value matters when
+/// one target dir serves checkouts at several paths: cargo fingerprints a
+/// workspace crate by its path relative to the workspace, so it can reuse a
+/// test binary built in another checkout, whose compiled-in
+/// `CARGO_MANIFEST_DIR` names that checkout (its files then missing, or
+/// another tree's read).
+pub fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
+}
+
 /// A fresh temporary data directory (removed on drop).
 /// Waits (up to 20 s) until `f` holds: for work done on another thread
 /// (the folder watchers).

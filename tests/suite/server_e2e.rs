@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 const KEY: &str = "sk-sekha-e2e-0123456789abcdefghijklmnopqrstuvwxyz";
 
 pub(crate) fn python_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("python")
+    crate::manifest_dir().join("python")
 }
 
 /// Runs `tests/python/<script>` in the venv with `cmd` adding arguments

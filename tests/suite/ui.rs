@@ -21,7 +21,7 @@ use crate::server_util::*;
 const UI_FILES: [&str; 3] = ["index.html", "app.js", "app.css"];
 
 fn ui_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/ui")
+    crate::manifest_dir().join("../server/ui")
 }
 
 #[test]
