@@ -581,13 +581,13 @@ def main():
         print(f"stored in {time.time() - t0:.1f} s", flush=True)
     waited = wait_embedded(client)
     print(f"embedding finished {waited:.1f} s after the last store", flush=True)
-    sets = make_queries(samples, a.per_set, a.seed)
+    # The built sets ask about any turn, most of which a --max-parts store
+    # leaves out: only the written sets run there.
+    sets = {} if a.max_parts else make_queries(samples, a.per_set, a.seed)
     if a.written:
         sets["written"] = written
         for kind in sorted({q["kind"] for q in written}):
             sets[f"w-{kind}"] = [q for q in written if q["kind"] == kind]
-    if a.max_parts:
-        sets = {k: v for k, v in sets.items() if k == "written" or k.startswith("w-")}
     if a.sets:
         chosen = set(a.sets.split(","))
         sets = {k: v for k, v in sets.items() if k in chosen}
