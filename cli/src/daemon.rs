@@ -73,7 +73,8 @@ pub enum Exit {
 
 /// The global flags `start` hands to the server it forks.
 struct Globals {
-    embedder: EmbedderChoice,
+    /// `None` when left at its default: the server's file then decides.
+    embedder: Option<EmbedderChoice>,
     models: Option<PathBuf>,
     openai: crate::args::OpenAiArgs,
 }
@@ -88,7 +89,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
     // directory stays as given: `start` creates it, the others report it).
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
     let globals = Globals {
-        embedder: cli.embedder,
+        embedder: crate::serve::embedder_given().then_some(cli.embedder),
         models: cli.models.clone(),
         openai: cli.openai.clone(),
     };
@@ -344,7 +345,11 @@ fn start(
         );
         let mut cmd = Command::new(&exe);
         cmd.arg("--data").arg(dir);
-        if let Some(name) = clap::ValueEnum::to_possible_value(&globals.embedder) {
+        if let Some(name) = globals
+            .embedder
+            .as_ref()
+            .and_then(clap::ValueEnum::to_possible_value)
+        {
             cmd.arg("--embedder").arg(name.get_name());
         }
         if let Some(m) = &globals.models {

@@ -9,9 +9,22 @@ use memdb_server::config as server;
 
 use crate::args::{EmbedderChoice, OpenAiArgs};
 
+/// Whether `--embedder` or `MEMDB_EMBEDDER` chose the embedder rather than
+/// clap's default (`auto`): only a given one may override the server's
+/// configuration file (flag > environment > file > default).
+pub fn embedder_given() -> bool {
+    use clap::CommandFactory as _;
+    crate::args::Cli::command()
+        .try_get_matches()
+        .ok()
+        .and_then(|m| m.value_source("embedder"))
+        .is_some_and(|s| s != clap::parser::ValueSource::DefaultValue)
+}
+
 /// Serves until SIGINT/SIGTERM; exit 1 with one `error:` line on failure.
 /// `--data`, `--embedder`, `--models` and `--openai-*` are `memdb`'s
-/// global flags.
+/// global flags; unset (and `--embedder` left at its default), the
+/// server's configuration file and then its defaults decide.
 pub fn run(
     data: Option<PathBuf>,
     embedder: EmbedderChoice,
@@ -25,19 +38,18 @@ pub fn run(
         model: openai.model,
         dimension: openai.dimension,
     };
-    let embedder = match embedder {
+    let embedder = embedder_given().then_some(match embedder {
         EmbedderChoice::Auto => server::EmbedderChoice::Auto,
         EmbedderChoice::Local => server::EmbedderChoice::Local,
         EmbedderChoice::Hashing => server::EmbedderChoice::Hashing,
         EmbedderChoice::Openai => server::EmbedderChoice::Openai,
         EmbedderChoice::None => server::EmbedderChoice::None,
-    };
-    let result = crate::options::data_dir(data)
+    });
+    // The data directory too: `--data`/`MEMDB_DATA` over the file's
+    // `data`, over the platform default (`memdb_server::cli::run`).
+    let result = args
+        .config(data, embedder, models, &openai)
         .map_err(|e| e.to_string())
-        .and_then(|dir| {
-            args.config(Some(dir), Some(embedder), models, &openai)
-                .map_err(|e| e.to_string())
-        })
         .and_then(|config| memdb_server::cli::run(config).map_err(|e| e.to_string()));
     match result {
         Ok(()) => ExitCode::SUCCESS,

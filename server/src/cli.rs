@@ -16,7 +16,7 @@ pub struct ServeArgs {
     #[arg(long, env = "MEMDB_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
     /// TOML configuration file (keys: listen, data, api_keys, ...)
-    /// [default: ./config.toml, else ~/.memdb/config.toml, when one exists].
+    /// [default: ~/.memdb/config.toml, when it exists; never ./config.toml].
     #[arg(long, env = "MEMDB_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// An API key (read-write), at least 32 characters.
@@ -49,9 +49,10 @@ pub struct ServeArgs {
         value_name = "KEY=NS[,NS...]"
     )]
     pub key_namespaces: Vec<crate::auth::KeyNamespaces>,
-    /// CORS origins allowed, comma-separated (`*` for any) [default: none].
+    /// CORS origins allowed, comma-separated (`*` for any; empty: none,
+    /// whatever the file says) [default: none].
     #[arg(long, env = "MEMDB_CORS_ORIGINS", value_delimiter = ',')]
-    pub cors_origins: Vec<String>,
+    pub cors_origins: Option<Vec<String>>,
     /// Sustained requests per second per client (0 disables) [default: 50].
     #[arg(long, env = "MEMDB_RATE_LIMIT")]
     pub rate_limit: Option<f64>,
@@ -65,13 +66,14 @@ pub struct ServeArgs {
     #[arg(long, env = "MEMDB_BODY_LIMIT")]
     pub body_limit: Option<usize>,
     /// Host names accepted besides IP literals and localhost, comma-separated
-    /// (`*` for any) [default: none].
+    /// (`*` for any; empty: none, whatever the file says) [default: none].
     #[arg(long, env = "MEMDB_ALLOWED_HOSTS", value_delimiter = ',')]
-    pub allowed_hosts: Vec<String>,
-    /// Browser origins allowed on /mcp, comma-separated [default: loopback
-    /// origins when listening on loopback].
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Browser origins allowed on /mcp, comma-separated (empty: none,
+    /// whatever the file says) [default: loopback origins when listening on
+    /// loopback].
     #[arg(long, env = "MEMDB_ALLOWED_ORIGINS", value_delimiter = ',')]
-    pub allowed_origins: Vec<String>,
+    pub allowed_origins: Option<Vec<String>>,
     /// Seconds to receive a request's headers; also the idle keep-alive limit [default: 10].
     #[arg(long, env = "MEMDB_HEADER_TIMEOUT", value_name = "SECS")]
     pub header_timeout: Option<u64>,
@@ -100,10 +102,21 @@ pub struct ServeArgs {
     #[arg(long, env = "MEMDB_KB_WATCH", value_name = "SECS")]
     pub kb_watch: Option<u64>,
     /// Serve KuraDB's read-only `/api/list`, `/api/search`, `/api/keyword`
-    /// and `/api/semantic` without a key (loopback listeners only), as
-    /// KuraDB does.
-    #[arg(long, env = "MEMDB_KURADB_OPEN")]
-    pub kuradb_open: bool,
+    /// and `/api/semantic` without a key (loopback listeners only, never
+    /// with `*` CORS origins or allowed hosts), as KuraDB does.
+    /// `--kuradb-open=false` turns off the file's `kuradb_open = true`
+    /// [default: false].
+    #[arg(
+        long,
+        env = "MEMDB_KURADB_OPEN",
+        value_name = "BOOL",
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = parse_bool
+    )]
+    pub kuradb_open: Option<bool>,
     /// What a new message vector space embeds per message: `turn`,
     /// `with-previous` or `with-neighbours` (an existing space keeps its
     /// rule until `memdb rebuild-embeddings`).
@@ -118,6 +131,16 @@ pub struct ServeArgs {
     /// The OpenAI-compatible proxy.
     #[command(flatten)]
     pub proxy: crate::proxy::ProxySettings,
+}
+
+/// A boolean flag's value: true/false, yes/no, on/off, 1/0; empty (an
+/// empty variable) is false, as it was before the flag took a value.
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" | "false" | "no" | "off" | "0" | "n" | "f" => Ok(false),
+        "true" | "yes" | "on" | "1" | "y" | "t" => Ok(true),
+        _ => Err(format!("{s:?} is not a boolean: true or false")),
+    }
 }
 
 fn parse_passage(s: &str) -> Result<memdb::Passage, String> {
@@ -161,14 +184,22 @@ impl ServeArgs {
         models_dir: Option<PathBuf>,
         openai: &OpenAiSettings,
     ) -> Result<ServerConfig, ServerError> {
-        let file = self.config.clone().or_else(|| {
-            let cwd = std::env::current_dir().ok()?;
-            crate::config::discover_config(&cwd, dirs::home_dir().as_deref())
-        });
+        // Only a file named by --config / MEMDB_CONFIG, or the user's own
+        // ~/.memdb/config.toml: never one in the working directory.
+        let (file, discovered) = match &self.config {
+            Some(path) => (Some(path.clone()), false),
+            None => (
+                crate::config::discover_config(dirs::home_dir().as_deref()),
+                true,
+            ),
+        };
         let mut c = match &file {
             Some(path) => ServerConfig::from_file(path)?,
             None => ServerConfig::default(),
         };
+        if discovered {
+            c.discovered_sets = c.sensitive_settings();
+        }
         c.config_file = file;
         c.sekha_env = crate::config::apply_sekha_env(&mut c, &|name| std::env::var(name).ok())?;
         if let Some(d) = data {
@@ -195,9 +226,18 @@ impl ServeArgs {
         if !self.key_namespaces.is_empty() {
             c.key_namespaces = self.key_namespaces.clone();
         }
-        if !self.cors_origins.is_empty() {
-            c.cors_origins = self.cors_origins.clone();
-        }
+        // A list given (flag or variable) replaces the file's, an empty
+        // one included: `MEMDB_CORS_ORIGINS=` turns the file's CORS off.
+        let list = |given: &Option<Vec<String>>, field: &mut Vec<String>| {
+            if let Some(v) = given {
+                *field = v
+                    .iter()
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+            }
+        };
+        list(&self.cors_origins, &mut c.cors_origins);
         if let Some(r) = self.rate_limit {
             c.rate_limit_per_second = r;
         }
@@ -210,12 +250,8 @@ impl ServeArgs {
         if let Some(b) = self.body_limit {
             c.body_limit = b;
         }
-        if !self.allowed_hosts.is_empty() {
-            c.allowed_hosts = self.allowed_hosts.clone();
-        }
-        if !self.allowed_origins.is_empty() {
-            c.allowed_origins = self.allowed_origins.clone();
-        }
+        list(&self.allowed_hosts, &mut c.allowed_hosts);
+        list(&self.allowed_origins, &mut c.allowed_origins);
         fn set<T>(v: Option<T>, field: &mut T) {
             if let Some(v) = v {
                 *field = v;
@@ -231,9 +267,7 @@ impl ServeArgs {
             c.mcp_tools = t.clone();
         }
         set(self.kb_watch, &mut c.kb_watch_secs);
-        if self.kuradb_open {
-            c.kuradb_open = true;
-        }
+        set(self.kuradb_open, &mut c.kuradb_open);
         set(self.passage, &mut c.message_passage);
         set(self.store_cache_mb, &mut c.store_cache_mb);
         if let Some(e) = embedder {
@@ -294,7 +328,15 @@ pub fn engine_config(c: &ServerConfig, data: &Path) -> Result<memdb::Config, Ser
 pub fn run(config: ServerConfig) -> Result<(), ServerError> {
     init_tracing();
     if let Some(f) = &config.config_file {
-        tracing::info!("configuration file {}", f.display());
+        if config.discovered_sets.is_empty() {
+            tracing::info!("configuration file {}", f.display());
+        } else {
+            tracing::warn!(
+                "configuration file {} (found, not named by --config or MEMDB_CONFIG) sets {}",
+                f.display(),
+                config.discovered_sets.join(", ")
+            );
+        }
     }
     if !config.sekha_env.is_empty() {
         tracing::info!("Sekha variables read: {}", config.sekha_env.join(", "));

@@ -1,10 +1,11 @@
-//! Server configuration: defaults, then a TOML file (`--config`, else the
-//! first of `./config.toml` and `~/.memdb/config.toml`:
-//! [`discover_config`]), then Sekha's `SEKHA__*` environment variables
-//! where they name a memdb setting ([`apply_sekha_env`]), then `MEMDB_*`
-//! environment variables and flags (clap merges those two), each
-//! overriding the previous. [`ServerConfig::validate`] refuses unusable
-//! settings before anything listens.
+//! Server configuration: defaults, then a TOML file (`--config` /
+//! `MEMDB_CONFIG`, else `~/.memdb/config.toml` when it exists:
+//! [`discover_config`]; never the working directory's), then Sekha's
+//! `SEKHA__*` environment variables where they name a memdb setting
+//! ([`apply_sekha_env`]), then `MEMDB_*` environment variables and flags
+//! (clap merges those two, the flag winning), each overriding the
+//! previous. [`ServerConfig::validate`] refuses unusable settings before
+//! anything listens.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -192,6 +193,12 @@ pub struct ServerConfig {
     /// The file these settings were read from (not a file key).
     #[serde(skip)]
     pub config_file: Option<PathBuf>,
+    /// The security-relevant settings [`ServerConfig::config_file`] set
+    /// when it was found by [`discover_config`] rather than named by
+    /// `--config` / `MEMDB_CONFIG` ([`ServerConfig::sensitive_settings`];
+    /// not a file key): startup names them at WARN.
+    #[serde(skip)]
+    pub discovered_sets: Vec<&'static str>,
     /// The `SEKHA__*` variables applied (not a file key).
     #[serde(skip)]
     pub sekha_env: Vec<String>,
@@ -231,19 +238,20 @@ impl Default for ServerConfig {
             chat: crate::chat::ChatSettings::default(),
             proxy: crate::proxy::ProxySettings::default(),
             config_file: None,
+            discovered_sets: Vec::new(),
             sekha_env: Vec::new(),
         }
     }
 }
 
 /// The configuration file read when neither `--config` nor `MEMDB_CONFIG`
-/// names one: `config.toml` in `cwd`, else `.memdb/config.toml` in `home`
-/// (Sekha's `./config.toml` and `~/.sekha/config.toml`); the first that
-/// exists, or none.
-pub fn discover_config(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
-    std::iter::once(cwd.join("config.toml"))
-        .chain(home.map(|h| h.join(".memdb").join("config.toml")))
-        .find(|p| p.is_file())
+/// names one: `.memdb/config.toml` in `home` when it exists, else none.
+/// The working directory is never searched: a `config.toml` planted in a
+/// cloned repository or a shared folder must not configure a server
+/// started there.
+pub fn discover_config(home: Option<&Path>) -> Option<PathBuf> {
+    home.map(|h| h.join(".memdb").join("config.toml"))
+        .filter(|p| p.is_file())
 }
 
 /// Sekha's environment variables memdb reads (`SEKHA__` + a key of
@@ -340,6 +348,32 @@ impl ServerConfig {
         })
     }
 
+    /// The settings of these (a file's) that decide who may call the
+    /// server, which web pages may, or where stored text is sent: keys,
+    /// CORS origins, allowed hosts and origins, `kuradb_open`, and every
+    /// URL (and the keys sent to them). Named at WARN when a file that was
+    /// not named explicitly sets any.
+    pub fn sensitive_settings(&self) -> Vec<&'static str> {
+        let set = |name: &'static str, is: bool| is.then_some(name);
+        [
+            set("api_keys", !self.api_keys.is_empty()),
+            set("readonly_api_keys", !self.readonly_api_keys.is_empty()),
+            set("key_namespaces", !self.key_namespaces.is_empty()),
+            set("cors_origins", !self.cors_origins.is_empty()),
+            set("allowed_hosts", !self.allowed_hosts.is_empty()),
+            set("allowed_origins", !self.allowed_origins.is_empty()),
+            set("kuradb_open", self.kuradb_open),
+            set("openai.base_url", self.openai.base_url.is_some()),
+            set("chat.base_url", self.chat.base_url.is_some()),
+            set("chat.key", self.chat.key.is_some()),
+            set("proxy.upstream_url", self.proxy.upstream_url.is_some()),
+            set("proxy.upstream_key", self.proxy.upstream_key.is_some()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
     /// Checks keys, origins and limits; the error says what to fix.
     pub fn validate(&self) -> Result<(), ServerError> {
         if self.kuradb_open && !self.listen.ip().is_loopback() {
@@ -348,6 +382,23 @@ impl ServerConfig {
                  only allowed on a loopback address; {} is not one",
                 self.listen
             )));
+        }
+        if self.kuradb_open {
+            let wild = |list: &[String]| list.iter().any(|v| v.trim() == "*");
+            for (name, list) in [
+                ("cors_origins", &self.cors_origins),
+                ("allowed_hosts", &self.allowed_hosts),
+            ] {
+                if wild(list) {
+                    return Err(ServerError::Config(format!(
+                        "kuradb_open cannot be combined with {name} = [\"*\"]: \
+                         KuraDB's /api routes answer without a key, so any web page \
+                         could read every knowledge base; turn kuradb_open off \
+                         (--kuradb-open=false, MEMDB_KURADB_OPEN=false) or list \
+                         {name} explicitly"
+                    )));
+                }
+            }
         }
         if self.api_keys.is_empty() && self.readonly_api_keys.is_empty() {
             return Err(ServerError::Config(
@@ -463,22 +514,70 @@ mod tests {
     }
 
     #[test]
-    fn the_config_file_is_found_in_the_directory_then_home() {
+    fn the_config_file_is_found_in_home_only() {
         let root = std::env::temp_dir().join(format!("memdb-discover-{}", std::process::id()));
-        let (cwd, home) = (root.join("cwd"), root.join("home"));
+        let home = root.join("home");
         std::fs::create_dir_all(home.join(".memdb")).unwrap();
-        std::fs::create_dir_all(&cwd).unwrap();
-        assert_eq!(discover_config(&cwd, Some(&home)), None);
-        assert_eq!(discover_config(&cwd, None), None);
+        assert_eq!(discover_config(Some(&home)), None);
+        assert_eq!(discover_config(None), None);
+        // A config.toml beside the home (as in a working directory) is not read.
+        std::fs::write(home.join("config.toml"), "").unwrap();
+        assert_eq!(discover_config(Some(&home)), None);
         let in_home = home.join(".memdb").join("config.toml");
         std::fs::write(&in_home, "").unwrap();
-        assert_eq!(discover_config(&cwd, Some(&home)), Some(in_home));
-        std::fs::write(cwd.join("config.toml"), "").unwrap();
-        assert_eq!(
-            discover_config(&cwd, Some(&home)),
-            Some(cwd.join("config.toml"))
-        );
+        assert_eq!(discover_config(Some(&home)), Some(in_home));
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn kuradb_open_with_a_wildcard_is_refused_on_any_listener() {
+        let base = ServerConfig {
+            api_keys: vec![key('a')],
+            kuradb_open: true,
+            ..ServerConfig::default()
+        };
+        assert!(base.validate().is_ok());
+        for (cors, hosts, named) in [
+            (vec!["*".to_string()], vec![], "cors_origins"),
+            (vec![], vec![" * ".to_string()], "allowed_hosts"),
+        ] {
+            let c = ServerConfig {
+                cors_origins: cors,
+                allowed_hosts: hosts,
+                ..base.clone()
+            };
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("kuradb_open") && e.contains(named), "{e}");
+            let c = ServerConfig {
+                kuradb_open: false,
+                ..c
+            };
+            assert!(c.validate().is_ok());
+        }
+        let c = ServerConfig {
+            cors_origins: vec!["http://localhost:3000".into()],
+            allowed_hosts: vec!["memdb.example".into()],
+            ..base
+        };
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn sensitive_settings_name_what_a_file_set() {
+        let c: ServerConfig = toml::from_str(
+            "readonly_api_keys = [\"k\"]\ncors_origins = [\"*\"]\nkuradb_open = true\nrate_limit_burst = 3\n[proxy]\nupstream_url = \"http://x/v1\"",
+        )
+        .unwrap();
+        assert_eq!(
+            c.sensitive_settings(),
+            [
+                "readonly_api_keys",
+                "cors_origins",
+                "kuradb_open",
+                "proxy.upstream_url"
+            ]
+        );
+        assert!(ServerConfig::default().sensitive_settings().is_empty());
     }
 
     #[test]
