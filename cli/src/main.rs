@@ -44,6 +44,8 @@ enum Outcome {
 }
 
 fn main() -> ExitCode {
+    // First: a parse worker serves its one file and exits here (SPEC §15.3).
+    memdb::kuradb::parse::isolate_parsers();
     memdb::limit_malloc_arenas(memdb::MALLOC_ARENAS);
     let outcome = match Cli::try_parse() {
         Err(e) => Outcome::Usage(e),

@@ -367,6 +367,9 @@ pub fn run(config: ServerConfig) -> Result<(), ServerError> {
 
 /// The `memdb-server` binary: parse, run, map the outcome to an exit code.
 pub fn main_entry() -> std::process::ExitCode {
+    // First: a parse worker serves its one file and exits here; otherwise
+    // KuraDB's third-party parsers run in worker children (SPEC §15.3).
+    memdb::kuradb::parse::isolate_parsers();
     memdb::limit_malloc_arenas(memdb::MALLOC_ARENAS);
     let cli = ServerCli::parse();
     let result = cli

@@ -13,6 +13,7 @@ mod crash;
 mod embed;
 mod hostile;
 mod http_stub;
+mod kb_hostile;
 mod kuradb;
 mod mcp_http;
 mod mcp_stdio;

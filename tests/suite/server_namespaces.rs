@@ -514,3 +514,198 @@ fn mcp_sessions_run_tools_on_the_keys_namespace() {
     );
     s.stop();
 }
+
+/// Knowledge bases belong to a namespace (SPEC §15.1): through each of
+/// KuraDB's seven routes and tools (`GET /api/list`, `/api/search`,
+/// `/api/keyword`, `/api/semantic`, the `list_rag` and `search_rag` shims,
+/// and `search_rag` over streamable MCP) a limited key, read-write or
+/// read-only, sees only its own namespace's bases: not their names, not
+/// their chunks, not their files' paths. A name may be taken once per
+/// namespace.
+#[test]
+fn a_limited_key_sees_only_its_namespaces_knowledge_bases() {
+    let folders = crate::tmp();
+    let make = |name: &str, file: &str, text: &str| {
+        let dir = folders.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(file), text).unwrap();
+        dir
+    };
+    let alpha_dir = make(
+        "alpha-inbox",
+        "alpha-plan.txt",
+        "The zebra handbook explains the striped migration.",
+    );
+    let beta_dir = make(
+        "beta-inbox",
+        "beta-plan.txt",
+        "The giraffe manual explains the long neck.",
+    );
+    let default_dir = make(
+        "default-inbox",
+        "default-plan.txt",
+        "The walrus guide explains the tusks.",
+    );
+    let mut c = config();
+    c.api_keys.push(ALPHA.into());
+    c.readonly_api_keys.push(BETA_RO.into());
+    c.key_namespaces = vec![
+        memdb_server::KeyNamespaces {
+            key: ALPHA.into(),
+            namespaces: vec!["alpha".into()],
+        },
+        memdb_server::KeyNamespaces {
+            key: BETA_RO.into(),
+            namespaces: vec!["beta".into()],
+        },
+    ];
+    let hashing = std::sync::Arc::new(memdb::Hashing::new(256).expect("hashing"));
+    let s = TestServer::start_seeded(c, memdb::Config::with_embedder(hashing), |db| {
+        // The same name in two namespaces: two bases.
+        for (ns, name, dir) in [
+            ("alpha", "docs", &alpha_dir),
+            ("beta", "docs", &beta_dir),
+            ("beta", "beta-only", &beta_dir),
+            ("default", "house", &default_dir),
+        ] {
+            let h = db.namespace(ns).unwrap();
+            h.kb_add(name, std::slice::from_ref(dir)).unwrap();
+            assert_eq!(h.kb_sync(name).unwrap().parsed, 1);
+        }
+        db.embed_pending(None, &mut |_| {}).unwrap();
+        // A base of another namespace does not exist for a handle.
+        assert!(db.namespace("alpha").unwrap().kb("beta-only").is_err());
+        assert_eq!(db.kb_list().unwrap().len(), 1);
+        assert_eq!(db.kb_list_all().unwrap().len(), 4);
+    });
+
+    // What each key may see, and what it must never see.
+    let cases = [
+        (
+            ALPHA,
+            "zebra",
+            ["giraffe", "walrus", "beta-inbox", "beta-only"],
+        ),
+        (
+            BETA_RO,
+            "giraffe",
+            ["zebra", "walrus", "alpha-inbox", "house"],
+        ),
+    ];
+    for (key, own, foreign) in cases {
+        let clean = |what: &str, r: &Resp| {
+            let text = r.text();
+            for f in foreign {
+                assert!(!text.contains(f), "{what}: {f} leaked: {text}");
+            }
+        };
+        // 1. GET /api/list
+        let r = call(&s, "GET", "/api/list", key, None, None);
+        assert_eq!(r.status, 200, "{}", r.text());
+        clean("/api/list", &r);
+        let own_bases = if key == ALPHA {
+            json!(["docs"])
+        } else {
+            json!(["docs", "beta-only"])
+        };
+        assert_eq!(r.json()["loaded"], own_bases, "{}", r.text());
+        // 2-4. The searches: the own base answers, the others do not exist.
+        for route in ["/api/search", "/api/keyword", "/api/semantic"] {
+            let r = call(
+                &s,
+                "GET",
+                &format!("{route}?db=docs&q={own}"),
+                key,
+                None,
+                None,
+            );
+            assert_eq!(r.status, 200, "{route}: {}", r.text());
+            clean(route, &r);
+            if route != "/api/semantic" {
+                assert!(r.text().contains(own), "{route}: {}", r.text());
+            }
+            for other in ["house", "beta-only"] {
+                let r = call(
+                    &s,
+                    "GET",
+                    &format!("{route}?db={other}&q=the"),
+                    key,
+                    None,
+                    None,
+                );
+                if key == BETA_RO && other == "beta-only" {
+                    assert_eq!(r.status, 200, "{route}: {}", r.text());
+                    continue;
+                }
+                // KuraDB's answer for an unknown base, naming only what
+                // was asked.
+                assert_eq!(r.status, 400, "{route} {other}: {}", r.text());
+                assert_eq!(r.json(), json!({"error": format!("\"{other}\" not exist")}));
+            }
+        }
+        // 5-6. The MCP tool shims.
+        let r = call(
+            &s,
+            "POST",
+            "/mcp/tools/list_rag",
+            key,
+            None,
+            Some(&json!({})),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        clean("list_rag", &r);
+        assert!(r.text().contains("docs"), "{}", r.text());
+        let r = call(
+            &s,
+            "POST",
+            "/mcp/tools/search_rag",
+            key,
+            None,
+            Some(&json!({"db": "docs", "q": format!("{own} walrus giraffe zebra")})),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        clean("search_rag shim", &r);
+        assert!(r.text().contains(own), "{}", r.text());
+        let r = call(
+            &s,
+            "POST",
+            "/mcp/tools/search_rag",
+            key,
+            None,
+            Some(&json!({"db": "house", "q": "walrus"})),
+        );
+        assert!(!r.text().contains("walrus"), "{}", r.text());
+        // 7. search_rag over streamable MCP.
+        let mcp = McpSession::open(&s, key);
+        let (status, result) = mcp.call(
+            None,
+            "search_rag",
+            json!({"db": "docs", "q": format!("{own} walrus giraffe zebra")}),
+        );
+        assert_eq!(status, 200);
+        let text = result.to_string();
+        for f in foreign {
+            assert!(!text.contains(f), "MCP search_rag: {f} leaked: {text}");
+        }
+        assert!(text.contains(own), "{text}");
+        let (_, result) = mcp.call(None, "search_rag", json!({"db": "house", "q": "walrus"}));
+        assert!(!result.to_string().contains("walrus"), "{result}");
+        let (_, result) = mcp.call(None, "list_rag", json!({}));
+        let text = result.to_string();
+        for f in foreign {
+            assert!(!text.contains(f), "MCP list_rag: {f} leaked: {text}");
+        }
+    }
+    // An unlimited key sees the default namespace's base unless it names
+    // another namespace.
+    let r = call(&s, "GET", "/api/list", KEY, None, None);
+    assert_eq!(r.json()["loaded"], json!(["house"]), "{}", r.text());
+    let r = call(&s, "GET", "/api/list", KEY, Some("beta"), None);
+    assert_eq!(
+        r.json()["loaded"],
+        json!(["docs", "beta-only"]),
+        "{}",
+        r.text()
+    );
+    s.stop();
+}

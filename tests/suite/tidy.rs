@@ -65,6 +65,104 @@ fn every_rust_file_opens_with_a_module_comment() {
     );
 }
 
+/// How far above its own directory each relative path in `text` climbs
+/// (the number of leading `../`), for every path that climbs at all.
+/// `./../x` climbs one; `a/../x` climbs none from the directory (it is
+/// read as a path that starts inside it).
+fn climbs(text: &str) -> Vec<(usize, String)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(at) = text[i..].find("../") {
+        let start = i + at;
+        // Only where a path starts: not inside a word or after another
+        // path component (`a/../b`, `...`).
+        let starts_path = start == 0
+            || !(bytes[start - 1].is_ascii_alphanumeric() || b"_-.".contains(&bytes[start - 1]))
+                && (bytes[start - 1] != b'/' || text[..start].ends_with("./"));
+        let mut end = start;
+        let mut k = 0;
+        while text[end..].starts_with("../") {
+            end += 3;
+            k += 1;
+        }
+        if starts_path {
+            let tail: String = text[end..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "_./-".contains(*c))
+                .collect();
+            out.push((k, format!("{}{tail}", "../".repeat(k))));
+        }
+        i = end;
+    }
+    out
+}
+
+/// Every text file of the repository that can cite a path: documents,
+/// sources, scripts and manifests (not build output, data or VCS files).
+fn citing_files(root: &Path) -> Vec<PathBuf> {
+    let mut all = Vec::new();
+    for ext in [".md", ".rs", ".sh", ".py", ".toml", ".txt", ".yml", ".json"] {
+        files(root, ext, &mut all);
+    }
+    // `.ci/` is hidden from `files`, and `run` has no extension.
+    files(&root.join(".ci"), "", &mut all);
+    all.retain(|p| {
+        let rel = p.strip_prefix(root).unwrap_or(p);
+        !rel.starts_with("benches/data")
+            && !rel.starts_with("fuzz/corpus")
+            && std::fs::metadata(p).is_ok_and(|m| m.len() < 4 << 20)
+    });
+    all
+}
+
+#[test]
+fn no_file_cites_a_path_outside_the_repository() {
+    // What counts as climbing out.
+    assert_eq!(
+        climbs("see `../elsewhere/DESIGN.md`, ./../x, a/../b, ...and ../../up"),
+        [
+            (1, "../elsewhere/DESIGN.md".to_string()),
+            (1, "../x".to_string()),
+            (2, "../../up".to_string()),
+        ]
+    );
+    let root = root();
+    let files = citing_files(&root);
+    assert!(
+        files.iter().any(|p| p.ends_with("SPEC.md")) && files.iter().any(|p| p.ends_with("run")),
+        "the walk finds the documents and .ci/run"
+    );
+    let mut outside = Vec::new();
+    for p in &files {
+        let Ok(text) = std::fs::read_to_string(p) else {
+            continue;
+        };
+        let rel = p.strip_prefix(&root).unwrap_or(p);
+        // A path is read from its file's directory: it may climb as many
+        // levels as that directory is deep, and no more.
+        let depth = rel.components().count().saturating_sub(1);
+        for (k, path) in climbs(&text) {
+            if k > depth {
+                outside.push(format!("{}: {path}", rel.display()));
+            }
+        }
+        // The folder beside a checkout by name, however it is reached.
+        // (Spelled in two halves so this file does not cite them.)
+        for sibling in
+            ["DESIGN.md", "NOTES.md", "seeds/", "research/"].map(|f| format!("shared/{f}"))
+        {
+            if text.contains(&sibling) {
+                outside.push(format!("{}: {sibling}", rel.display()));
+            }
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "files citing a path outside the repository (a clone must stand alone): {outside:?}"
+    );
+}
+
 /// Files the documents cite that belong to the systems memdb reproduces,
 /// not to this repository.
 const EXTERNAL: [&str; 3] = [
@@ -72,6 +170,10 @@ const EXTERNAL: [&str; 3] = [
     "importance_engine.rs",
     "sekha/types.py",
 ];
+
+/// Files the documents cite that a user writes, not the repository (a
+/// configuration file, and where memdb refuses to look for one).
+const USER_FILES: [&str; 2] = ["config.toml", "./config.toml"];
 
 /// The backticked spans of `text` that look like file paths.
 fn cited_paths(text: &str) -> Vec<String> {
@@ -204,7 +306,7 @@ fn every_path_the_documents_cite_exists() {
             }
         }
         for cited in cited_paths(&text) {
-            if EXTERNAL.contains(&cited.as_str()) {
+            if EXTERNAL.contains(&cited.as_str()) || USER_FILES.contains(&cited.as_str()) {
                 continue;
             }
             let found = if cited.contains('/') {

@@ -259,7 +259,7 @@ fn chromium() -> PathBuf {
         .unwrap_or_else(|| {
             panic!(
                 "the web UI test needs headless Chromium: install Debian's package \
-                 (`apt-get install -y chromium`, as .ci/run does) or set MEMDB_CHROMIUM"
+                 (`apt-get install -y chromium`, as scripts/install-test-deps.sh does) or set MEMDB_CHROMIUM"
             )
         })
 }

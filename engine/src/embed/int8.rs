@@ -26,16 +26,53 @@
 //! up to 0.007 in cosine). Each such node becomes the per-row quantizer
 //! above, and each of its products is scaled back by the row's scale.
 //!
+//! How the weights enter the integer products depends on the CPU
+//! ([`unsigned_weights_here`]). ONNX Runtime's `uint8` x `int8` kernel is
+//! exact where the CPU multiplies and adds bytes into 32 bits (VNNI, AMX,
+//! ARM's dot products), but on x86-64 without VNNI (AVX2, AVX-512 without
+//! VNNI) it adds pairs of products in 16-bit lanes that saturate
+//! (`VPMADDUBSW`): nearly every output of a product was off there, and a
+//! text embedded on such a CPU moved by up to 0.04 in cosine (MiniLM;
+//! 0.002 with e5) from the same text on a VNNI one. There the weights are
+//! multiplied as `uint8` instead (each int8 value plus 128, weight zero
+//! point 128): `uint8` x `uint8` kernels widen before they multiply and
+//! are exact, at 1.4-1.6x the time, which is why a CPU with VNNI keeps the
+//! signed kernel. The two graphs compute the same integers, so vectors
+//! agree across CPUs up to what float operators round differently, which
+//! the activations' quantization can turn into a step of one (cosine
+//! 0.999+; benches/README.md, "The same vectors on every CPU").
+//!
 //! Everything else in the model is copied byte for byte.
 
 use std::collections::{HashMap, HashSet};
 
-use super::protowire::{Field, fields, put_bytes, put_uint};
+use super::protowire::{Field, fields, put_bytes, put_uint, put_varint};
 
 /// The version of what [`int8_products`] writes, part of the name of the
 /// optimized model cached from it (`local.rs`, `cache_path`): bump it when
 /// the rewrite's output changes, so no cache of an older rewrite is read.
 pub(crate) const REWRITE_VERSION: u32 = 1;
+
+/// Whether this process multiplies int8 weights as `uint8` (the module
+/// doc): on x86-64 unless the CPU has AVX-512 VNNI or AVX-VNNI. The
+/// environment variable `MEMDB_INT8_WEIGHTS` (`signed` or `unsigned`)
+/// overrides the choice, for measurement.
+pub(crate) fn unsigned_weights_here() -> bool {
+    match std::env::var("MEMDB_INT8_WEIGHTS").as_deref() {
+        Ok("signed") => return false,
+        Ok("unsigned") => return true,
+        _ => {}
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        !(std::arch::is_x86_feature_detected!("avx512vnni")
+            || std::arch::is_x86_feature_detected!("avxvnni"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
 
 // ONNX field numbers (onnx.proto).
 const MODEL_GRAPH: u32 = 7;
@@ -56,8 +93,11 @@ const ATTR_TYPE: u32 = 20;
 const ATTR_TYPE_INT: u64 = 2;
 const ATTR_TYPE_INTS: u64 = 7;
 const TENSOR_DATA_TYPE: u32 = 2;
+const TENSOR_INT32_DATA: u32 = 5;
 const TENSOR_NAME: u32 = 8;
 const TENSOR_RAW_DATA: u32 = 9;
+const TENSOR_EXTERNAL_DATA: u32 = 13;
+const TENSOR_DATA_LOCATION: u32 = 14;
 const FLOAT: u64 = 1;
 const UINT8: u64 = 2;
 const INT8: u64 = 3;
@@ -229,7 +269,7 @@ fn scalar(out: &mut Vec<u8>, name: &str, data_type: u64, bytes: &[u8]) {
 /// The model with its int8 weights multiplied as int8 (see the module
 /// doc). An error when the model is not an ONNX model or holds no int8
 /// weight in the `Cast`/`Mul` form.
-pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) fn int8_products(model: &[u8], unsigned: bool) -> Result<Vec<u8>, String> {
     let g = read_graph(model)?;
     let (nodes, int8, initializers) = (&g.nodes, &g.int8, &g.initializers);
     let sole = |name: &str| g.sole(name);
@@ -303,6 +343,21 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
         ));
     }
 
+    // The weights multiplied as uint8 (when `unsigned`): read by their
+    // Cast alone.
+    let mut to_uint8 = HashSet::new();
+    for r in rewrites.values().filter(|_| unsigned) {
+        if let Rewrite::MatMul { weight, .. } = r {
+            if g.readers(weight) != 1 {
+                return Err(format!(
+                    "int8 weight {weight} is read by {} nodes; the rewrite needs it read once",
+                    g.readers(weight)
+                ));
+            }
+            to_uint8.insert(*weight);
+        }
+    }
+
     let zp = zero_point_name();
     let to_float = [int_attribute("to", FLOAT as i64)];
     let mut e = Emitter {
@@ -332,7 +387,11 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
                 let (q, s) = quantized[x].clone();
                 let (product, as_float, rescaled) =
                     (e.name("product"), e.name("float"), e.name("rescaled"));
-                e.node("MatMulInteger", &[&q, weight, &zp], &[&product], &[]);
+                if unsigned {
+                    e.node("MatMulInteger", &[&q, weight, &zp, &zp], &[&product], &[]);
+                } else {
+                    e.node("MatMulInteger", &[&q, weight, &zp], &[&product], &[]);
+                }
                 e.node("Cast", &[&product], &[&as_float], &to_float);
                 e.node("Mul", &[&as_float, &s], &[&rescaled], &[]);
                 e.node("Mul", &[&rescaled, scale], &[out], &[]);
@@ -353,21 +412,42 @@ pub(crate) fn int8_products(model: &[u8]) -> Result<Vec<u8>, String> {
             }
         }
     }
-    Ok(assemble(&g.top, &g.fields, e.out, model.len()))
+    assemble(&g.top, &g.fields, e.out, model.len(), &to_uint8)
 }
 
-/// The name of the constant zero point (128, `uint8`) of quantized rows.
+/// The name of the constant zero point (128, `uint8`) of quantized rows
+/// and of the weights the first rewrite turns into `uint8`.
 fn zero_point_name() -> String {
     format!("{PREFIX}_zero_point")
 }
 
-/// The model `top` with its graph's nodes replaced by `nodes` (every other
-/// graph field kept) and the quantizer's constants added.
-fn assemble(top: &[Field<'_>], graph_fields: &[Field<'_>], nodes: Vec<u8>, size: usize) -> Vec<u8> {
+/// The model `top` with its graph's nodes replaced by `nodes`, the
+/// initializers named in `to_uint8` turned from int8 into uint8 ([`as_uint8`]),
+/// every other graph field kept, and the quantizer's constants added.
+fn assemble(
+    top: &[Field<'_>],
+    graph_fields: &[Field<'_>],
+    nodes: Vec<u8>,
+    size: usize,
+    to_uint8: &HashSet<&str>,
+) -> Result<Vec<u8>, String> {
     let mut new_graph = nodes;
     for f in graph_fields {
-        if f.number != GRAPH_NODE {
-            new_graph.extend_from_slice(f.raw);
+        match f.number {
+            GRAPH_NODE => {}
+            GRAPH_INITIALIZER => {
+                let tensor = f.bytes().ok_or("an initializer is not a message")?;
+                let name = fields(tensor)?
+                    .iter()
+                    .find(|t| t.number == TENSOR_NAME)
+                    .and_then(|t| t.str());
+                if name.is_some_and(|n| to_uint8.contains(n)) {
+                    put_bytes(&mut new_graph, GRAPH_INITIALIZER, &as_uint8(tensor)?);
+                } else {
+                    new_graph.extend_from_slice(f.raw);
+                }
+            }
+            _ => new_graph.extend_from_slice(f.raw),
         }
     }
     scalar(
@@ -398,7 +478,59 @@ fn assemble(top: &[Field<'_>], graph_fields: &[Field<'_>], nodes: Vec<u8>, size:
             out.extend_from_slice(f.raw);
         }
     }
-    out
+    Ok(out)
+}
+
+/// An int8 tensor as uint8 with the same meaning under a zero point 128
+/// higher: each value plus 128 (`^ 0x80` on raw bytes), the type `uint8`.
+/// Raw bytes and int32 data are converted; external data is refused.
+fn as_uint8(tensor: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(tensor.len());
+    for t in fields(tensor)? {
+        match t.number {
+            TENSOR_DATA_TYPE => put_uint(&mut out, TENSOR_DATA_TYPE, UINT8),
+            TENSOR_RAW_DATA => {
+                let shifted: Vec<u8> = t
+                    .bytes()
+                    .ok_or("a tensor's raw data is not bytes")?
+                    .iter()
+                    .map(|b| b ^ 0x80)
+                    .collect();
+                put_bytes(&mut out, TENSOR_RAW_DATA, &shifted);
+            }
+            // int8 values held as int32 (a small tensor, e.g. a zero point):
+            // packed or one by one, rewritten packed.
+            TENSOR_INT32_DATA => {
+                let mut values = Vec::new();
+                match t.value {
+                    super::protowire::Value::Varint(v) => values.push(v),
+                    super::protowire::Value::Bytes(b) => {
+                        let mut pos = 0;
+                        while pos < b.len() {
+                            values.push(super::protowire::read_varint(b, &mut pos)?);
+                        }
+                    }
+                    super::protowire::Value::Fixed(_) => {
+                        return Err("an int8 weight's int32 data is not a varint".into());
+                    }
+                }
+                let mut packed = Vec::new();
+                for v in values {
+                    let v = v as i64 as i32;
+                    if !(-128..=127).contains(&v) {
+                        return Err(format!("an int8 weight holds {v}"));
+                    }
+                    put_varint(&mut packed, (v + 128) as u64);
+                }
+                put_bytes(&mut out, TENSOR_INT32_DATA, &packed);
+            }
+            TENSOR_EXTERNAL_DATA | TENSOR_DATA_LOCATION => {
+                return Err("an int8 weight is stored outside the model".into());
+            }
+            _ => out.extend_from_slice(t.raw),
+        }
+    }
+    Ok(out)
 }
 
 /// A model's graph, read: its top-level fields, the graph's fields, its
@@ -516,7 +648,7 @@ struct DynamicProduct<'a> {
 /// replaced by per-row quantization (see the module doc). An error when the
 /// model is not an ONNX model, has no such node, or reads one's outputs in
 /// any other way (all or nothing, as [`int8_products`]).
-pub(crate) fn row_quantized_products(model: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) fn row_quantized_products(model: &[u8], unsigned: bool) -> Result<Vec<u8>, String> {
     let g = read_graph(model)?;
     let nodes = &g.nodes;
     let mut producer: HashMap<&str, usize> = HashMap::new();
@@ -605,6 +737,29 @@ pub(crate) fn row_quantized_products(model: &[u8]) -> Result<Vec<u8>, String> {
         ));
     }
 
+    // Each weight and weight zero point becomes uint8; every reader of one
+    // must be a product found, which all read it the same way.
+    let mut to_uint8 = HashSet::new();
+    for d in products.iter().filter(|_| unsigned) {
+        to_uint8.insert(d.weight);
+        to_uint8.insert(d.weight_zero_point);
+    }
+    for name in &to_uint8 {
+        if !g.initializers.contains(name) {
+            return Err(format!("{name} is not a constant"));
+        }
+        let ours = products
+            .iter()
+            .filter(|d| d.weight == *name || d.weight_zero_point == *name)
+            .count();
+        if g.readers(name) != ours {
+            return Err(format!(
+                "{name} is read by {} nodes, {ours} of them products this rewrite knows",
+                g.readers(name)
+            ));
+        }
+    }
+
     let zp = zero_point_name();
     let to_float = [int_attribute("to", FLOAT as i64)];
     let mut removed = vec![false; nodes.len()];
@@ -645,7 +800,7 @@ pub(crate) fn row_quantized_products(model: &[u8]) -> Result<Vec<u8>, String> {
             e.out.extend_from_slice(n.raw);
         }
     }
-    Ok(assemble(&g.top, &g.fields, e.out, model.len()))
+    assemble(&g.top, &g.fields, e.out, model.len(), &to_uint8)
 }
 
 #[cfg(test)]
@@ -712,7 +867,7 @@ mod tests {
 
     #[test]
     fn a_dequantized_matmul_becomes_an_int8_product() {
-        let out = int8_products(&tiny_model(FLOAT as i64)).unwrap();
+        let out = int8_products(&tiny_model(FLOAT as i64), false).unwrap();
         let nodes = ops(&out);
         let names: Vec<&str> = nodes.iter().map(|(op, _)| op.as_str()).collect();
         assert_eq!(names, [&QUANTIZER[..], &PRODUCT, &["Relu"]].concat());
@@ -770,7 +925,7 @@ mod tests {
 
     #[test]
     fn a_dynamically_quantized_product_is_quantized_per_row() {
-        let out = row_quantized_products(&dynamic_model(false)).unwrap();
+        let out = row_quantized_products(&dynamic_model(false), false).unwrap();
         let nodes = ops(&out);
         let names: Vec<&str> = nodes.iter().map(|(op, _)| op.as_str()).collect();
         assert_eq!(names, [&QUANTIZER[..], &PRODUCT, &PRODUCT].concat());
@@ -781,10 +936,109 @@ mod tests {
         assert_eq!(nodes[11].1, ["A_y"]);
         assert_eq!(nodes[15].1, ["B_y"]);
         // A scale read by anything else: refused whole.
-        let e = row_quantized_products(&dynamic_model(true)).unwrap_err();
+        let e = row_quantized_products(&dynamic_model(true), false).unwrap_err();
         assert!(e.contains("read by 7 nodes"), "{e}");
         // No DynamicQuantizeLinear at all: refused.
-        assert!(row_quantized_products(&tiny_model(FLOAT as i64)).is_err());
+        assert!(row_quantized_products(&tiny_model(FLOAT as i64), false).is_err());
+    }
+
+    /// The data type and raw bytes of initializer `name` of `model`.
+    fn initializer(model: &[u8], name: &str) -> (u64, Vec<u8>) {
+        let top = fields(model).unwrap();
+        let graph = top
+            .iter()
+            .find(|f| f.number == MODEL_GRAPH)
+            .and_then(|f| f.bytes())
+            .unwrap();
+        for f in fields(graph).unwrap() {
+            if f.number != GRAPH_INITIALIZER {
+                continue;
+            }
+            let t = fields(f.bytes().unwrap()).unwrap();
+            if t.iter()
+                .any(|x| x.number == TENSOR_NAME && x.str() == Some(name))
+            {
+                let dt = t
+                    .iter()
+                    .find(|x| x.number == TENSOR_DATA_TYPE)
+                    .and_then(|x| x.varint());
+                let raw = t
+                    .iter()
+                    .find(|x| x.number == TENSOR_RAW_DATA)
+                    .and_then(|x| x.bytes())
+                    .unwrap_or_default();
+                return (dt.unwrap_or(0), raw.to_vec());
+            }
+        }
+        panic!("no initializer {name}");
+    }
+
+    #[test]
+    fn weights_are_multiplied_as_uint8_with_the_same_meaning() {
+        // int8 -> uint8 is +128 on every byte: -128 -> 0, -1 -> 127, 0 ->
+        // 128, 127 -> 255; other tensor fields are kept.
+        let mut t = Vec::new();
+        put_uint(&mut t, TENSOR_DATA_TYPE, INT8);
+        put_bytes(&mut t, TENSOR_NAME, b"W");
+        put_bytes(&mut t, TENSOR_RAW_DATA, &[0x80, 0xff, 0x00, 0x7f]);
+        let u = as_uint8(&t).unwrap();
+        let f = fields(&u).unwrap();
+        assert_eq!(f[0].varint(), Some(UINT8));
+        assert_eq!(f[1].str(), Some("W"));
+        assert_eq!(f[2].bytes(), Some(&[0u8, 127, 128, 255][..]));
+        // Values held as int32 data (packed, or one by one): -1 is a
+        // ten-byte varint; each becomes value + 128, packed.
+        let mut packed = Vec::new();
+        put_uint(&mut packed, TENSOR_DATA_TYPE, INT8);
+        let mut values = Vec::new();
+        put_varint(&mut values, 5);
+        put_varint(&mut values, (-1i64) as u64);
+        put_bytes(&mut packed, TENSOR_INT32_DATA, &values);
+        put_uint(&mut packed, TENSOR_INT32_DATA, (-128i64) as u64);
+        let u = as_uint8(&packed).unwrap();
+        let f = fields(&u).unwrap();
+        assert_eq!(
+            f[1].bytes(),
+            Some(&[133u8, 1, 127][..]),
+            "133 is two varint bytes"
+        );
+        assert_eq!(f[2].bytes(), Some(&[0u8][..]));
+        // Out of int8's range, or stored outside the model: refused.
+        let mut bad = Vec::new();
+        put_uint(&mut bad, TENSOR_INT32_DATA, 300);
+        assert!(as_uint8(&bad).is_err());
+        let mut external = Vec::new();
+        put_uint(&mut external, TENSOR_DATA_LOCATION, 1);
+        assert!(as_uint8(&external).is_err());
+
+        // The first rewrite: the weight becomes uint8 and its product reads
+        // the zero point 128 for it.
+        let out = int8_products(&tiny_model(FLOAT as i64), true).unwrap();
+        assert_eq!(initializer(&out, "W").0, UINT8);
+        let top = fields(&out).unwrap();
+        let graph = top[1].bytes().unwrap();
+        let graph_fields = fields(graph).unwrap();
+        let product = graph_fields
+            .iter()
+            .filter(|f| f.number == GRAPH_NODE)
+            .map(|f| node(f.raw, f.bytes().unwrap()).unwrap())
+            .find(|n| n.op == "MatMulInteger")
+            .unwrap();
+        let zp = zero_point_name();
+        assert_eq!(product.inputs[1..], ["W", zp.as_str(), zp.as_str()]);
+        // The second: each weight and its zero point (int8 0 -> uint8 128).
+        let out = row_quantized_products(&dynamic_model(false), true).unwrap();
+        for w in ["A", "B"] {
+            assert_eq!(initializer(&out, w).0, UINT8);
+            assert_eq!(initializer(&out, &format!("{w}_z")), (UINT8, vec![128]));
+        }
+        assert_eq!(initializer(&out, "A_s").0, FLOAT, "scales are untouched");
+        // Signed (a CPU with VNNI): the weights stay int8.
+        let out = row_quantized_products(&dynamic_model(false), false).unwrap();
+        assert_eq!(initializer(&out, "A").0, INT8);
+        assert_eq!(initializer(&out, "A_z"), (INT8, vec![0]));
+        let out = int8_products(&tiny_model(FLOAT as i64), false).unwrap();
+        assert_eq!(initializer(&out, "W").0, INT8);
     }
 
     #[test]
@@ -796,10 +1050,10 @@ mod tests {
         e.node("MatMul", &["x", "W"], &["y"], &[]);
         let mut model = Vec::new();
         put_bytes(&mut model, MODEL_GRAPH, &e.out);
-        assert!(int8_products(&model).is_err());
+        assert!(int8_products(&model, false).is_err());
         // An int8 weight cast to another type than float is not rewritten,
         // and a model with one such weight is refused whole.
-        assert!(int8_products(&tiny_model(10)).is_err());
+        assert!(int8_products(&tiny_model(10), false).is_err());
         let mut two = tiny_model(FLOAT as i64);
         let extra = {
             let mut e = Emitter {
@@ -816,9 +1070,9 @@ mod tests {
         two.clear();
         put_uint(&mut two, 1, 8);
         put_bytes(&mut two, MODEL_GRAPH, &graph);
-        let e = int8_products(&two).unwrap_err();
+        let e = int8_products(&two, false).unwrap_err();
         assert!(e.contains("1 of the model's 2 int8 weights"), "{e}");
-        assert!(int8_products(b"\x0b").is_err());
-        assert!(int8_products(&[]).is_err());
+        assert!(int8_products(b"\x0b", false).is_err());
+        assert!(int8_products(&[], false).is_err());
     }
 }

@@ -1017,21 +1017,29 @@ static OPTIMIZED: Mutex<[Option<&'static [u8]>; Graph::COUNT]> = Mutex::new([Non
 enum Graph {
     /// MiniLM rewritten for int8 products.
     MiniLmInt8,
+    /// The same, its weights multiplied as uint8 (a CPU without VNNI,
+    /// [`super::int8::unsigned_weights_here`]).
+    MiniLmInt8Unsigned,
     /// MiniLM as exported (float products).
     MiniLmFloat,
     /// e5 with its activations quantized per row (the precision does not
     /// apply: its export already multiplies in int8).
     E5Rows,
+    /// The same, its weights multiplied as uint8.
+    E5RowsUnsigned,
 }
 
 impl Graph {
-    const COUNT: usize = 3;
+    const COUNT: usize = 5;
 
     fn of(options: &LocalOnnxOptions) -> Graph {
-        match (options.model, options.precision) {
-            (LocalModel::MiniLm, LocalPrecision::Int8) => Graph::MiniLmInt8,
-            (LocalModel::MiniLm, LocalPrecision::Float) => Graph::MiniLmFloat,
-            (LocalModel::E5SmallV2, _) => Graph::E5Rows,
+        let unsigned = super::int8::unsigned_weights_here();
+        match (options.model, options.precision, unsigned) {
+            (LocalModel::MiniLm, LocalPrecision::Int8, false) => Graph::MiniLmInt8,
+            (LocalModel::MiniLm, LocalPrecision::Int8, true) => Graph::MiniLmInt8Unsigned,
+            (LocalModel::MiniLm, LocalPrecision::Float, _) => Graph::MiniLmFloat,
+            (LocalModel::E5SmallV2, _, false) => Graph::E5Rows,
+            (LocalModel::E5SmallV2, _, true) => Graph::E5RowsUnsigned,
         }
     }
 
@@ -1041,8 +1049,10 @@ impl Graph {
         let version = super::int8::REWRITE_VERSION;
         match self {
             Graph::MiniLmInt8 => format!("-int8v{version}"),
+            Graph::MiniLmInt8Unsigned => format!("-int8v{version}-u8"),
             Graph::MiniLmFloat => String::new(),
             Graph::E5Rows => format!("-rowsv{version}"),
+            Graph::E5RowsUnsigned => format!("-rowsv{version}-u8"),
         }
     }
 
@@ -1050,8 +1060,10 @@ impl Graph {
     fn rewrite<'m>(self, model: &'m [u8], path: &Path) -> Result<Cow<'m, [u8]>> {
         let rewritten = match self {
             Graph::MiniLmFloat => return Ok(Cow::Borrowed(model)),
-            Graph::MiniLmInt8 => super::int8::int8_products(model),
-            Graph::E5Rows => super::int8::row_quantized_products(model),
+            Graph::MiniLmInt8 => super::int8::int8_products(model, false),
+            Graph::MiniLmInt8Unsigned => super::int8::int8_products(model, true),
+            Graph::E5Rows => super::int8::row_quantized_products(model, false),
+            Graph::E5RowsUnsigned => super::int8::row_quantized_products(model, true),
         };
         rewritten.map(Cow::Owned).map_err(|e| {
             Error::Embedding(format!(

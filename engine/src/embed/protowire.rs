@@ -51,7 +51,8 @@ impl<'a> Field<'a> {
     }
 }
 
-fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, String> {
+/// Reads one varint at `*pos`, moving `pos` past it.
+pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, String> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let b = *buf
@@ -106,7 +107,8 @@ pub(crate) fn fields(buf: &[u8]) -> Result<Vec<Field<'_>>, String> {
     Ok(out)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+/// Appends `v` as a varint (no field tag).
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8 & 0x7f) | 0x80);
         v >>= 7;

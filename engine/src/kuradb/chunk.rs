@@ -12,6 +12,19 @@ pub const SNIFF_BYTES: usize = 8192;
 pub const MAX_TABLE_BYTES: usize = 1 << 20;
 /// Data rows per CSV/TSV chunk (KuraDB v0.5.1).
 pub const TABLE_ROWS_PER_CHUNK: usize = 5;
+/// Most cells a table renders (data rows times the header's width, each
+/// row padded to it): a wider or longer table is a parse error, not an
+/// allocation (3,000 empty columns over a few thousand one-character rows
+/// rendered gigabytes).
+pub const MAX_TABLE_CELLS: usize = 2_000_000;
+/// Most bytes a table's rendering may take (its header names repeated on
+/// every row, with the values).
+pub const MAX_TABLE_RENDER_BYTES: usize = 64 << 20;
+/// Largest HTML page parsed, in bytes.
+pub const MAX_HTML_BYTES: usize = 16 << 20;
+/// Deepest element nesting an HTML page may have (counted by
+/// [`html_depth`]); the renderer's work grows with the square of it.
+pub const MAX_HTML_DEPTH: usize = 1_000;
 
 /// Extensions KuraDB never reads (images, media, archives, binaries,
 /// databases, design files, fonts), lower-case.
@@ -87,11 +100,168 @@ const HTML_WIDTH: usize = 1000;
 /// targets left out. Undecodable bytes are replaced (pages declare their
 /// encoding in many ways; UTF-8 is read exactly).
 pub fn html_text(bytes: &[u8]) -> Result<String, String> {
+    if bytes.len() > MAX_HTML_BYTES {
+        return Err(format!(
+            "HTML page of {} bytes is over the {MAX_HTML_BYTES}-byte limit",
+            bytes.len()
+        ));
+    }
     let text = String::from_utf8_lossy(bytes);
+    let depth = html_depth(&text);
+    if depth > MAX_HTML_DEPTH {
+        return Err(format!(
+            "HTML nested {depth} elements deep, over the limit of {MAX_HTML_DEPTH}"
+        ));
+    }
     html2text::config::with_decorator(html2text::render::TrivialDecorator::new())
         .link_footnotes(false)
         .string_from_read(text.as_bytes(), HTML_WIDTH)
         .map_err(|e| format!("HTML: {e}"))
+}
+
+/// Elements that never hold others, or whose end tag is often left out:
+/// they do not count towards [`html_depth`].
+const HTML_FLAT: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr", "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "tbody",
+    "thead", "tfoot", "colgroup", "rt", "rp", "caption", "html", "head", "body", "frame", "keygen",
+    "command", "basefont", "isindex",
+];
+
+/// Elements of the HTML parser's "special" category that can hold others
+/// (those in [`HTML_FLAT`] never count): the parser ignores an end tag of
+/// another name while one of these is open above its element.
+const HTML_SPECIAL: &[&str] = &[
+    "address",
+    "applet",
+    "article",
+    "aside",
+    "blockquote",
+    "button",
+    "center",
+    "details",
+    "dir",
+    "div",
+    "dl",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "frameset",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hgroup",
+    "iframe",
+    "listing",
+    "main",
+    "marquee",
+    "menu",
+    "nav",
+    "noembed",
+    "noframes",
+    "noscript",
+    "object",
+    "ol",
+    "plaintext",
+    "pre",
+    "section",
+    "select",
+    "summary",
+    "table",
+    "template",
+    "textarea",
+    "title",
+    "ul",
+    "xmp",
+];
+
+/// End tags look this many open elements down for their own: one further
+/// down is treated as not open (the depth can only come out higher).
+const HTML_END_TAG_REACH: usize = 32;
+
+/// The deepest nesting of elements in `html`, estimated in one pass over
+/// its tags, counted up to one past [`MAX_HTML_DEPTH`] (where it stops).
+/// A start tag opens an element; an end tag closes the nearest open
+/// element of its name and those above it, unless one of those is
+/// [`HTML_SPECIAL`] (for another name) or it is further than
+/// [`HTML_END_TAG_REACH`] down, and is ignored otherwise, as the parser
+/// ignores it (a stray `</b>` closed one level before, so `<div></b>`
+/// repeated nested without limit). Empty elements, self-closed tags,
+/// comments, declarations and elements whose end tag may be left out
+/// ([`HTML_FLAT`]) do not count. Text inside `script` and `style` is
+/// skipped.
+pub fn html_depth(html: &str) -> usize {
+    let b = html.as_bytes();
+    let mut open: Vec<String> = Vec::new();
+    let (mut deepest, mut i) = (0usize, 0usize);
+    while let Some(at) = html[i..].find('<') {
+        let start = i + at + 1;
+        let Some(len) = html[start..].find('>') else {
+            break;
+        };
+        let tag = &html[start..start + len];
+        i = start + len + 1;
+        if tag.starts_with('!') || tag.starts_with('?') {
+            if tag.starts_with("!--") && !tag.ends_with("--") {
+                // A comment holding `>`: skip to its end.
+                match html[start..].find("-->") {
+                    Some(e) => i = start + e + 3,
+                    None => break,
+                }
+            }
+            continue;
+        }
+        let closing = tag.starts_with('/');
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        if name.is_empty() || HTML_FLAT.contains(&name.as_str()) {
+            continue;
+        }
+        if closing {
+            let special = HTML_SPECIAL.contains(&name.as_str());
+            for (k, el) in open.iter().enumerate().rev().take(HTML_END_TAG_REACH) {
+                if *el == name {
+                    open.truncate(k);
+                    break;
+                }
+                if !special && HTML_SPECIAL.contains(&el.as_str()) {
+                    break;
+                }
+            }
+        } else if !tag.ends_with('/') {
+            if name == "script" || name == "style" {
+                // Raw text: up to its end tag, searched in place, ASCII
+                // case-insensitively (lower-casing the rest of the page
+                // per tag was quadratic in the number of scripts).
+                let end = format!("</{name}");
+                match b[i..]
+                    .windows(end.len())
+                    .position(|w| w.eq_ignore_ascii_case(end.as_bytes()))
+                {
+                    Some(e) => i += e,
+                    None => break,
+                }
+                continue;
+            }
+            open.push(name);
+            deepest = deepest.max(open.len());
+            if deepest > MAX_HTML_DEPTH {
+                break;
+            }
+        }
+        debug_assert!(i <= b.len());
+    }
+    deepest
 }
 
 /// KuraDB's sniff: the first 8,192 bytes are non-empty, hold no NUL and are
@@ -222,16 +392,47 @@ pub fn chunk_table(bytes: &[u8], sep: char) -> Result<Vec<String>, String> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| fields(l.trim_end_matches('\r'), sep))
         .collect();
-    Ok(render_rows(&rows))
+    render_rows(&rows)
 }
 
 /// Table rows (the first is the header) as KuraDB renders them: `[N]
 /// header=value, …` per data row (N from 1, an empty header `colK`), rows
 /// padded or cut to the header's width, [`TABLE_ROWS_PER_CHUNK`] rows per
-/// chunk. Fewer than two rows: no chunks.
-pub fn render_rows(rows: &[Vec<String>]) -> Vec<String> {
+/// chunk, and no chunk over [`MAX_CHUNK_CHARS`]: rows are grouped while
+/// they fit, and a row longer than that is cut between cells (a cell
+/// longer than that alone, inside it) into chunks of its own. Fewer than
+/// two rows: no chunks. A table over [`MAX_TABLE_CELLS`] cells or
+/// [`MAX_TABLE_RENDER_BYTES`] rendered is an error, found before rendering.
+pub fn render_rows(rows: &[Vec<String>]) -> Result<Vec<String>, String> {
     if rows.len() < 2 {
-        return Vec::new();
+        return Ok(Vec::new());
+    }
+    let width = rows[0].len();
+    let data = rows.len() - 1;
+    if width.saturating_mul(data) > MAX_TABLE_CELLS {
+        return Err(format!(
+            "table of {data} rows by {width} columns is over the {MAX_TABLE_CELLS}-cell limit"
+        ));
+    }
+    // Every row repeats the header names (`colK` for an empty one) with
+    // `=` and `, `, and holds at most its own values.
+    let names: usize = rows[0]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| match h.trim().len() {
+            0 => 3 + (i + 1).to_string().len(),
+            n => n,
+        } + 3)
+        .sum();
+    let values: usize = rows[1..]
+        .iter()
+        .map(|r| r.iter().take(width).map(String::len).sum::<usize>())
+        .sum();
+    let rendered = names.saturating_mul(data).saturating_add(values);
+    if rendered > MAX_TABLE_RENDER_BYTES {
+        return Err(format!(
+            "table renders to about {rendered} bytes, over the {MAX_TABLE_RENDER_BYTES}-byte limit"
+        ));
     }
     let header: Vec<String> = rows[0]
         .iter()
@@ -257,10 +458,58 @@ pub fn render_rows(rows: &[Vec<String>]) -> Vec<String> {
             format!("[{}] {}", n + 1, cells.join(", "))
         })
         .collect();
-    lines
-        .chunks(TABLE_ROWS_PER_CHUNK)
-        .map(|c| c.join("\n"))
-        .collect()
+    Ok(group_lines(lines))
+}
+
+/// Rendered rows into chunks: up to [`TABLE_ROWS_PER_CHUNK`] rows while
+/// they fit in [`MAX_CHUNK_CHARS`]; a longer row cut on its own.
+fn group_lines(lines: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let (mut rows, mut chars) = (0, 0);
+    for line in lines {
+        let n = line.chars().count();
+        if rows > 0 && (rows == TABLE_ROWS_PER_CHUNK || chars + 1 + n > MAX_CHUNK_CHARS) {
+            out.push(std::mem::take(&mut current));
+            (rows, chars) = (0, 0);
+        }
+        if n > MAX_CHUNK_CHARS {
+            out.extend(cut_row(&line));
+            continue;
+        }
+        if rows > 0 {
+            current.push('\n');
+            chars += 1;
+        }
+        current.push_str(&line);
+        chars += n;
+        rows += 1;
+    }
+    if rows > 0 {
+        out.push(current);
+    }
+    out
+}
+
+/// A rendered row longer than [`MAX_CHUNK_CHARS`], cut after the `, `
+/// between cells nearest the limit (inside a cell when none is).
+fn cut_row(line: &str) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = Vec::new();
+    let mut start = 0;
+    while chars.len() - start > MAX_CHUNK_CHARS {
+        let window = &chars[start..start + MAX_CHUNK_CHARS];
+        let cut = window
+            .windows(2)
+            .rposition(|w| w == [',', ' '])
+            .map_or(MAX_CHUNK_CHARS, |i| i + 2);
+        out.push(chars[start..start + cut].iter().collect::<String>());
+        start += cut;
+    }
+    if start < chars.len() {
+        out.push(chars[start..].iter().collect());
+    }
+    out
 }
 
 /// A stable 128-bit content hash (FNV-1a), hex: detects a changed file
@@ -392,5 +641,34 @@ mod tests {
         assert_eq!(kind_of("Page.HTM"), FileKind::Html);
         // Not HTML at all still gives text, never a panic.
         assert!(html_text(b"\xff\xfe plain").is_ok());
+    }
+
+    #[test]
+    fn html_depth_skips_raw_text_in_linear_time() {
+        // The end tag is found in any case; text inside is not counted.
+        assert_eq!(html_depth("<SCRIPT><div><div></ScRiPt><div>x</div>"), 1);
+        assert_eq!(html_depth("<style>a > b { }</STYLE><b><i>x</i></b>"), 2);
+        assert_eq!(html_depth("<div><script>never closed <div><div>"), 1);
+        // 200,000 scripts: the search used to copy the rest of the page,
+        // lower-cased, once per script (hundreds of gigabytes here).
+        let page = "<script>x</script>".repeat(200_000) + "<div>";
+        assert_eq!(html_depth(&page), 1);
+    }
+
+    #[test]
+    fn html_depth_ignores_end_tags_the_parser_ignores() {
+        // Found by the kb_html fuzz target: a stray end tag closed one
+        // level, so this page counted 1 deep while html5ever nests it
+        // 100,000 deep (html2text then ran for minutes).
+        let stray = "<div></b>".repeat(100_000) + "x";
+        assert_eq!(html_depth(&stray), MAX_HTML_DEPTH + 1);
+        assert!(html_text(stray.as_bytes()).unwrap_err().contains("nested"));
+        // A phrasing end tag does not close past a block element.
+        assert_eq!(html_depth(&"<span><div></span>".repeat(5)), 10);
+        // A block end tag closes what is open above it; well-formed and
+        // flat pages count as before.
+        assert_eq!(html_depth("<div><span><b>x</div><div>y</div>"), 3);
+        assert_eq!(html_depth(&"<div><p>x</p></div>".repeat(5_000)), 1);
+        assert_eq!(html_depth("<ul><li>a<li>b</ul><i><b>x</b></i>"), 2);
     }
 }

@@ -23,7 +23,9 @@
 pub mod chunk;
 pub mod cutoff;
 pub mod office;
+pub mod parse;
 pub mod pdf;
+mod source;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -41,6 +43,8 @@ use chunk::FileKind;
 pub use cutoff::{
     E5_ANCHOR_MEAN, E5_MARGIN, MIN_SIMILARITY, MINILM_MIN_SIMILARITY, SemanticCut, semantic_cut,
 };
+use parse::Parsed;
+use source::ReadFailure;
 
 /// A knowledge base's registry entry (namespace [`REGISTRY_NAMESPACE`]).
 pub const KNOWLEDGE_BASE: RecordKind = RecordKind {
@@ -88,8 +92,13 @@ pub fn normalize_name(name: &str) -> Result<String> {
 /// A registered knowledge base.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KnowledgeBase {
-    /// Its name (normalized).
+    /// Its name (normalized), unique within its owner namespace.
     pub name: String,
+    /// The namespace the base belongs to (SPEC.md §15.1): only a handle on
+    /// it sees, searches, syncs or changes the base. Bases registered before
+    /// ownership existed belong to `default`.
+    #[serde(default = "default_owner")]
+    pub owner: String,
     /// The namespace holding its documents and chunks.
     pub namespace: String,
     /// The folders it reads.
@@ -139,7 +148,8 @@ pub struct SyncProgress {
 pub struct KbStatus {
     /// The base's name.
     pub name: String,
-    /// Source files stored (dismissed ones included).
+    /// Source files stored (dismissed ones included; a file that failed
+    /// before it was ever stored is only in `failures`).
     pub documents: u64,
     /// Of those, files removed from the inbox (their chunks dismissed).
     pub dismissed: u64,
@@ -149,7 +159,23 @@ pub struct KbStatus {
     pub embedded: u64,
     /// Chunks queued for the background embedding.
     pub pending: u64,
+    /// Files that could not be read, parsed or stored, with the reason; a
+    /// failed file is tried again when it changes (its size or time).
+    #[serde(default)]
+    pub failures: Vec<FileFailure>,
 }
+
+/// A file of a knowledge base that failed, as `kb status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileFailure {
+    /// The file's path.
+    pub source: String,
+    /// Why it failed.
+    pub reason: String,
+}
+
+/// Longest failure reason kept, in characters.
+const MAX_REASON_CHARS: usize = 500;
 
 /// One chunk of a search result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,9 +229,22 @@ pub struct RagResults {
     pub semantic: Option<Vec<SourceGroup>>,
 }
 
+fn default_owner() -> String {
+    crate::store::namespaces::DEFAULT.to_string()
+}
+
+/// The owner namespace of registry entry `r` (`default` for an entry
+/// written before bases had owners).
+fn owner_of(r: &Record) -> &str {
+    r.body["owner"]
+        .as_str()
+        .unwrap_or(crate::store::namespaces::DEFAULT)
+}
+
 fn kb_from(r: &Record) -> KnowledgeBase {
     KnowledgeBase {
         name: r.body["name"].as_str().unwrap_or_default().to_string(),
+        owner: owner_of(r).to_string(),
         namespace: r.body["namespace"].as_str().unwrap_or_default().to_string(),
         inbox: r.body["inbox"]
             .as_array()
@@ -284,79 +323,6 @@ fn walk(dir: &Path, depth: usize, out: &mut Walked) {
     }
 }
 
-/// What parsing a file gave.
-enum Parsed {
-    Chunks(Vec<String>),
-    NotText,
-}
-
-fn parse_file(path: &Path, bytes: &[u8]) -> std::result::Result<Parsed, String> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    match chunk::kind_of(&name) {
-        FileKind::Skipped => Ok(Parsed::NotText),
-        FileKind::Pdf => {
-            // One chunk per page in page order, empty pages left out.
-            let chunks: Vec<String> = pdf::pdf_pages(bytes)?
-                .iter()
-                .flat_map(|page| chunk::chunk_unit(page))
-                .collect();
-            if chunks.is_empty() {
-                return Err("parser: empty content".into());
-            }
-            Ok(Parsed::Chunks(chunks))
-        }
-        FileKind::Csv => chunk::chunk_table(bytes, ',').map(Parsed::Chunks),
-        FileKind::Tsv => chunk::chunk_table(bytes, '\t').map(Parsed::Chunks),
-        FileKind::Docx => {
-            // Paragraphs are pieces, as for text (long ones split the same way).
-            let text = office::docx_paragraphs(bytes)?.join("\n\n");
-            let chunks = chunk::chunk_text(&text);
-            if chunks.is_empty() {
-                return Err("parser: empty content".into());
-            }
-            Ok(Parsed::Chunks(chunks))
-        }
-        FileKind::Html => {
-            let chunks = chunk::chunk_text(&chunk::html_text(bytes)?);
-            if chunks.is_empty() {
-                return Err("parser: empty content".into());
-            }
-            Ok(Parsed::Chunks(chunks))
-        }
-        FileKind::Xlsx => {
-            let chunks = office::xlsx_chunks(bytes)?;
-            if chunks.is_empty() {
-                return Err("parser: empty content".into());
-            }
-            Ok(Parsed::Chunks(chunks))
-        }
-        FileKind::Pptx => {
-            let mut chunks = Vec::new();
-            for slide in office::pptx_slides(bytes)? {
-                chunks.extend(chunk::chunk_text(&slide.replace("\n\n", "\n")));
-            }
-            if chunks.is_empty() {
-                return Err("parser: empty content".into());
-            }
-            Ok(Parsed::Chunks(chunks))
-        }
-        FileKind::Text => {
-            if !chunk::sniffs_as_text(bytes) {
-                return Ok(Parsed::NotText);
-            }
-            let text = String::from_utf8_lossy(bytes);
-            let chunks = chunk::chunk_text(&text);
-            if chunks.is_empty() {
-                return Err("parser: empty content".into());
-            }
-            Ok(Parsed::Chunks(chunks))
-        }
-    }
-}
-
 fn chunk_records(texts: &[String], dismissed: bool) -> Vec<NewRecord> {
     let total = texts.len();
     texts
@@ -381,10 +347,22 @@ impl Memdb {
         self.namespace(REGISTRY_NAMESPACE)
     }
 
+    /// Every registry entry of this handle's namespace, oldest first.
+    fn kb_records(&self) -> Result<Vec<Record>> {
+        let owner = self.namespace_name();
+        Ok(self
+            .kb_registry()?
+            .records_of_kind(KNOWLEDGE_BASE)?
+            .into_iter()
+            .filter(|r| owner_of(r) == owner)
+            .collect())
+    }
+
+    /// The registry entry of base `name` in this handle's namespace: a base
+    /// of another namespace does not exist here.
     fn kb_record(&self, name: &str) -> Result<Record> {
         let name = normalize_name(name)?;
-        self.kb_registry()?
-            .records_of_kind(KNOWLEDGE_BASE)?
+        self.kb_records()?
             .into_iter()
             .find(|r| r.body["name"] == name.as_str())
             .ok_or(Error::NotFound {
@@ -393,9 +371,10 @@ impl Memdb {
             })
     }
 
-    /// Registers knowledge base `name` reading the folders `inbox` (each
-    /// must exist). Names are normalized as KuraDB does; a taken name is a
-    /// conflict. Live at once: no restart.
+    /// Registers knowledge base `name`, owned by this handle's namespace,
+    /// reading the folders `inbox` (each must exist). Names are normalized
+    /// as KuraDB does; a name taken in this namespace is a conflict. Live at
+    /// once: no restart.
     pub fn kb_add(&self, name: &str, inbox: &[PathBuf]) -> Result<KnowledgeBase> {
         let name = normalize_name(name)?;
         if inbox.is_empty() {
@@ -425,15 +404,27 @@ impl Memdb {
             id,
             NewRecord {
                 text: name.clone(),
-                body: json!({"name": name, "namespace": namespace, "inbox": folders}),
+                body: json!({
+                    "name": name,
+                    "owner": self.namespace_name(),
+                    "namespace": namespace,
+                    "inbox": folders,
+                }),
                 ..Default::default()
             },
         )?;
         Ok(kb_from(&r))
     }
 
-    /// Every registered knowledge base, oldest first.
+    /// The knowledge bases of this handle's namespace, oldest first.
     pub fn kb_list(&self) -> Result<Vec<KnowledgeBase>> {
+        Ok(self.kb_records()?.iter().map(kb_from).collect())
+    }
+
+    /// Every knowledge base of the store, whatever its owner, oldest first:
+    /// for the watcher and store-wide administration, never for a request
+    /// made on behalf of one namespace.
+    pub fn kb_list_all(&self) -> Result<Vec<KnowledgeBase>> {
         Ok(self
             .kb_registry()?
             .records_of_kind(KNOWLEDGE_BASE)?
@@ -492,9 +483,23 @@ impl Memdb {
         let kb = self.kb(name)?;
         let h = self.namespace(&kb.namespace)?;
         let docs = h.records_of_kind(DOCUMENT)?;
+        let failures = docs
+            .iter()
+            .filter_map(|d| {
+                Some(FileFailure {
+                    source: d.body["source"].as_str()?.to_string(),
+                    reason: d.body["failed"].as_str()?.to_string(),
+                })
+            })
+            .collect();
         Ok(KbStatus {
+            failures,
             dismissed: docs.iter().filter(|d| d.body["dismissed"] == true).count() as u64,
-            documents: docs.len() as u64,
+            // A file that failed before it was ever stored holds nothing.
+            documents: docs
+                .iter()
+                .filter(|d| d.body["hash"].as_str().is_some_and(|h| !h.is_empty()))
+                .count() as u64,
             chunks: h.count_records(CHUNK)?,
             embedded: h.count_record_vectors(CHUNK)?,
             pending: h.count_record_pending(CHUNK)?,
@@ -546,48 +551,43 @@ impl Memdb {
             present.insert(source.clone());
             let old = docs.get(&source);
             let dismissed = old.is_some_and(|d| d.body["dismissed"] == true);
+            let failed_before = old.is_some_and(|d| d.body["failed"].is_string());
+            // A file that failed is tried again only once it changes.
             if let Some(d) = old
-                && !dismissed
+                && (!dismissed || failed_before)
                 && d.body["size"] == f.size
                 && d.body["mtime_ns"] == f.mtime_ns
             {
                 report.unchanged += 1;
                 continue;
             }
-            if f.size > MAX_FILE_BYTES {
-                tracing::warn!(file = %source, "kuradb: file over {MAX_FILE_BYTES} bytes not read");
-                report.failed += 1;
-                continue;
-            }
-            let bytes = match std::fs::read(&f.path) {
+            let bytes = match source::read_source(&f.path) {
                 Ok(b) => b,
-                Err(e) => {
-                    tracing::warn!(file = %source, error = %e, "kuradb: cannot read file");
+                Err(ReadFailure::Failed(e)) => {
+                    tracing::warn!(file = %source, error = %e, "kuradb: cannot read file; tried again next pass");
+                    report.failed += 1;
+                    continue;
+                }
+                Err(ReadFailure::Refused(e)) => {
+                    self.kb_record_failure(&h, old, f, &source, &format!("the file {e}"));
                     report.failed += 1;
                     continue;
                 }
             };
             let hash = chunk::content_hash(&bytes);
-            let chunks = match parse_file(&f.path, &bytes) {
+            let chunks = match parse::parse_source(&source, &bytes) {
                 Ok(Parsed::Chunks(c)) => c,
                 Ok(Parsed::NotText) => {
                     report.skipped += 1;
                     continue;
                 }
                 Err(e) => {
-                    tracing::warn!(file = %source, error = %e, "kuradb: parse failed; store unchanged");
+                    self.kb_record_failure(&h, old, f, &source, &e);
                     report.failed += 1;
                     continue;
                 }
             };
             let same_content = old.is_some_and(|d| d.body["hash"] == hash.as_str());
-            if same_content && !dismissed {
-                report.unchanged += 1;
-            } else if same_content {
-                report.revived += 1;
-            } else {
-                report.parsed += 1;
-            }
             let id = old.map_or_else(crate::util::ids::new_id, |d| d.id);
             let doc = NewRecord {
                 text: String::new(),
@@ -601,14 +601,27 @@ impl Memdb {
                 }),
                 ..Default::default()
             };
-            report.chunks += chunks.len() as u64;
-            h.replace_children(
+            // A file the store refuses (a chunk over a record limit) fails
+            // alone: the pass goes on, and dismissal below still runs.
+            if let Err(e) = h.replace_children(
                 id,
                 Some((DOCUMENT, doc)),
                 CHUNK,
                 chunk_records(&chunks, false),
                 EmbedWhen::Background,
-            )?;
+            ) {
+                self.kb_record_failure(&h, old, f, &source, &format!("not stored: {e}"));
+                report.failed += 1;
+                continue;
+            }
+            report.chunks += chunks.len() as u64;
+            if same_content && !dismissed && !failed_before {
+                report.unchanged += 1;
+            } else if same_content && dismissed {
+                report.revived += 1;
+            } else {
+                report.parsed += 1;
+            }
         }
         for (source, d) in &docs {
             if present.contains(source)
@@ -617,11 +630,14 @@ impl Memdb {
             {
                 continue;
             }
-            let texts: Vec<String> = h
-                .record_children(d.id, Some(CHUNK))?
-                .into_iter()
-                .map(|c| c.text)
-                .collect();
+            let texts: Vec<String> = match h.record_children(d.id, Some(CHUNK)) {
+                Ok(chunks) => chunks.into_iter().map(|c| c.text).collect(),
+                Err(e) => {
+                    tracing::warn!(file = %source, error = %e, "kuradb: cannot dismiss; tried again next pass");
+                    report.failed += 1;
+                    continue;
+                }
+            };
             let mut body = d.body.clone();
             body["dismissed"] = Value::Bool(true);
             // Tagged too: the first stage of the semantic search skips it.
@@ -630,13 +646,17 @@ impl Memdb {
                 tags: vec![DISMISSED.to_string()],
                 ..Default::default()
             };
-            h.replace_children(
+            if let Err(e) = h.replace_children(
                 d.id,
                 Some((DOCUMENT, doc)),
                 CHUNK,
                 chunk_records(&texts, true),
                 EmbedWhen::Background,
-            )?;
+            ) {
+                tracing::warn!(file = %source, error = %e, "kuradb: cannot dismiss; tried again next pass");
+                report.failed += 1;
+                continue;
+            }
             report.dismissed += 1;
         }
         // The pass's chunks become searchable by keyword now, not at the
@@ -647,6 +667,66 @@ impl Memdb {
         self.fresh_text()?;
         progress(SyncProgress { done: total, total });
         Ok(report)
+    }
+
+    /// Records that file `f` failed (`reason`, logged too): its document
+    /// keeps what it had (chunks included) and remembers the file's size,
+    /// time and the reason, so `kb status` shows it and the next pass does
+    /// not try it again until it changes. A file never stored gets a
+    /// document without chunks. A failure to record is logged only.
+    fn kb_record_failure(
+        &self,
+        h: &Memdb,
+        old: Option<&Record>,
+        f: &Seen,
+        source: &str,
+        reason: &str,
+    ) {
+        tracing::warn!(file = %source, error = %reason, "kuradb: file failed; the store keeps what it had");
+        let reason: String = reason.chars().take(MAX_REASON_CHARS).collect();
+        let written = match old {
+            Some(d) => {
+                let mut body = d.body.clone();
+                body["size"] = json!(f.size);
+                body["mtime_ns"] = json!(f.mtime_ns);
+                body["failed"] = Value::from(reason);
+                h.update_record(
+                    d.id,
+                    crate::db::records::RecordChange {
+                        body: Some(body),
+                        ..Default::default()
+                    },
+                )
+                .map(|_| ())
+            }
+            None => h
+                .replace_children(
+                    crate::util::ids::new_id(),
+                    Some((
+                        DOCUMENT,
+                        NewRecord {
+                            text: String::new(),
+                            body: json!({
+                                "source": source,
+                                "size": f.size,
+                                "mtime_ns": f.mtime_ns,
+                                "hash": "",
+                                "total": 0,
+                                "dismissed": false,
+                                "failed": reason,
+                            }),
+                            ..Default::default()
+                        },
+                    )),
+                    CHUNK,
+                    Vec::new(),
+                    EmbedWhen::Background,
+                )
+                .map(|_| ()),
+        };
+        if let Err(e) = written {
+            tracing::warn!(file = %source, error = %e, "kuradb: cannot record the failure");
+        }
     }
 
     /// KuraDB's `search_rag` over knowledge base `name`: keyword (BM25 over

@@ -180,26 +180,120 @@ pub fn pptx_slides(bytes: &[u8]) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// Most non-empty cells read from one workbook.
+pub const MAX_XLSX_CELLS: usize = 2_000_000;
+
 /// The sheets of an XLSX workbook (read with `calamine`), in workbook
 /// order, each rendered as a table like CSV (its first row the header, five
-/// data rows per chunk, `[N] header=value, …`).
+/// data rows per chunk, `[N] header=value, …`). The sheet's rectangle is
+/// that of its non-empty cells, as `calamine`'s ranges are, but it is never
+/// allocated whole: cells are streamed ([`MAX_XLSX_CELLS`] at most), only
+/// rows holding a value are kept, and the table's area is checked before
+/// any row is laid out (`render_rows`' limits), so two cells at `A1` and
+/// `XFD1048576` are one short row, not 17 billion cells. The archive's
+/// declared sizes are checked first ([`MAX_TOTAL_BYTES`]).
 pub fn xlsx_chunks(bytes: &[u8]) -> Result<Vec<String>, String> {
     use calamine::Reader;
+    check_declared_sizes(bytes)?;
     let mut wb: calamine::Xlsx<_> = calamine::Xlsx::new(std::io::Cursor::new(bytes))
         .map_err(|e| format!("not an XLSX workbook: {e}"))?;
     let mut out = Vec::new();
+    let mut budget = MAX_XLSX_CELLS;
     for name in wb.sheet_names() {
-        let range = wb
-            .worksheet_range(&name)
-            .map_err(|e| format!("sheet {name}: {e}"))?;
-        let rows: Vec<Vec<String>> = range
-            .rows()
-            .map(|r| r.iter().map(|c| c.to_string()).collect())
-            .filter(|r: &Vec<String>| r.iter().any(|c| !c.trim().is_empty()))
-            .collect();
-        out.extend(crate::kuradb::chunk::render_rows(&rows));
+        let mut cells: Vec<((u32, u32), String)> = Vec::new();
+        let mut reader = match wb.worksheet_cells_reader(&name) {
+            Ok(r) => r,
+            // A chart sheet or a macro sheet: no cells, as calamine's ranges.
+            Err(calamine::XlsxError::NotAWorksheet(_)) => continue,
+            Err(e) => return Err(format!("sheet {name}: {e}")),
+        };
+        while let Some(cell) = reader
+            .next_cell()
+            .map_err(|e| format!("sheet {name}: {e}"))?
+        {
+            if matches!(cell.get_value(), calamine::DataRef::Empty) {
+                continue;
+            }
+            if budget == 0 {
+                return Err(format!(
+                    "the workbook holds over {MAX_XLSX_CELLS} cells, the limit"
+                ));
+            }
+            budget -= 1;
+            let value = calamine::Data::from(cell.get_value().clone()).to_string();
+            cells.push((cell.get_position(), value));
+        }
+        drop(reader);
+        out.extend(sheet_chunks(cells)?);
     }
     Ok(out)
+}
+
+/// One sheet's non-empty cells as table chunks: the rows of their
+/// rectangle that hold a non-blank value, each as wide as the rectangle.
+fn sheet_chunks(mut cells: Vec<((u32, u32), String)>) -> Result<Vec<String>, String> {
+    if cells.is_empty() {
+        return Ok(Vec::new());
+    }
+    let col_start = cells.iter().map(|c| c.0.1).min().unwrap_or(0);
+    let col_end = cells.iter().map(|c| c.0.1).max().unwrap_or(0);
+    let width = (col_end - col_start) as usize + 1;
+    // Rows holding only blank values are left out, as before; a blank
+    // value in a kept row is kept as it is.
+    let kept: std::collections::HashSet<u32> = cells
+        .iter()
+        .filter(|(_, v)| !v.trim().is_empty())
+        .map(|c| c.0.0)
+        .collect();
+    cells.retain(|c| kept.contains(&c.0.0));
+    cells.sort_by_key(|c| c.0);
+    let mut row_count = 0usize;
+    let mut last = None;
+    for ((r, _), _) in &cells {
+        if last != Some(*r) {
+            row_count += 1;
+            last = Some(*r);
+        }
+    }
+    if width.saturating_mul(row_count) > crate::kuradb::chunk::MAX_TABLE_CELLS {
+        return Err(format!(
+            "sheet of {row_count} rows by {width} columns is over the {}-cell limit",
+            crate::kuradb::chunk::MAX_TABLE_CELLS
+        ));
+    }
+    let mut rows: Vec<Vec<String>> = Vec::with_capacity(row_count);
+    let mut last = None;
+    for ((r, c), v) in cells {
+        if last != Some(r) {
+            rows.push(vec![String::new(); width]);
+            last = Some(r);
+        }
+        if let Some(row) = rows.last_mut() {
+            row[(c - col_start) as usize] = v;
+        }
+    }
+    crate::kuradb::chunk::render_rows(&rows)
+}
+
+/// Refuses an archive whose entries declare more than [`MAX_TOTAL_BYTES`]
+/// uncompressed in all (a zip bomb; a lying header is caught by the
+/// parse worker's memory limit).
+fn check_declared_sizes(bytes: &[u8]) -> Result<(), String> {
+    let mut zip = open(bytes)?;
+    let mut total: u64 = 0;
+    for i in 0..zip.len() {
+        let size = zip
+            .by_index_raw(i)
+            .map_err(|e| format!("zip entry {i}: {e}"))?
+            .size();
+        total = total.saturating_add(size);
+    }
+    if total > MAX_TOTAL_BYTES {
+        return Err(format!(
+            "the archive declares {total} bytes uncompressed, over the {MAX_TOTAL_BYTES}-byte limit"
+        ));
+    }
+    Ok(())
 }
 
 /// Builds an OOXML-like zip of `parts` (name, XML), deflated; for tests

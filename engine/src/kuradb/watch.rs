@@ -59,7 +59,7 @@ impl WatchJob for KbJob {
     }
 
     fn folders(&mut self, stats: &WatchStats) -> Option<Vec<(PathBuf, String)>> {
-        match self.db.kb_list() {
+        match self.db.kb_list_all() {
             Ok(bases) => Some(
                 bases
                     .iter()
@@ -75,7 +75,7 @@ impl WatchJob for KbJob {
     }
 
     fn sync(&mut self, namespace: &str, stats: &WatchStats) -> Resync {
-        let bases = match self.db.kb_list() {
+        let bases = match self.db.kb_list_all() {
             Ok(b) => b,
             Err(e) => {
                 stats.failures.fetch_add(1, Ordering::Relaxed);
@@ -86,7 +86,11 @@ impl WatchJob for KbJob {
         let Some(kb) = bases.iter().find(|kb| kb.namespace == namespace) else {
             return Resync::No;
         };
-        match self.db.kb_sync(&kb.name) {
+        let synced = self
+            .db
+            .namespace(&kb.owner)
+            .and_then(|owner| owner.kb_sync(&kb.name));
+        match synced {
             Ok(r) => {
                 stats
                     .parsed

@@ -4,7 +4,8 @@
 //! function-word lists, token counting, the `Name:` a dialogue turn opens
 //! with, the C allocator's arena limit for
 //! the binaries (`malloc.rs`), background threads' CPU priority
-//! (`priority.rs`) and the folder watcher shared by
+//! (`priority.rs`), untrusted work in a limited child process
+//! (`sandbox.rs`) and the folder watcher shared by
 //! KuraDB and the import folder (`watch.rs`). Nothing here knows about
 //! records, tables or indexes.
 
@@ -17,6 +18,7 @@ pub(crate) mod keywords;
 pub(crate) mod lock;
 pub(crate) mod malloc;
 pub(crate) mod priority;
+pub(crate) mod sandbox;
 pub(crate) mod time;
 pub(crate) mod tokens;
 pub(crate) mod turn_name;
