@@ -118,6 +118,10 @@ pub enum Error {
         /// Human-readable explanation, with the remedy.
         message: String,
     },
+    /// The call was cancelled by its caller ([`crate::with_cancel_flag`]),
+    /// e.g. because the request it served timed out.
+    #[error("cancelled: the request was abandoned (timed out or its client went away)")]
+    Cancelled,
 }
 
 /// The kinds of [`Error::Remote`] failure.

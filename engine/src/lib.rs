@@ -41,6 +41,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod cancel;
 mod config;
 mod conversations;
 mod db;
@@ -57,6 +58,7 @@ mod text;
 mod util;
 mod vector;
 
+pub use cancel::with_cancel_flag;
 pub use config::{Config, DEFAULT_STORE_CACHE_BYTES};
 pub use conversations::context::{
     AssembledContext, Citation, ContextMessage, ContextRequest, Ranking, RecallCounts,

@@ -2,6 +2,7 @@
 //! synchronous engine (`spawn_blocking`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use memdb::Memdb;
 
@@ -79,6 +80,12 @@ impl AppState {
     /// Runs an engine call on the blocking pool, on the handle of the
     /// namespace the request addresses ([`crate::auth::current_namespace`];
     /// the store's own handle outside a request).
+    ///
+    /// The call runs under a cancellation flag ([`memdb::with_cancel_flag`])
+    /// that is set when this future is dropped before the call ends (the
+    /// 408 request timeout drops the handler, and so does a client that
+    /// goes away): the engine's long loops then stop with
+    /// `Error::Cancelled` instead of running on for nobody.
     pub async fn run<T, F>(&self, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
@@ -86,11 +93,27 @@ impl AppState {
     {
         let db = self.db.clone();
         let namespace = crate::auth::current_namespace();
-        tokio::task::spawn_blocking(move || match namespace {
-            Some(ns) if *ns != *db.namespace_name() => f(&db.namespace(&ns)?),
-            _ => f(&db),
+        let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+        let flag = cancel.0.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            memdb::with_cancel_flag(flag, || match namespace {
+                Some(ns) if *ns != *db.namespace_name() => f(&db.namespace(&ns)?),
+                _ => f(&db),
+            })
         })
         .await
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+        drop(cancel);
+        out
+    }
+}
+
+/// Sets its flag when dropped: tells a blocking engine call that nobody
+/// waits for it any more (harmless once the call has ended).
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }

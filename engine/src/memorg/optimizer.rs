@@ -158,6 +158,7 @@ pub fn optimize_context(
     if max_tokens == 0 {
         return Err(Error::invalid("max_tokens", "must be at least 1"));
     }
+    check_entities(entities)?;
     let original = counter.count(content)?;
     let mut metadata = Map::new();
     metadata.insert("original_tokens".into(), Value::from(original));
@@ -416,6 +417,7 @@ pub fn head_tail(content: &str, max_tokens: usize, counter: TokenCounter) -> Res
     let mut head_budget = ((budget as f64) * HEAD_SHARE).floor() as usize;
     let mut tail_budget = budget - head_budget;
     loop {
+        crate::cancel::check()?;
         let head = prefix_within(content, head_budget, counter)?;
         let after_head = &content[head.len()..];
         let tail = suffix_within(after_head, tail_budget, counter)?;
@@ -481,7 +483,7 @@ fn longest(text: &str, max_tokens: usize, counter: TokenCounter, prefix: bool) -
         } else {
             &text[bounds[bounds.len() - 1 - k]..]
         };
-        Ok(counter.count(piece)? <= max_tokens)
+        Ok(counter.count_within(piece, max_tokens)? <= max_tokens)
     };
     // k = number of characters taken; find the largest k that fits.
     let (mut lo, mut hi) = (0usize, bounds.len() - 1);
@@ -508,7 +510,442 @@ fn word_ratio(summary: &str, original: &str) -> f64 {
     summary.split_whitespace().count() as f64 / o as f64
 }
 
+/// At most this many entities can be preserved in one call: each is
+/// looked for in every sentence, so the work is entities × content.
+pub const MAX_PRESERVED_ENTITIES: usize = 256;
+/// At most this many bytes per preserved entity name.
+pub const MAX_ENTITY_NAME_BYTES: usize = 256;
+
+fn check_entities(entities: &[Entity]) -> Result<()> {
+    if entities.len() > MAX_PRESERVED_ENTITIES {
+        return Err(Error::invalid(
+            "entities",
+            format!(
+                "{} entities; at most {MAX_PRESERVED_ENTITIES} can be preserved",
+                entities.len()
+            ),
+        ));
+    }
+    if let Some(e) = entities
+        .iter()
+        .find(|e| e.name.len() > MAX_ENTITY_NAME_BYTES)
+    {
+        return Err(Error::invalid(
+            "entities",
+            format!(
+                "an entity name of {} bytes; at most {MAX_ENTITY_NAME_BYTES}",
+                e.name.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Memorg's extractive summary: sentences scored, then taken greedily by
+/// score while the running selection (joined in text order) fits.
+///
+/// The greedy pass asks, once per sentence, whether the selection with
+/// that sentence added fits; recounting the joined selection every time
+/// is quadratic in the content. [`Selection`] answers each question with
+/// the same count by recounting only what the insertion changes.
 fn extractive(
+    content: &str,
+    entities: &[Entity],
+    target: usize,
+    counter: TokenCounter,
+) -> Result<String> {
+    check_entities(entities)?;
+    if counter.count_within(content, target)? <= target {
+        return Ok(content.to_string());
+    }
+    let sents = sentences(content);
+    if sents.len() <= 1 {
+        return head_tail(content, target, counter);
+    }
+    let by_score = rank_sentences(content, &sents, entities)?;
+    let mut sel = Selection::new(&sents, counter);
+    for i in by_score {
+        crate::cancel::check()?;
+        if let Some(trial) = sel.try_insert(i, target)? {
+            sel.accept(i, trial);
+        }
+    }
+    if sel.is_empty() {
+        return head_tail(content, target, counter);
+    }
+    Ok(sel.text())
+}
+
+/// Sentence indices by descending score (ties in text order): 2 per
+/// preserved-entity mention + mean content-word frequency + 1 for the
+/// first sentence.
+fn rank_sentences(content: &str, sents: &[String], entities: &[Entity]) -> Result<Vec<usize>> {
+    let mut freq: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for w in content_words(content) {
+        *freq.entry(w).or_default() += 1;
+    }
+    let names: Vec<String> = entities.iter().map(|e| e.name.to_lowercase()).collect();
+    let mut scored: Vec<(usize, f64)> = Vec::with_capacity(sents.len());
+    for (i, s) in sents.iter().enumerate() {
+        if i % 1024 == 0 {
+            crate::cancel::check()?;
+        }
+        let lower = s.to_lowercase();
+        let words = content_words(s);
+        let tf = if words.is_empty() {
+            0.0
+        } else {
+            words
+                .iter()
+                .map(|w| freq.get(w).copied().unwrap_or(0) as f64)
+                .sum::<f64>()
+                / words.len() as f64
+        };
+        let ents = names
+            .iter()
+            .filter(|n| !n.is_empty() && n.len() <= lower.len() && lower.contains(n.as_str()))
+            .count();
+        let first = if i == 0 { 1.0 } else { 0.0 };
+        scored.push((i, 2.0 * ents as f64 + tf + first));
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(scored.into_iter().map(|(i, _)| i).collect())
+}
+
+/// A Fenwick tree of sums over `0..n`.
+struct Fenwick(Vec<usize>);
+
+impl Fenwick {
+    fn new(n: usize) -> Self {
+        Fenwick(vec![0; n + 1])
+    }
+
+    fn add(&mut self, i: usize, v: usize) {
+        let mut k = i + 1;
+        while k < self.0.len() {
+            self.0[k] += v;
+            k += k & k.wrapping_neg();
+        }
+    }
+
+    fn sub(&mut self, i: usize, v: usize) {
+        let mut k = i + 1;
+        while k < self.0.len() {
+            self.0[k] -= v;
+            k += k & k.wrapping_neg();
+        }
+    }
+
+    /// The sum over `0..i`.
+    fn prefix(&self, i: usize) -> usize {
+        let mut k = i;
+        let mut s = 0;
+        while k > 0 {
+            s += self.0[k];
+            k -= k & k.wrapping_neg();
+        }
+        s
+    }
+
+    /// The smallest `i` whose prefix over `0..=i` exceeds `target` (`n`
+    /// when none does).
+    fn find(&self, target: usize) -> usize {
+        let n = self.0.len() - 1;
+        let mut pos = 0;
+        let mut rem = target;
+        let mut step = n.next_power_of_two();
+        while step > 0 {
+            let next = pos + step;
+            if next <= n && self.0[next] <= rem {
+                pos = next;
+                rem -= self.0[next];
+            }
+            step >>= 1;
+        }
+        pos
+    }
+}
+
+/// The extractive selection: chosen sentences joined by single spaces
+/// (`C`), and what an exact count of `C` is made of, so that the count of
+/// `C` with one more sentence inserted costs only the part the insertion
+/// changes.
+///
+/// Layout: `C'` is every chosen sentence followed by a space (a *unit*);
+/// `C` is `C'` without its last byte. A unit's bytes never move inside it,
+/// so an exact count's pieces (`util::tokens::first_piece_len`) are kept
+/// as (unit, offset, tokens) and stay valid when other units are inserted.
+/// Inserting sentence `i` at byte `x` of `C'` leaves every piece whose
+/// lookahead ends before `x` unchanged; the pieces from there on are
+/// recounted until one starts where a piece of `C` started on the same
+/// remaining text (from there on the count is the same), or the text ends.
+/// The estimate counter needs only character totals.
+struct Selection<'a> {
+    sents: &'a [String],
+    counter: TokenCounter,
+    chosen: Vec<bool>,
+    /// Bytes of each chosen unit (sentence + space).
+    bytes: Fenwick,
+    /// Tokens of the pieces starting in each unit (exact counters).
+    counts: Fenwick,
+    /// Per unit: (offset in the unit, tokens) of the pieces starting in it.
+    pieces: Vec<Vec<(usize, usize)>>,
+    /// Tokens of `C`.
+    total_tokens: usize,
+    /// Characters of `C` (estimate counter).
+    chars: usize,
+    any: bool,
+}
+
+/// A successful trial insertion, to apply with [`Selection::accept`].
+struct Trial {
+    tokens: usize,
+    /// Where recounting started (a piece start of `C`, ≤ the insertion).
+    from: usize,
+    /// Where it rejoined `C`'s pieces, in `C` coordinates (`None`: ran to
+    /// the end).
+    rejoin: Option<usize>,
+    /// The recounted pieces, in coordinates of the new text.
+    new_pieces: Vec<(usize, usize)>,
+}
+
+impl<'a> Selection<'a> {
+    fn new(sents: &'a [String], counter: TokenCounter) -> Self {
+        let n = sents.len();
+        Selection {
+            sents,
+            counter,
+            chosen: vec![false; n],
+            bytes: Fenwick::new(n),
+            counts: Fenwick::new(n),
+            pieces: vec![Vec::new(); n],
+            total_tokens: 0,
+            chars: 0,
+            any: false,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.any
+    }
+
+    fn text(&self) -> String {
+        self.chosen
+            .iter()
+            .zip(self.sents)
+            .filter(|(c, _)| **c)
+            .map(|(_, s)| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Length of `C'`.
+    fn total_bytes(&self) -> usize {
+        self.bytes.prefix(self.sents.len())
+    }
+
+    /// The unit holding byte `p` of `C'` and the offset in it.
+    fn locate(&self, p: usize) -> (usize, usize) {
+        let j = self.bytes.find(p);
+        (j, p - self.bytes.prefix(j))
+    }
+
+    /// Tokens of the pieces of `C` starting before byte `p`.
+    fn tokens_before(&self, p: usize) -> usize {
+        let (j, off) = self.locate(p);
+        if j >= self.sents.len() {
+            return self.total_tokens;
+        }
+        self.counts.prefix(j)
+            + self.pieces[j]
+                .iter()
+                .take_while(|(o, _)| *o < off)
+                .map(|(_, t)| t)
+                .sum::<usize>()
+    }
+
+    /// Whether a piece of `C` starts at byte `p`.
+    fn piece_starts_at(&self, p: usize) -> bool {
+        let (j, off) = self.locate(p);
+        j < self.sents.len() && self.pieces[j].binary_search_by_key(&off, |x| x.0).is_ok()
+    }
+
+    /// The first piece of `C` starting at or after byte `p` (there is one
+    /// when `p` is below the last piece's start + `PIECE_LOOKAHEAD`).
+    fn first_piece_from(&self, p: usize) -> Option<usize> {
+        let (mut j, off) = self.locate(p);
+        if j < self.sents.len()
+            && let Some(&(o, _)) = self.pieces[j].iter().find(|(o, _)| *o >= off)
+        {
+            return Some(self.bytes.prefix(j) + o);
+        }
+        loop {
+            j = self.counts.find(self.counts.prefix(j + 1));
+            if j >= self.sents.len() {
+                return None;
+            }
+            if let Some(&(o, _)) = self.pieces[j].first() {
+                return Some(self.bytes.prefix(j) + o);
+            }
+        }
+    }
+
+    /// Appends `C'[from..]` up to at least `to` (whole characters).
+    fn append_c(&self, out: &mut String, from: usize, to: usize) {
+        let n = self.sents.len();
+        let (mut j, mut off) = self.locate(from);
+        let mut at = from;
+        while at < to && j < n {
+            let s = &self.sents[j];
+            if off < s.len() {
+                let want = (to - at).min(s.len() - off);
+                let mut end = off + want;
+                while !s.is_char_boundary(end) {
+                    end += 1;
+                }
+                out.push_str(&s[off..end]);
+                at += end - off;
+                off = end;
+            }
+            if off >= s.len() && at < to {
+                out.push(' ');
+                at += 1;
+                j = self.bytes.find(self.bytes.prefix(j + 1));
+                off = 0;
+            }
+        }
+    }
+
+    /// The tokens of `C` with sentence `i` inserted, when they fit
+    /// `target` (`None` when they do not; counting stops there).
+    fn try_insert(&self, i: usize, target: usize) -> Result<Option<Trial>> {
+        let s = &self.sents[i];
+        let sep = usize::from(self.any);
+        if self.counter == TokenCounter::Estimate {
+            let chars = self.chars + sep + s.chars().count();
+            let tokens = chars.div_ceil(4);
+            return Ok((tokens <= target).then_some(Trial {
+                tokens,
+                from: 0,
+                rejoin: None,
+                new_pieces: Vec::new(),
+            }));
+        }
+        use crate::util::tokens::{PIECE_LOOKAHEAD, first_piece_len};
+        let total = self.total_bytes();
+        let len_c = total.saturating_sub(1);
+        let x = self.bytes.prefix(i);
+        let delta = s.len() + 1;
+        let len_t = total + delta - 1;
+        // Pieces whose lookahead ends before both the insertion and the
+        // end of `C` are the same in the new text.
+        let lim = x.min(len_c);
+        let from = if lim < PIECE_LOOKAHEAD {
+            0
+        } else {
+            self.first_piece_from(lim + 1 - PIECE_LOOKAHEAD)
+                .unwrap_or(len_c)
+        };
+        let mut tokens = self.tokens_before(from);
+        if tokens > target {
+            return Ok(None);
+        }
+        // The new text from `from`: C'[from..x], the sentence and its
+        // space, then C'[x..] as needed.
+        let mut buf = String::new();
+        self.append_c(&mut buf, from, x);
+        buf.push_str(s);
+        buf.push(' ');
+        let mut c_at = x; // next byte of C' to append
+        let mut pos = from;
+        let mut new_pieces = Vec::new();
+        let mut rejoin = None;
+        while pos < len_t {
+            if pos >= x + delta && self.piece_starts_at(pos - delta) {
+                let q = pos - delta;
+                tokens += self.total_tokens - self.tokens_before(q);
+                rejoin = Some(q);
+                break;
+            }
+            let need = (pos + PIECE_LOOKAHEAD).min(len_t);
+            if from + buf.len() < need && c_at < total {
+                let before = buf.len();
+                let want = need - (from + buf.len());
+                self.append_c(&mut buf, c_at, c_at + want.max(4096));
+                c_at += buf.len() - before;
+            }
+            let end = (len_t - from).min(buf.len());
+            let rest = &buf[pos - from..end];
+            let len = first_piece_len(rest);
+            let t = self.counter.count(&rest[..len])?;
+            tokens += t;
+            if tokens > target {
+                return Ok(None);
+            }
+            new_pieces.push((pos, t));
+            pos += len;
+            crate::cancel::check()?;
+        }
+        if tokens > target {
+            return Ok(None);
+        }
+        Ok(Some(Trial {
+            tokens,
+            from,
+            rejoin,
+            new_pieces,
+        }))
+    }
+
+    /// Makes a fitting trial insertion of sentence `i` the selection.
+    fn accept(&mut self, i: usize, trial: Trial) {
+        let n = self.sents.len();
+        let sep = usize::from(self.any);
+        self.chars += sep + self.sents[i].chars().count();
+        self.total_tokens = trial.tokens;
+        self.any = true;
+        self.chosen[i] = true;
+        if self.counter == TokenCounter::Estimate {
+            self.bytes.add(i, self.sents[i].len() + 1);
+            return;
+        }
+        // Drop C's pieces in [from, rejoin).
+        let stop = trial.rejoin.unwrap_or(usize::MAX);
+        let (mut j, _) = self.locate(trial.from);
+        while j < n {
+            let base = self.bytes.prefix(j);
+            if base >= stop {
+                break;
+            }
+            let mut removed = 0;
+            self.pieces[j].retain(|&(o, t)| {
+                let p = base + o;
+                let keep = p < trial.from || p >= stop;
+                if !keep {
+                    removed += t;
+                }
+                keep
+            });
+            self.counts.sub(j, removed);
+            j = self.counts.find(self.counts.prefix(j + 1));
+        }
+        self.bytes.add(i, self.sents[i].len() + 1);
+        for (p, t) in trial.new_pieces {
+            let (j, off) = self.locate(p);
+            let list = &mut self.pieces[j];
+            let at = list.partition_point(|x| x.0 < off);
+            list.insert(at, (off, t));
+            self.counts.add(j, t);
+        }
+        debug_assert_eq!(self.counts.prefix(n), self.total_tokens);
+    }
+}
+
+/// The greedy pass as it was before [`Selection`] (quadratic: every
+/// trial recounts the whole selection): the oracle of the differential
+/// tests, and the "before" of `benches/benches/memorg.rs`.
+#[cfg(any(test, feature = "bench-internals"))]
+fn extractive_reference(
     content: &str,
     entities: &[Entity],
     target: usize,
@@ -575,9 +1012,33 @@ fn extractive(
         .join(" "))
 }
 
+/// [`Extractive`] with the quadratic greedy pass (benchmarks only).
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExtractiveReference;
+
+#[cfg(feature = "bench-internals")]
+impl Summarizer for ExtractiveReference {
+    fn summarize(
+        &self,
+        content: &str,
+        entities: &[Entity],
+        target_tokens: usize,
+        counter: TokenCounter,
+    ) -> Result<String> {
+        extractive_reference(content, entities, target_tokens, counter)
+    }
+
+    fn name(&self) -> &str {
+        "extractive"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::memorg::parse::EntityType;
 
     const EST: TokenCounter = TokenCounter::Estimate;
@@ -837,6 +1298,134 @@ mod tests {
                 .to_string()
                 .contains("fancy")
         );
+    }
+
+    /// Text from (word, separator) picks: words of every length class
+    /// (one over a tokenizer window), separators that end sentences,
+    /// lines, or neither, with whitespace runs and a carriage return.
+    fn picked_text(picks: &[(u8, u8)]) -> String {
+        const WORDS: &[&str] = &[
+            "postgres",
+            "cache",
+            "Rust",
+            "the",
+            "a",
+            "index",
+            "日本語",
+            "café",
+            "42",
+            "x,",
+            "naïve",
+            "zebra",
+            "query",
+            "latency",
+            "--",
+            "it's",
+            "Postgres",
+            "ünïcödé",
+        ];
+        const SEPS: &[&str] = &[
+            " ", " ", " ", " ", ". ", ".\n", "! ", "? ", "  ", "\t", ",\r", " \u{a0}", "\n\n",
+        ];
+        let mut out = String::new();
+        for &(w, sep) in picks {
+            match w {
+                250..=252 => out.push_str(&"y".repeat(1100)),
+                253..=255 => out.push_str(&" ".repeat(600)),
+                _ => out.push_str(WORDS[w as usize % WORDS.len()]),
+            }
+            out.push_str(SEPS[sep as usize % SEPS.len()]);
+        }
+        out
+    }
+
+    /// The incremental greedy pass picks exactly what the quadratic one
+    /// picked, for every counter, on texts long enough to span many
+    /// tokenizer windows.
+    #[test]
+    fn extractive_matches_the_quadratic_pass_on_a_long_text() {
+        let picks: Vec<(u8, u8)> = (0..3000u32)
+            .map(|i| {
+                let h = i.wrapping_mul(2_654_435_761).rotate_left(7);
+                ((h % 250) as u8, (h >> 8) as u8)
+            })
+            .collect();
+        let text = picked_text(&picks);
+        let ents = [ent("postgres"), ent("café")];
+        for counter in [EST, TokenCounter::Cl100kBase, TokenCounter::O200kBase] {
+            let total = counter.count(&text).unwrap();
+            for target in [1, 40, total / 3, total - 1] {
+                let fast = extractive(&text, &ents, target, counter).unwrap();
+                let slow = extractive_reference(&text, &ents, target, counter).unwrap();
+                assert_eq!(fast, slow, "{counter:?} {target}");
+            }
+        }
+    }
+
+    /// A set cancellation flag stops a long summary with `Cancelled`.
+    #[test]
+    fn a_cancelled_call_stops() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        let text = (0..20_000)
+            .map(|i| format!("Sentence {i} about postgres and caches."))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let flag = Arc::new(AtomicBool::new(true));
+        for counter in [EST, TokenCounter::O200kBase] {
+            for s in [&Extractive as &dyn Summarizer, &HeadTail] {
+                let r = crate::cancel::with_cancel_flag(flag.clone(), || {
+                    optimize_context(&text, &[ent("postgres")], 5_000, s, counter)
+                });
+                assert!(
+                    matches!(r, Err(Error::Cancelled)),
+                    "{counter:?} {}",
+                    s.name()
+                );
+            }
+        }
+        // Unset, the same call answers.
+        let r = crate::cancel::with_cancel_flag(Arc::new(AtomicBool::new(false)), || {
+            optimize_context(&text, &[], 5_000, &Extractive, EST)
+        });
+        assert!(r.unwrap().token_count <= 5_000);
+    }
+
+    #[test]
+    fn too_many_or_too_long_entities_are_refused() {
+        let many: Vec<Entity> = (0..=MAX_PRESERVED_ENTITIES)
+            .map(|i| ent(&format!("e{i}")))
+            .collect();
+        let e = optimize_context("text", &many, 10, &Extractive, EST).unwrap_err();
+        assert!(e.to_string().contains("at most 256"), "{e}");
+        let long = [ent(&"n".repeat(MAX_ENTITY_NAME_BYTES + 1))];
+        assert!(optimize_context("text", &long, 10, &Extractive, EST).is_err());
+        let ok: Vec<Entity> = many[..MAX_PRESERVED_ENTITIES].to_vec();
+        assert!(optimize_context("text", &ok, 10, &Extractive, EST).is_ok());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// Differential: the incremental greedy pass against the
+        /// quadratic one on random texts, budgets, entities and counters.
+        #[test]
+        fn extractive_matches_the_quadratic_pass(
+            picks in proptest::collection::vec((proptest::num::u8::ANY, proptest::num::u8::ANY), 0..700),
+            frac in 0.0f64..1.0,
+            counter_pick in 0u8..3,
+            ent_picks in proptest::collection::vec(0usize..18, 0..3),
+        ) {
+            let text = picked_text(&picks);
+            let counter = [EST, TokenCounter::Cl100kBase, TokenCounter::O200kBase][counter_pick as usize];
+            let total = counter.count(&text).unwrap();
+            let target = ((total as f64 * frac) as usize).max(1);
+            const NAMES: &[&str] = &["postgres", "cache", "rust", "日本語", "café", "zebra"];
+            let ents: Vec<Entity> = ent_picks.iter().map(|&k| ent(NAMES[k % NAMES.len()])).collect();
+            let fast = extractive(&text, &ents, target, counter).unwrap();
+            let slow = extractive_reference(&text, &ents, target, counter).unwrap();
+            proptest::prop_assert_eq!(fast, slow);
+        }
     }
 
     proptest::proptest! {

@@ -36,6 +36,24 @@ impl TokenCounter {
             TokenCounter::O200kBase => bpe_count(Encoding::O200k, text),
         }
     }
+
+    /// Tokens in `text` when at most `limit`; some count above `limit`
+    /// otherwise (exact counts stop at the first piece past it, so asking
+    /// whether a long text fits a small budget costs the budget, not the
+    /// text).
+    pub(crate) fn count_within(self, text: &str, limit: usize) -> Result<usize> {
+        if self == TokenCounter::Estimate {
+            return self.count(text);
+        }
+        let mut total = 0usize;
+        let mut rest = text;
+        while !rest.is_empty() && total <= limit {
+            let (piece, tail) = rest.split_at(first_piece_len(rest));
+            total += self.count(piece)?;
+            rest = tail;
+        }
+        Ok(total)
+    }
 }
 
 /// The exact BPE encodings.
@@ -72,11 +90,9 @@ fn bpe_count(encoding: Encoding, _text: &str) -> Result<usize> {
 }
 
 /// Text up to this many bytes is counted in one call.
-#[cfg(feature = "tiktoken")]
 const WINDOW: usize = 1024;
 /// A window with no word boundary (a run of whitespace or one huge word) is
 /// cut after this many bytes.
-#[cfg(feature = "tiktoken")]
 const RUN: usize = 128;
 
 /// `text` cut into pieces tiktoken can count safely. Its pre-tokenizer
@@ -95,28 +111,42 @@ fn pieces(text: &str) -> impl Iterator<Item = &str> {
         if rest.is_empty() {
             return None;
         }
-        if rest.len() <= WINDOW {
-            return Some(std::mem::take(&mut rest));
-        }
-        let window = &rest[..floor_char_boundary(rest, WINDOW)];
-        let mut cut = None;
-        let mut prev_space = true;
-        for (i, c) in window.char_indices() {
-            let space = c.is_whitespace();
-            if space && !prev_space && i > 0 {
-                cut = Some(i);
-            }
-            prev_space = space;
-        }
-        let cut = cut.unwrap_or_else(|| floor_char_boundary(rest, RUN).max(first_char_len(rest)));
-        let (piece, tail) = rest.split_at(cut);
+        let (piece, tail) = rest.split_at(first_piece_len(rest));
         rest = tail;
         Some(piece)
     })
 }
 
+/// The byte length of the first piece an exact count cuts `rest` into
+/// (see `pieces`): all of it up to [`WINDOW`] bytes, else up to the last
+/// whitespace that follows a non-whitespace character in the first window.
+/// An exact count is the sum of its pieces' counts, each piece counted on
+/// its own, and a piece depends only on the `WINDOW + 1` bytes it starts
+/// ([`PIECE_LOOKAHEAD`]): the context optimizer counts incrementally with
+/// this.
+pub(crate) fn first_piece_len(rest: &str) -> usize {
+    if rest.len() <= WINDOW {
+        return rest.len();
+    }
+    let window = &rest[..floor_char_boundary(rest, WINDOW)];
+    let mut cut = None;
+    let mut prev_space = true;
+    for (i, c) in window.char_indices() {
+        let space = c.is_whitespace();
+        if space && !prev_space && i > 0 {
+            cut = Some(i);
+        }
+        prev_space = space;
+    }
+    cut.unwrap_or_else(|| floor_char_boundary(rest, RUN).max(first_char_len(rest)))
+}
+
+/// How many leading bytes of the rest of a text decide its first piece
+/// ([`first_piece_len`]): two texts that agree on them (or are both
+/// shorter and equal) cut the same first piece.
+pub(crate) const PIECE_LOOKAHEAD: usize = WINDOW + 1;
+
 /// The largest char boundary of `s` at or below `i`.
-#[cfg(feature = "tiktoken")]
 fn floor_char_boundary(s: &str, i: usize) -> usize {
     let mut i = i.min(s.len());
     while !s.is_char_boundary(i) {
@@ -125,7 +155,6 @@ fn floor_char_boundary(s: &str, i: usize) -> usize {
     i
 }
 
-#[cfg(feature = "tiktoken")]
 fn first_char_len(s: &str) -> usize {
     s.chars().next().map_or(0, char::len_utf8)
 }
