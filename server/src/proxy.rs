@@ -35,6 +35,9 @@ pub const DEFAULT_STREAM_TIMEOUT_SECS: u64 = 600;
 pub const MAX_UPSTREAM_BODY: u64 = 64 * 1024 * 1024;
 /// Longest line of a streamed answer.
 pub const MAX_SSE_LINE: usize = 16 * 1024 * 1024;
+/// Most bytes of a streamed answer kept to be stored (the engine's 1 MiB
+/// message limit): the stream is relayed whole, the rest is not buffered.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
 /// The request header that turns context injection off (`off`, `false`,
 /// `0`, `no`) or on (`on`, `true`, `1`, `yes`; the default).
 pub const CONTEXT_HEADER: &str = "x-memdb-context";
@@ -408,6 +411,9 @@ pub struct Relayed {
     pub client_gone: bool,
     /// The last line written ended an event (a blank line).
     pub at_boundary: bool,
+    /// The answer was longer than [`MAX_ANSWER_BYTES`]: `text` holds its
+    /// start (the client got all of it).
+    pub truncated: bool,
 }
 
 /// Relays server-sent events from `from` to `to` line by line, flushing
@@ -448,7 +454,13 @@ pub fn relay_events(from: &mut impl BufRead, to: &mut impl Write) -> Relayed {
                     .pointer("/choices/0/delta/content")
                     .and_then(Value::as_str)
                 {
-                    out.text.push_str(piece);
+                    // The answer kept for the store is bounded (a message's
+                    // limit); the stream itself is relayed whole.
+                    if out.text.len() + piece.len() <= MAX_ANSWER_BYTES {
+                        out.text.push_str(piece);
+                    } else {
+                        out.truncated = true;
+                    }
                 }
                 if chunk.get("id").is_some() {
                     out.last = Some(json!({
@@ -532,6 +544,19 @@ mod tests {
         assert!(out.ends_with("\"lo\"}}]}\n\n"), "{out}");
         assert!(out.contains(": a comment\n"));
         assert!(!out.contains("[DONE]") && !out.contains("never"));
+    }
+
+    #[test]
+    fn a_long_answer_is_relayed_whole_and_kept_bounded() {
+        let piece = "x".repeat(64 << 10);
+        let event =
+            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{piece}\"}}}}]}}\n\n");
+        let input = event.repeat(40); // 2.5 MiB of answer
+        let mut out = Vec::new();
+        let r = relay_events(&mut input.as_bytes(), &mut out);
+        assert_eq!(out.len(), input.len(), "the client gets every event");
+        assert!(r.truncated);
+        assert_eq!(r.text.len(), MAX_ANSWER_BYTES);
     }
 
     #[test]

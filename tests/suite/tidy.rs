@@ -327,7 +327,7 @@ fn every_path_the_documents_cite_exists() {
 /// own layer or from above. `lib.rs` (the public re-exports) sits on top.
 const LAYERS: &[&[&str]] = &[
     &["error"],
-    &["util"],
+    &["util", "cancel"],
     &["model"],
     &["embed", "llm"],
     &["config"],

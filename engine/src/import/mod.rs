@@ -287,7 +287,18 @@ fn file_error(path: &Path, reason: impl Into<String>) -> Error {
 }
 
 fn read(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path).map_err(Error::io(path))?;
+    use std::io::Read;
+    // Opened without blocking (a FIFO is refused below, not waited on) and
+    // checked on the handle, so what is read is what was checked.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(Error::io(path))?;
+    let meta = file.metadata().map_err(Error::io(path))?;
     if !meta.is_file() {
         return Err(file_error(path, "not a file"));
     }
@@ -300,7 +311,16 @@ fn read(path: &Path) -> Result<String> {
             ),
         ));
     }
-    let bytes = std::fs::read(path).map_err(Error::io(path))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(Error::io(path))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(file_error(
+            path,
+            format!("grew past {MAX_FILE_BYTES} bytes while read"),
+        ));
+    }
     String::from_utf8(bytes).map_err(|e| file_error(path, format!("not UTF-8 text: {e}")))
 }
 

@@ -117,7 +117,9 @@ pub fn import_folder(
         if hidden || !has_import_extension(&path) {
             continue;
         }
-        let Ok(meta) = std::fs::metadata(&path) else {
+        // Not followed: a link in the folder could point anywhere (SPEC
+        // §11.1); a link is skipped like any other non-file.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue; // gone since the listing
         };
         if meta.is_file() {

@@ -189,12 +189,12 @@ const HTML_END_TAG_REACH: usize = 32;
 /// its tags, counted up to one past [`MAX_HTML_DEPTH`] (where it stops).
 /// A start tag opens an element; an end tag closes the nearest open
 /// element of its name and those above it, unless one of those is
-/// [`HTML_SPECIAL`] (for another name) or it is further than
-/// [`HTML_END_TAG_REACH`] down, and is ignored otherwise, as the parser
+/// `HTML_SPECIAL` (for another name) or it is further than
+/// `HTML_END_TAG_REACH` down, and is ignored otherwise, as the parser
 /// ignores it (a stray `</b>` closed one level before, so `<div></b>`
 /// repeated nested without limit). Empty elements, self-closed tags,
 /// comments, declarations and elements whose end tag may be left out
-/// ([`HTML_FLAT`]) do not count. Text inside `script` and `style` is
+/// (`HTML_FLAT`) do not count. Text inside `script` and `style` is
 /// skipped.
 pub fn html_depth(html: &str) -> usize {
     let b = html.as_bytes();

@@ -12,7 +12,7 @@
 //!   cannot be caught. A binary that calls [`isolate_parsers`] first thing
 //!   in `main` (memdb-server and the memdb CLI do) runs them in a child
 //!   process of itself instead, under an address-space, CPU-time and
-//!   wall-clock limit ([`crate::util::sandbox`]): whatever the child does,
+//!   wall-clock limit (`util/sandbox.rs`): whatever the child does,
 //!   the file is a parse error with a reason, and the pass goes on. A
 //!   library user who does not call it gets the first layer only.
 //!
