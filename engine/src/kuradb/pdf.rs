@@ -291,7 +291,9 @@ mod tests {
             out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
         }
         let xref = out.len();
-        out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+        out.extend_from_slice(
+            format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+        );
         for off in offsets {
             out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
         }
@@ -317,7 +319,8 @@ mod tests {
             )
         };
         let font = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>";
-        let content = "<< /Length 47 >>\nstream\nBT /F1 12 Tf 20 200 Td (Hello from memdb) Tj ET\nendstream";
+        let content =
+            "<< /Length 47 >>\nstream\nBT /F1 12 Tf 20 200 Td (Hello from memdb) Tj ET\nendstream";
         let catalog = "<< /Type /Catalog /Pages 2 0 R >>";
         let bad = pdf_of(&[
             catalog,
