@@ -4,7 +4,9 @@ kb_xlsx, kb_table, kb_html) and of chat_exports into fuzz/seeds/<target>/.
 
 Run from anywhere: `python3 fuzz/seeds/make_seeds.py`. Standard library
 only; the output is byte-for-byte reproducible (fixed zip timestamps, no
-randomness), so the committed seeds are what this script writes.
+randomness). The text seeds are committed as it writes them; the binary
+ones (the DOCX, PPTX and XLSX zips, the compressed PDF) are not: .ci/run
+runs this script before fuzzing, and so does anyone running the targets.
 
 First-byte selectors (see each target's doc): kb_office seeds start with
 `D` (even: DOCX) or `S` (odd: PPTX) before the zip; kb_table seeds start
