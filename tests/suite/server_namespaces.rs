@@ -13,7 +13,8 @@ const ALPHA: &str = "alpha-key-0123456789abcdefghijklmnopqrstuvwxyz";
 /// A read-only key limited to namespace `beta`.
 const BETA_RO: &str = "beta-readonly-key-0123456789abcdefghijklmnopqrst";
 
-fn server() -> TestServer {
+/// The test configuration with the two limited keys.
+fn limited_keys_config() -> memdb_server::ServerConfig {
     let mut c = config();
     c.api_keys.push(ALPHA.into());
     c.readonly_api_keys.push(BETA_RO.into());
@@ -27,6 +28,11 @@ fn server() -> TestServer {
             namespaces: vec!["beta".into()],
         },
     ];
+    c
+}
+
+fn server() -> TestServer {
+    let c = limited_keys_config();
     // A real (model-free) embedder, so semantic and hybrid search run.
     let hashing = std::sync::Arc::new(memdb::Hashing::new(256).expect("hashing"));
     TestServer::start_with(c, memdb::Config::with_embedder(hashing))
@@ -546,19 +552,7 @@ fn a_limited_key_sees_only_its_namespaces_knowledge_bases() {
         "default-plan.txt",
         "The walrus guide explains the tusks.",
     );
-    let mut c = config();
-    c.api_keys.push(ALPHA.into());
-    c.readonly_api_keys.push(BETA_RO.into());
-    c.key_namespaces = vec![
-        memdb_server::KeyNamespaces {
-            key: ALPHA.into(),
-            namespaces: vec!["alpha".into()],
-        },
-        memdb_server::KeyNamespaces {
-            key: BETA_RO.into(),
-            namespaces: vec!["beta".into()],
-        },
-    ];
+    let c = limited_keys_config();
     let hashing = std::sync::Arc::new(memdb::Hashing::new(256).expect("hashing"));
     let s = TestServer::start_seeded(c, memdb::Config::with_embedder(hashing), |db| {
         // The same name in two namespaces: two bases.

@@ -323,6 +323,19 @@ fn walk(dir: &Path, depth: usize, out: &mut Walked) {
     }
 }
 
+/// A live document's body: the file `f` at `source`, its content hash
+/// and chunk count (SPEC.md §15.2).
+fn doc_body(source: &str, f: &Seen, hash: &str, total: usize) -> Value {
+    json!({
+        "source": source,
+        "size": f.size,
+        "mtime_ns": f.mtime_ns,
+        "hash": hash,
+        "total": total,
+        "dismissed": false,
+    })
+}
+
 fn chunk_records(texts: &[String], dismissed: bool) -> Vec<NewRecord> {
     let total = texts.len();
     texts
@@ -591,14 +604,7 @@ impl Memdb {
             let id = old.map_or_else(crate::util::ids::new_id, |d| d.id);
             let doc = NewRecord {
                 text: String::new(),
-                body: json!({
-                    "source": source,
-                    "size": f.size,
-                    "mtime_ns": f.mtime_ns,
-                    "hash": hash,
-                    "total": chunks.len(),
-                    "dismissed": false,
-                }),
+                body: doc_body(&source, f, &hash, chunks.len()),
                 ..Default::default()
             };
             // A file the store refuses (a chunk over a record limit) fails
@@ -706,15 +712,11 @@ impl Memdb {
                         DOCUMENT,
                         NewRecord {
                             text: String::new(),
-                            body: json!({
-                                "source": source,
-                                "size": f.size,
-                                "mtime_ns": f.mtime_ns,
-                                "hash": "",
-                                "total": 0,
-                                "dismissed": false,
-                                "failed": reason,
-                            }),
+                            body: {
+                                let mut body = doc_body(source, f, "", 0);
+                                body["failed"] = Value::from(reason);
+                                body
+                            },
                             ..Default::default()
                         },
                     )),

@@ -162,7 +162,7 @@ fn describe_failure(status: std::process::ExitStatus, stderr: &[u8], limits: &Li
     format!("exited with {status}: {last}")
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 fn apply_limits(limits: &Limits) -> std::io::Result<()> {
     let set = |resource, value: u64| -> std::io::Result<()> {
         let lim = libc::rlimit {
@@ -179,28 +179,10 @@ fn apply_limits(limits: &Limits) -> std::io::Result<()> {
     set(libc::RLIMIT_CPU, limits.cpu_seconds.max(1))?;
     set(libc::RLIMIT_CORE, 0)?;
     // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number only.
+    #[cfg(target_os = "linux")]
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
     }
-    Ok(())
-}
-
-#[cfg(all(unix, not(target_os = "linux")))]
-fn apply_limits(limits: &Limits) -> std::io::Result<()> {
-    let set = |resource, value: u64| -> std::io::Result<()> {
-        let lim = libc::rlimit {
-            rlim_cur: value as libc::rlim_t,
-            rlim_max: value as libc::rlim_t,
-        };
-        // SAFETY: setrlimit reads the struct we pass and nothing else.
-        if unsafe { libc::setrlimit(resource, &lim) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    };
-    set(libc::RLIMIT_AS, limits.address_space)?;
-    set(libc::RLIMIT_CPU, limits.cpu_seconds.max(1))?;
-    set(libc::RLIMIT_CORE, 0)?;
     Ok(())
 }
 
