@@ -14,34 +14,6 @@ use std::time::{Duration, Instant};
 use crate::server_e2e::{free_port, wait_healthy};
 use crate::server_util::{KEY, raw};
 
-/// A PDF of `objects` (object N is `objects[N-1]`, object 1 the catalog)
-/// with a correct cross-reference table.
-pub(crate) fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
-        out.extend_from_slice(body);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend_from_slice(
-        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
-    );
-    for o in offsets {
-        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
-    out
-}
-
 /// A PDF stream object.
 pub(crate) fn stream(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut out = format!("<< {dict} /Length {} >>\nstream\n", data.len()).into_bytes();
@@ -64,7 +36,7 @@ fn one_page_pdf(resources: &str, content_dict: &str, content: &[u8], extra: &[Ve
         stream(content_dict, content),
     ];
     objects.extend_from_slice(extra);
-    pdf(&objects)
+    memdb::kuradb::pdf::pdf_of(&objects)
 }
 
 /// An ordinary one-page PDF saying `text` in Helvetica.

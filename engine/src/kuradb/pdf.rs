@@ -244,6 +244,37 @@ fn check_draws(
     Ok(())
 }
 
+/// A PDF of `objects` (the bodies of objects 1, 2, ...; object 1 the
+/// catalog) with a correct cross-reference table; for tests (here and in
+/// the suite) that need real PDF bytes, as [`super::office::zip_parts`]
+/// is for DOCX/PPTX/XLSX.
+#[doc(hidden)]
+pub fn pdf_of<O: AsRef<[u8]>>(objects: &[O]) -> Vec<u8> {
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
+        out.extend_from_slice(body.as_ref());
+        out.extend_from_slice(b"\nendobj\n");
+    }
+    let xref = out.len();
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
+    for off in offsets {
+        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .as_bytes(),
+    );
+    out
+}
+
 /// A page's text with trailing spaces cut from each line and runs of blank
 /// lines kept to one (the extractor emits one blank line per vertical gap).
 fn tidy(text: &str) -> String {
@@ -279,32 +310,6 @@ mod tests {
         ] {
             assert!(pdf_pages(bad).is_err(), "{bad:?}");
         }
-    }
-
-    /// A PDF of `objects` (bodies of objects 1, 2, ...; 1 the catalog)
-    /// with a correct cross-reference table.
-    fn pdf_of(objects: &[&str]) -> Vec<u8> {
-        let mut out = b"%PDF-1.4\n".to_vec();
-        let mut offsets = Vec::new();
-        for (i, body) in objects.iter().enumerate() {
-            offsets.push(out.len());
-            out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
-        }
-        let xref = out.len();
-        out.extend_from_slice(
-            format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
-        );
-        for off in offsets {
-            out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
-        }
-        out.extend_from_slice(
-            format!(
-                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-                objects.len() + 1
-            )
-            .as_bytes(),
-        );
-        out
     }
 
     #[test]
