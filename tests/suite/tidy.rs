@@ -2,11 +2,14 @@
 //! file opens with a `//!` comment saying what it owns, and every file and
 //! directory path that SPEC.md and README.md cite exists, so the documents
 //! cannot silently rot.
-//! The engine's layering (SPEC.md §1.1) is checked here too: imports point
-//! down the layer table only, and redb tables are opened in `store/` only.
+//! The engine's layering is checked here too, against the one layer table
+//! there is, ARCHITECTURE.md's (read at test time, never copied here):
+//! imports point down the table only, and redb tables are opened in
+//! `store/` only.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 fn root() -> PathBuf {
     crate::manifest_dir()
@@ -282,7 +285,7 @@ fn every_path_the_documents_cite_exists() {
         "SPEC.md §2 lists the data directory: {data:?}"
     );
     let mut missing = Vec::new();
-    for doc in ["SPEC.md", "README.md"] {
+    for doc in ["SPEC.md", "README.md", "ARCHITECTURE.md"] {
         let text = std::fs::read_to_string(root.join(doc)).expect("read doc");
         for cited in cited_dirs(&text) {
             let found = if TOP_LEVEL.iter().any(|t| cited.starts_with(t)) {
@@ -322,27 +325,86 @@ fn every_path_the_documents_cite_exists() {
     assert!(missing.is_empty(), "cited but missing: {missing:?}");
 }
 
-/// The engine's layers, bottom first (SPEC.md §1.1). A module may import
-/// from its own subsystem and from lower layers; never from a peer on its
-/// own layer or from above. `lib.rs` (the public re-exports) sits on top.
-const LAYERS: &[&[&str]] = &[
-    &["error"],
-    &["util", "cancel"],
-    &["model"],
-    &["embed", "llm"],
-    &["config"],
-    &["store"],
-    &["text", "vector"],
-    &["db"],
-    &["query"],
-    &["conversations"],
-    &["memorg"],
-    &["kuradb"],
-    &["import"],
-];
+/// The engine's layers, bottom first, as ARCHITECTURE.md's layer table
+/// lists them: entry `n` holds the subsystems of layer `n` (a folder under
+/// `engine/src/` or a top-level file, by stem). A module may import from
+/// its own subsystem and from lower layers; never from a peer on its own
+/// layer or from above. `lib.rs` (the public re-exports) sits on top.
+fn layers() -> &'static [Vec<String>] {
+    static LAYERS: OnceLock<Vec<Vec<String>>> = OnceLock::new();
+    LAYERS.get_or_init(|| {
+        let path = root().join("ARCHITECTURE.md");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "the layer table lives in {}, which cannot be read: {e}",
+                path.display()
+            )
+        });
+        parse_layer_table(&text)
+            .unwrap_or_else(|e| panic!("ARCHITECTURE.md's layer table cannot be read: {e}"))
+    })
+}
+
+/// The layer table of `text`: the markdown table whose header row's first
+/// cell is `layer`. Each row is `| N | `a/`, `b.rs` | ... |`: N the layer
+/// (rows numbered 0, 1, 2, ... in order) and the backticked names of the
+/// second column its subsystems (a trailing `/` or `.rs` dropped). Later
+/// columns are prose and may name anything.
+fn parse_layer_table(text: &str) -> Result<Vec<Vec<String>>, String> {
+    let cells = |line: &str| -> Vec<String> {
+        let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+        inner.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| !(l.starts_with('|') && cells(l).first().is_some_and(|c| c == "layer")));
+    if lines.next().is_none() {
+        return Err("no table whose header row starts `| layer |`".to_string());
+    }
+    match lines.next() {
+        Some(sep) if sep.starts_with('|') && sep.contains("---") => {}
+        _ => return Err("the `| layer |` header row is not followed by `|---|`".to_string()),
+    }
+    let mut layers: Vec<Vec<String>> = Vec::new();
+    for row in lines.take_while(|l| l.starts_with('|')) {
+        let cols = cells(row);
+        let (Some(number), Some(names)) = (cols.first(), cols.get(1)) else {
+            return Err(format!("a row without two columns: {row}"));
+        };
+        let number: usize = number
+            .parse()
+            .map_err(|_| format!("layer `{number}` is not a number: {row}"))?;
+        if number != layers.len() {
+            return Err(format!(
+                "layer {number} where layer {} was expected (rows in order from 0): {row}",
+                layers.len()
+            ));
+        }
+        let subsystems: Vec<String> = names
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|n| n.trim_end_matches('/').trim_end_matches(".rs").to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
+        if subsystems.is_empty() {
+            return Err(format!(
+                "layer {number} names no `folder/` or `file.rs`: {row}"
+            ));
+        }
+        layers.push(subsystems);
+    }
+    if layers.is_empty() {
+        return Err("the table has no rows".to_string());
+    }
+    Ok(layers)
+}
 
 fn layer_of(subsystem: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&subsystem))
+    layers()
+        .iter()
+        .position(|l| l.iter().any(|s| s == subsystem))
 }
 
 /// The non-test source of an engine file: everything before its
@@ -414,8 +476,26 @@ fn engine_imports_point_down_the_layer_table() {
             )
         ]
     );
+    // The table reader.
+    assert_eq!(
+        parse_layer_table(
+            "intro\n| layer | folders | owns |\n|---|---|---|\n\
+             | 0 | `error.rs` | the errors |\n| 1 | `util/`, `cancel.rs` | `ids.rs`, `x/` |\n\nafter"
+        ),
+        Ok(vec![
+            vec!["error".to_string()],
+            vec!["util".to_string(), "cancel".to_string()]
+        ])
+    );
+    assert!(parse_layer_table("| name | folders |\n|---|---|\n| 0 | `a/` |").is_err());
+    assert!(parse_layer_table("| layer | folders |\n|---|---|\n| 1 | `a/` |").is_err());
+    assert!(parse_layer_table("| layer | folders |\n|---|---|\n| 0 | none |").is_err());
+    // The table ARCHITECTURE.md holds.
+    assert!(layer_of("error").is_some() && layer_of("store").is_some());
     assert!(layer_of("store") < layer_of("text"));
     assert_eq!(layer_of("text"), layer_of("vector"));
+    assert!(layer_of("db") < layer_of("query"));
+    assert_eq!(layer_of("nonexistent_subsystem"), None);
 
     let src = root().join("engine/src");
     let mut rs = Vec::new();
