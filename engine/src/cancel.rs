@@ -32,8 +32,10 @@ pub fn with_cancel_flag<T>(flag: Arc<AtomicBool>, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// `Err(Error::Cancelled)` when this thread's flag is set.
-pub(crate) fn check() -> Result<()> {
+/// `Err(Error::Cancelled)` when this thread's flag is set: what the
+/// engine's long loops call, and what an embedder's own loop inside
+/// [`with_cancel_flag`] may call too.
+pub fn check_cancelled() -> Result<()> {
     let cancelled = FLAG.with(|c| {
         c.borrow()
             .as_ref()
@@ -52,18 +54,18 @@ mod tests {
 
     #[test]
     fn the_flag_is_scoped_and_restored() {
-        assert!(check().is_ok());
+        assert!(check_cancelled().is_ok());
         let flag = Arc::new(AtomicBool::new(false));
         with_cancel_flag(flag.clone(), || {
-            assert!(check().is_ok());
+            assert!(check_cancelled().is_ok());
             flag.store(true, Ordering::Relaxed);
-            assert!(matches!(check(), Err(Error::Cancelled)));
+            assert!(matches!(check_cancelled(), Err(Error::Cancelled)));
             // A nested scope with its own flag, then the outer one again.
             with_cancel_flag(Arc::new(AtomicBool::new(false)), || {
-                assert!(check().is_ok())
+                assert!(check_cancelled().is_ok())
             });
-            assert!(matches!(check(), Err(Error::Cancelled)));
+            assert!(matches!(check_cancelled(), Err(Error::Cancelled)));
         });
-        assert!(check().is_ok());
+        assert!(check_cancelled().is_ok());
     }
 }

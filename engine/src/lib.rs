@@ -58,7 +58,7 @@ mod text;
 mod util;
 mod vector;
 
-pub use cancel::with_cancel_flag;
+pub use cancel::{check_cancelled, with_cancel_flag};
 pub use config::{Config, DEFAULT_STORE_CACHE_BYTES};
 pub use conversations::context::{
     AssembledContext, Citation, ContextMessage, ContextRequest, Ranking, RecallCounts,

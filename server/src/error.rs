@@ -107,6 +107,11 @@ impl From<memdb::Error> for ApiError {
                 };
                 ApiError::new(status, e.to_string())
             }
+            // The caller went away or the request timed out: nobody reads
+            // this answer, but say what happened rather than 500.
+            memdb::Error::Cancelled => {
+                ApiError::new(StatusCode::REQUEST_TIMEOUT, "request cancelled")
+            }
             other => ApiError::internal(other),
         }
     }

@@ -91,21 +91,35 @@ impl AppState {
         T: Send + 'static,
         F: FnOnce(&Memdb) -> Result<T, ApiError> + Send + 'static,
     {
-        let db = self.db.clone();
-        let namespace = crate::auth::current_namespace();
-        let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
-        let flag = cancel.0.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            memdb::with_cancel_flag(flag, || match namespace {
-                Some(ns) if *ns != *db.namespace_name() => f(&db.namespace(&ns)?),
-                _ => f(&db),
-            })
-        })
-        .await
-        .map_err(ApiError::internal)?;
-        drop(cancel);
-        out
+        run_blocking(self.db.clone(), crate::auth::current_namespace(), f).await
     }
+}
+
+/// Runs `f` on the blocking pool on the handle of `namespace` (the store's
+/// own handle when `None` or equal), under a cancellation flag set when
+/// this future is dropped before the call ends. [`AppState::run`] and the
+/// MCP tools of `/mcp` both go through here.
+pub async fn run_blocking<T, F>(
+    db: Arc<Memdb>,
+    namespace: Option<Arc<str>>,
+    f: F,
+) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Memdb) -> Result<T, ApiError> + Send + 'static,
+{
+    let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+    let flag = cancel.0.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        memdb::with_cancel_flag(flag, || match namespace {
+            Some(ns) if *ns != *db.namespace_name() => f(&db.namespace(&ns)?),
+            _ => f(&db),
+        })
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    drop(cancel);
+    out
 }
 
 /// Sets its flag when dropped: tells a blocking engine call that nobody
@@ -115,5 +129,47 @@ struct CancelOnDrop(Arc<AtomicBool>);
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call whose future is dropped (a timed-out request, a cancelled MCP
+    /// call) sees its flag set and stops with `Error::Cancelled`.
+    #[tokio::test]
+    async fn dropping_the_call_cancels_the_engine_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Memdb::open(dir.path()).unwrap());
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let call = run_blocking(db, None, move |_db| {
+            let _ = started_tx.send(());
+            // An engine loop: runs until the flag says nobody waits.
+            let outcome = loop {
+                if let Err(e) = memdb::check_cancelled() {
+                    break e;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            };
+            let cancelled = matches!(outcome, memdb::Error::Cancelled);
+            let _ = done_tx.send(cancelled);
+            Err::<(), _>(ApiError::from(outcome))
+        });
+        let handle = tokio::spawn(call);
+        started_rx.await.unwrap();
+        handle.abort();
+        let cancelled = tokio::task::spawn_blocking(move || {
+            done_rx.recv_timeout(std::time::Duration::from_secs(30))
+        })
+        .await
+        .unwrap();
+        assert_eq!(cancelled, Ok(true));
+        // The status a cancelled call maps to.
+        assert_eq!(
+            ApiError::from(memdb::Error::Cancelled).status,
+            axum::http::StatusCode::REQUEST_TIMEOUT
+        );
     }
 }

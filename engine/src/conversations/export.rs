@@ -153,8 +153,7 @@ impl Memdb {
         let (filter, pending) = match selection {
             Selection::One(id) => {
                 // Fails now, with NotFound, rather than mid-stream.
-                let (_, in_ns) =
-                    crate::store::conversations::conversation_with_messages_in(&txn, *id)?;
+                let (_, in_ns) = crate::store::vectors::conversation_with_messages_in(&txn, *id)?;
                 self.ns_check("conversation", *id, in_ns)?;
                 (None, VecDeque::from([id.as_u128()]))
             }
@@ -384,11 +383,8 @@ impl Iterator for ExportStream {
         }
         let id = self.pending.pop_front()?;
         Some(
-            crate::store::conversations::conversation_with_messages_in(
-                &self.txn,
-                Uuid::from_u128(id),
-            )
-            .map(|(c, _)| c),
+            crate::store::vectors::conversation_with_messages_in(&self.txn, Uuid::from_u128(id))
+                .map(|(c, _)| c),
         )
     }
 }

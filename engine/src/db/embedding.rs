@@ -25,7 +25,9 @@ use crate::error::{Error, Result};
 use crate::model::records::record_text;
 use crate::store::embed_queue::{self, MessageSpace, QueueReader, QueueWriter, queued};
 use crate::store::{self, query_cache};
-use crate::vector::spaces::{self, SpaceSpec, VectorSpace, check_vector};
+use crate::vector::spaces::{
+    self, SpaceSpec, VectorSpace, check_vector, is_record_space, model_of,
+};
 
 /// Queries longer than this are embedded but not cached.
 const MAX_CACHED_QUERY_BYTES: usize = 4096;
@@ -214,21 +216,6 @@ fn space_by_id(txn: &redb::ReadTransaction, id: u32) -> Result<Option<VectorSpac
         Some((name, rec)) => Ok(Some(spaces::space_from(&name, &rec)?)),
         None => Ok(None),
     }
-}
-
-pub(crate) fn model_of(space: &VectorSpace) -> Result<ModelIdentity> {
-    serde_json::from_value(space.model.clone()).map_err(|e| Error::Corrupted {
-        what: format!("vector space {:?}", space.name),
-        reason: format!("model identity: {e}"),
-    })
-}
-
-/// Whether `space` holds generic records (named `records/<ns>/<kind>/...`
-/// by `Memdb::record_space`) rather than messages.
-pub(crate) fn is_record_space(space: &VectorSpace) -> bool {
-    space
-        .name
-        .starts_with(crate::db::records::RECORD_SPACE_PREFIX)
 }
 
 /// The passage rule a message space was filled with: the `passage` key of

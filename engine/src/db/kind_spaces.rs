@@ -13,11 +13,10 @@ use redb::WriteTransaction;
 use serde_json::Value;
 
 use crate::db::Memdb;
-use crate::db::embedding::model_of;
-use crate::db::records::RECORD_SPACE_PREFIX;
 use crate::error::{Error, Result};
 use crate::store::OpBatch;
 use crate::store::records as rows;
+use crate::vector::spaces::{RECORD_SPACE_PREFIX, model_of};
 use crate::vector::spaces::{SpaceSpec, VectorSpace};
 
 /// The key of a passage space's description holding its passage number.

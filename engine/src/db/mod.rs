@@ -29,9 +29,7 @@ use crate::model::filter::{check_limit, normalize_filter};
 use crate::model::records::{conversation_from, message_from, record_text};
 use crate::model::types::*;
 use crate::model::validate;
-use crate::store::conversations::{
-    self, ConversationsView, conversation_with_messages_in, scan_matching_in,
-};
+use crate::store::conversations::{self, ConversationsView, scan_matching_in};
 use crate::store::rowcache::RowCache;
 use crate::store::rows::{RowReader, RowTables};
 use crate::store::{self, OpBatch, Store};
@@ -622,7 +620,7 @@ impl Memdb {
 
     /// The conversation `id` with its messages, oldest first.
     pub fn get_conversation_with_messages(&self, id: Uuid) -> Result<ConversationWithMessages> {
-        let found = conversation_with_messages_in(&self.store.read()?, id)?;
+        let found = crate::store::vectors::conversation_with_messages_in(&self.store.read()?, id)?;
         self.ns_check("conversation", id, found.1)?;
         Ok(found.0)
     }

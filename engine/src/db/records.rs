@@ -23,7 +23,6 @@ use uuid::Uuid;
 
 use crate::db::Memdb;
 use crate::db::embedding::Backlog;
-use crate::db::embedding::model_of;
 use crate::db::kind_spaces::{KindSpaces, describe_sum, sums_into};
 use crate::embed::ModelIdentity;
 use crate::error::{Error, Result};
@@ -35,11 +34,8 @@ use crate::util::idhash::IdSet;
 use crate::util::ids::new_id;
 use crate::util::time::{from_micros, now, to_micros};
 use crate::vector::index::VectorSearch;
+use crate::vector::spaces::{RECORD_SPACE_PREFIX, model_of};
 use crate::vector::spaces::{SpaceSpec, VectorSpace, check_vector};
-
-/// The name prefix of every record vector space
-/// (`records/<namespace id>/<kind code>/<provider>/<model>`).
-pub(crate) const RECORD_SPACE_PREFIX: &str = "records/";
 
 /// Longest record text, in bytes.
 pub const MAX_RECORD_TEXT_BYTES: usize = 1 << 20;

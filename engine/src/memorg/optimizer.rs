@@ -417,7 +417,7 @@ pub fn head_tail(content: &str, max_tokens: usize, counter: TokenCounter) -> Res
     let mut head_budget = ((budget as f64) * HEAD_SHARE).floor() as usize;
     let mut tail_budget = budget - head_budget;
     loop {
-        crate::cancel::check()?;
+        crate::cancel::check_cancelled()?;
         let head = prefix_within(content, head_budget, counter)?;
         let after_head = &content[head.len()..];
         let tail = suffix_within(after_head, tail_budget, counter)?;
@@ -565,7 +565,7 @@ fn extractive(
     let by_score = rank_sentences(content, &sents, entities)?;
     let mut sel = Selection::new(&sents, counter);
     for i in by_score {
-        crate::cancel::check()?;
+        crate::cancel::check_cancelled()?;
         if let Some(trial) = sel.try_insert(i, target)? {
             sel.accept(i, trial);
         }
@@ -588,7 +588,7 @@ fn rank_sentences(content: &str, sents: &[String], entities: &[Entity]) -> Resul
     let mut scored: Vec<(usize, f64)> = Vec::with_capacity(sents.len());
     for (i, s) in sents.iter().enumerate() {
         if i % 1024 == 0 {
-            crate::cancel::check()?;
+            crate::cancel::check_cancelled()?;
         }
         let lower = s.to_lowercase();
         let words = content_words(s);
@@ -884,7 +884,7 @@ impl<'a> Selection<'a> {
             }
             new_pieces.push((pos, t));
             pos += len;
-            crate::cancel::check()?;
+            crate::cancel::check_cancelled()?;
         }
         if tokens > target {
             return Ok(None);

@@ -414,8 +414,10 @@ pub(crate) fn scan_matching_in(
 }
 
 /// The conversation `id` with its messages, oldest first, from one
-/// snapshot, and the conversation's namespace id.
-pub(crate) fn conversation_with_messages_in(
+/// snapshot, and the conversation's namespace id; the messages'
+/// `embedding_id`s are left `None` (the vector tables fill them:
+/// [`crate::store::vectors::conversation_with_messages_in`]).
+pub(crate) fn conversation_and_messages_in(
     txn: &redb::ReadTransaction,
     id: Uuid,
 ) -> Result<(ConversationWithMessages, u32)> {
@@ -433,7 +435,6 @@ pub(crate) fn conversation_with_messages_in(
             messages.push(message_from(mid, &m)?);
         }
     }
-    crate::store::vectors::fill_embedding_ids(txn, &mut messages)?;
     Ok((
         ConversationWithMessages {
             conversation: conversation_from(id.as_u128(), &rec)?,

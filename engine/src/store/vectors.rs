@@ -286,6 +286,19 @@ pub(crate) fn fill_embedding_ids(txn: &ReadTransaction, messages: &mut [Message]
     Ok(())
 }
 
+/// The conversation `id` with its messages, oldest first, and their
+/// `embedding_id`s ([`fill_embedding_ids`]), from one snapshot; with the
+/// conversation's namespace id.
+pub(crate) fn conversation_with_messages_in(
+    txn: &ReadTransaction,
+    id: uuid::Uuid,
+) -> Result<(crate::model::types::ConversationWithMessages, u32)> {
+    let (mut found, namespace) =
+        crate::store::conversations::conversation_and_messages_in(txn, id)?;
+    fill_embedding_ids(txn, &mut found.messages)?;
+    Ok((found, namespace))
+}
+
 /// The `vectors` table of one snapshot, opened once for many reads (opening
 /// a table is a B-tree lookup): point reads, a space's scan and count.
 pub(crate) struct VectorRows {

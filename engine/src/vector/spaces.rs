@@ -194,3 +194,21 @@ pub struct VerifyOutcome {
     /// Whether the generation was rebuilt from the store.
     pub rebuilt: bool,
 }
+
+/// The name prefix of every record vector space
+/// (`records/<namespace id>/<kind code>/<provider>/<model>`).
+pub(crate) const RECORD_SPACE_PREFIX: &str = "records/";
+
+/// The embedding model a space's vectors came from (its `model` identity).
+pub(crate) fn model_of(space: &VectorSpace) -> Result<crate::embed::ModelIdentity> {
+    serde_json::from_value(space.model.clone()).map_err(|e| Error::Corrupted {
+        what: format!("vector space {:?}", space.name),
+        reason: format!("model identity: {e}"),
+    })
+}
+
+/// Whether `space` holds generic records (named `records/<ns>/<kind>/...`
+/// by `Memdb::record_space`) rather than messages.
+pub(crate) fn is_record_space(space: &VectorSpace) -> bool {
+    space.name.starts_with(RECORD_SPACE_PREFIX)
+}

@@ -113,6 +113,9 @@ pub struct MemdbMcp {
     namespace: Option<Arc<str>>,
     /// The tool sets listed and callable.
     tools: ToolSets,
+    /// How long one tool call may run (`/mcp`: `request_timeout_secs`, as
+    /// every other route; stdio: unbounded, the local user's own process).
+    call_timeout: Option<std::time::Duration>,
 }
 
 /// A failed tool call: the message shown to the caller and its HTTP-style code.
@@ -138,6 +141,7 @@ impl MemdbMcp {
             surface: Surface::Stdio,
             namespace: None,
             tools: ToolSets::ALL,
+            call_timeout: None,
         }
     }
 
@@ -154,13 +158,15 @@ impl MemdbMcp {
         self
     }
 
-    /// A handler behind memdb-server's bearer auth.
-    pub fn http(db: Arc<Memdb>) -> Self {
+    /// A handler behind memdb-server's bearer auth; one tool call may run
+    /// for `call_timeout`.
+    pub fn http(db: Arc<Memdb>, call_timeout: std::time::Duration) -> Self {
         MemdbMcp {
             backend: Backend::Local(db),
             surface: Surface::Http,
             namespace: None,
             tools: ToolSets::ALL,
+            call_timeout: Some(call_timeout),
         }
     }
 
@@ -201,15 +207,14 @@ impl MemdbMcp {
     ) -> Result<Value, ToolFailure> {
         match &self.backend {
             Backend::Local(db) => {
-                let db = db.clone();
-                Ok(tokio::task::spawn_blocking(move || match namespace {
-                    Some(ns) if *ns != *db.namespace_name() => {
-                        tool.call_json(&db.namespace(&ns)?, args)
-                    }
-                    _ => tool.call_json(&db, args),
-                })
-                .await
-                .map_err(ApiError::internal)??)
+                // Cancelled like a REST call when the client goes away
+                // (rmcp drops the request's future).
+                Ok(
+                    crate::state::run_blocking(db.clone(), namespace, move |db| {
+                        tool.call_json(db, args)
+                    })
+                    .await?,
+                )
             }
             Backend::Remote(fwd) => {
                 let fwd = fwd.clone();
@@ -290,7 +295,23 @@ impl ServerHandler for MemdbMcp {
         }
         let may_write = self.may_write(&context);
         let namespace = self.namespace(&context);
-        Ok(self.call(request, may_write, namespace).await.into())
+        let name = request.name.clone();
+        // Dropping the call's future sets the engine call's cancellation
+        // flag (`state::run_blocking`): on the client's
+        // `notifications/cancelled`, a closed session, or the time limit.
+        let call = self.call(request, may_write, namespace);
+        let bounded = async {
+            match self.call_timeout {
+                Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+                    tool_error(&name, "the tool call timed out and was cancelled", 408)
+                }),
+                None => call.await,
+            }
+        };
+        tokio::select! {
+            result = bounded => Ok(result.into()),
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("request cancelled", None)),
+        }
     }
 }
 
@@ -306,13 +327,14 @@ pub fn http_service(
 ) -> StreamableHttpService<MemdbMcp, LocalSessionManager> {
     let db = state.db.clone();
     let tools = ToolSets::parse(&state.config.mcp_tools).unwrap_or_default();
+    let call_timeout = std::time::Duration::from_secs(state.config.request_timeout_secs);
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
         .with_max_request_body_bytes(state.config.body_limit)
         .disable_allowed_hosts()
         .disable_allowed_origins();
     StreamableHttpService::new(
-        move || Ok(MemdbMcp::http(db.clone()).with_tools(tools)),
+        move || Ok(MemdbMcp::http(db.clone(), call_timeout).with_tools(tools)),
         state.mcp_sessions.manager.clone(),
         config,
     )
@@ -408,7 +430,7 @@ mod tests {
         // A handler serving only Memorg's set does not serve Sekha's tools.
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Memdb::open(dir.path()).unwrap());
-        let h = MemdbMcp::http(db).with_tools(memorg);
+        let h = MemdbMcp::http(db, std::time::Duration::from_secs(60)).with_tools(memorg);
         assert!(h.served("memory_store").is_none());
         assert_eq!(
             h.served("add_exchange").map(|t| t.set()),
@@ -419,7 +441,7 @@ mod tests {
     fn call(name: &str, args: Value, may_write: bool) -> CallToolResult {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Memdb::open(dir.path()).unwrap());
-        let handler = MemdbMcp::http(db);
+        let handler = MemdbMcp::http(db, std::time::Duration::from_secs(60));
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
