@@ -5,6 +5,7 @@
 //! Inputs (ids, filters, JSON bodies) are parsed before the data directory is
 //! opened, so a bad argument fails fast and touches nothing.
 
+use memdb::Systems;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -389,22 +390,26 @@ pub fn run(cli: Cli) -> Result<Output> {
             };
             match action {
                 KbAction::Add { name, inbox } => with_db(create_embedding()?, |db| {
-                    Ok(json_out(serde_json::to_value(db.kb_add(&name, &inbox)?)?))
+                    Ok(json_out(serde_json::to_value(
+                        db.kuradb().add(&name, &inbox)?,
+                    )?))
                 })?,
                 KbAction::List => with_db(open()?, |db| {
-                    Ok(json_out(serde_json::to_value(db.kb_list()?)?))
+                    Ok(json_out(serde_json::to_value(db.kuradb().list()?)?))
                 })?,
                 KbAction::Rename { old, new } => with_db(open()?, |db| {
-                    Ok(json_out(serde_json::to_value(db.kb_rename(&old, &new)?)?))
+                    Ok(json_out(serde_json::to_value(
+                        db.kuradb().rename(&old, &new)?,
+                    )?))
                 })?,
                 KbAction::Remove { name, yes } => {
                     let db = open()?;
-                    let kb = db.kb(&name)?;
+                    let kb = db.kuradb().get(&name)?;
                     if !yes {
                         confirm_removal(&kb.name)?;
                     }
                     with_db(db, |db| {
-                        let removed = db.kb_remove(&kb.name)?;
+                        let removed = db.kuradb().remove(&kb.name)?;
                         Ok(json_out(
                             serde_json::json!({"removed": kb.name, "records": removed}),
                         ))
@@ -433,7 +438,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                 }
                 KbAction::Sync { name } => with_db(create_ingesting()?, |db| {
                     let bar = embedder::bar("parsing {bar:40} {pos}/{len} files ({eta})");
-                    let report = db.kb_sync_with_progress(&name, &mut |p| {
+                    let report = db.kuradb().sync_with_progress(&name, &mut |p| {
                         if let Some(bar) = &bar {
                             bar.set_length(p.total);
                             bar.set_position(p.done);
@@ -448,7 +453,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                     Ok(json_out(v))
                 })?,
                 KbAction::Status { name } => with_db(open_embedding()?.0, |db| {
-                    Ok(json_out(serde_json::to_value(db.kb_status(&name)?)?))
+                    Ok(json_out(serde_json::to_value(db.kuradb().status(&name)?)?))
                 })?,
                 KbAction::Search {
                     name,
@@ -463,7 +468,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                     }
                     with_db(db, |db| {
                         Ok(json_out(serde_json::to_value(
-                            db.kb_search(&name, &query, target, limit)?,
+                            db.kuradb().search(&name, &query, target, limit)?,
                         )?))
                     })?
                 }

@@ -7,8 +7,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything an engine operation can fail with.
 ///
-/// Surfaces map these to exit codes (CLI) and HTTP statuses (server):
-/// `NotFound` → 404, `InvalidInput` → 400, `Conflict` → 409, `Locked` → 409,
+/// Surfaces map these to exit codes (CLI) and HTTP statuses (server,
+/// SPEC.md §25): `NotFound` → 404, `InvalidInput` → 400, `Conflict` → 409,
+/// `Locked` → 503, `Remote` → 502 (504 on a timeout), `Cancelled` → 408,
 /// everything else → 500.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

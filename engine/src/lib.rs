@@ -91,6 +91,7 @@ pub use db::records::{
     EmbedWhen, MAX_RECORD_JSON_BYTES, MAX_RECORD_TEXT_BYTES, MAX_TAGS, NewRecord, Record,
     RecordCandidates, RecordChange, RecordFilter, RecordKind, RecordSignals,
 };
+pub use db::typed::{Kind, Records, Typed};
 pub use embed::{
     Embedder, EmbedderKind, EmbedderSettings, Embeddings, Hashing, LOCAL_MODEL_ENV,
     LOCAL_PRECISION_ENV, LongPassage, ModelIdentity, NEIGHBOUR_CHARS, OpenAiSettings, Passage,
@@ -127,6 +128,20 @@ pub use util::time::parse_timestamp;
 pub use util::tokens::{TokenCounter, estimate_tokens};
 pub use vector::index::{GenerationBuild, VectorSearch, VectorStats};
 pub use vector::spaces::{SpaceSpec, VectorFilter, VectorHit, VectorSpace, VerifyOutcome};
+
+/// The systems memdb reproduces, as handles on a store handle: each
+/// works in the handle's namespace and reaches the store through the
+/// core's API only. `use memdb::Systems` to call them as methods.
+pub trait Systems {
+    /// KuraDB: knowledge bases over folders, their sync and search.
+    fn kuradb(&self) -> kuradb::KuraDb<'_>;
+}
+
+impl Systems for Memdb {
+    fn kuradb(&self) -> kuradb::KuraDb<'_> {
+        kuradb::KuraDb::new(self)
+    }
+}
 
 /// The README's Rust tour, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]

@@ -59,14 +59,6 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, message)
     }
 
-    /// 501 for an operation this build does not provide yet.
-    pub fn not_implemented(what: &str) -> Self {
-        Self::new(
-            StatusCode::NOT_IMPLEMENTED,
-            format!("{what} is not implemented in this build"),
-        )
-    }
-
     /// 500 with a generic message; the detail goes to the log only.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
         tracing::error!(error = %detail, "internal error");

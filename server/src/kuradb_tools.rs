@@ -4,6 +4,7 @@
 //! KuraDB, `search_rag` leaves out a branch that found nothing.
 
 use memdb::Memdb;
+use memdb::Systems;
 use memdb::kuradb::{RagTarget, SourceGroup};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,7 +34,7 @@ pub struct ListRagData {
 
 /// Lists the knowledge bases.
 pub fn list_rag(db: &Memdb, _args: NoArgs) -> Result<ListRagData, ApiError> {
-    let all = db.kb_list()?;
+    let all = db.kuradb().list()?;
     Ok(ListRagData {
         loaded: all.iter().map(|k| k.name.clone()).collect(),
         registered: all
@@ -88,7 +89,7 @@ pub struct SearchRagData {
 pub fn search_rag(db: &Memdb, args: SearchRagArgs) -> Result<SearchRagData, ApiError> {
     let target = RagTarget::parse(args.mode.as_deref().unwrap_or_default())?;
     let limit = usize::try_from(args.limit).unwrap_or(0);
-    let r = db.kb_search(args.db.trim(), &args.q, target, limit)?;
+    let r = db.kuradb().search(args.db.trim(), &args.q, target, limit)?;
     let nonempty = |g: Option<Vec<SourceGroup>>| g.filter(|v| !v.is_empty());
     Ok(SearchRagData {
         keyword: nonempty(r.keyword),

@@ -7,6 +7,7 @@
 //!
 //! Usage: `memdb-kb-crash-child DIR INBOX START`.
 
+use memdb::Systems;
 #[path = "hashing_store.rs"]
 mod hashing_store;
 
@@ -29,8 +30,8 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if db.kb("crash").is_err()
-        && let Err(e) = db.kb_add("crash", std::slice::from_ref(&inbox))
+    if db.kuradb().get("crash").is_err()
+        && let Err(e) = db.kuradb().add("crash", std::slice::from_ref(&inbox))
     {
         eprintln!("kb_add: {e}");
         std::process::exit(1);
@@ -46,7 +47,7 @@ fn main() {
             let body = format!("file {old} holds marker{old}x.\n\nRewritten after {n}.\n");
             let _ = std::fs::write(inbox.join(format!("f{old}.md")), body);
         }
-        match db.kb_sync("crash") {
+        match db.kuradb().sync("crash") {
             Ok(_) => {
                 let _ = writeln!(out, "SYNCED {n}");
                 let _ = out.flush();

@@ -6,6 +6,7 @@
 //! failed with a reason (`kb status`), and never let one failing file stop
 //! a pass (a removed file is still dismissed).
 
+use memdb::Systems;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -259,7 +260,9 @@ fn hostile_files_in_a_watched_folder_do_not_take_the_server_down() {
     std::fs::write(inbox.join("later.md"), "A cormorant note, removed later.").unwrap();
     {
         let db = memdb::Memdb::open(&data).unwrap();
-        db.kb_add("docs", std::slice::from_ref(&inbox)).unwrap();
+        db.kuradb()
+            .add("docs", std::slice::from_ref(&inbox))
+            .unwrap();
     }
 
     let mut server = Server::start(&data);
@@ -292,7 +295,7 @@ fn hostile_files_in_a_watched_folder_do_not_take_the_server_down() {
     // without laying out its empty rectangle) was read as the small table
     // it is.
     let db = memdb::Memdb::open(&data).unwrap();
-    let status = db.kb_status("docs").unwrap();
+    let status = db.kuradb().status("docs").unwrap();
     let failed: Vec<&str> = status
         .failures
         .iter()
@@ -341,7 +344,7 @@ fn hostile_files_in_a_watched_folder_do_not_take_the_server_down() {
         "{}",
         reason("nested.html")
     );
-    let found = db.kb_search(
+    let found = db.kuradb().search(
         "docs",
         "far corner",
         Some(memdb::kuradb::RagTarget::Keyword),
@@ -410,14 +413,17 @@ fn a_file_swapped_for_a_link_is_not_read() {
     std::fs::write(&outside, "the private heron key").unwrap();
     std::fs::write(inbox.join("ok.txt"), "a plain heron note").unwrap();
     let db = memdb::Memdb::open(tmp.path().join("data")).unwrap();
-    db.kb_add("docs", std::slice::from_ref(&inbox)).unwrap();
-    db.kb_sync("docs").unwrap();
+    db.kuradb()
+        .add("docs", std::slice::from_ref(&inbox))
+        .unwrap();
+    db.kuradb().sync("docs").unwrap();
     // Now swapped (the walk never follows links, the read refuses them).
     std::fs::remove_file(inbox.join("ok.txt")).unwrap();
     std::os::unix::fs::symlink(&outside, inbox.join("ok.txt")).unwrap();
-    db.kb_sync("docs").unwrap();
+    db.kuradb().sync("docs").unwrap();
     let found = db
-        .kb_search(
+        .kuradb()
+        .search(
             "docs",
             "private heron key",
             Some(memdb::kuradb::RagTarget::Keyword),

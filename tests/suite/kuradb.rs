@@ -5,6 +5,7 @@
 //! model call), a removed file dismissed (never found) and revived, and
 //! knowledge bases kept apart from each other and from conversations.
 
+use memdb::Systems;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,7 +43,7 @@ fn open(dir: &Path) -> (Memdb, Arc<Counting>) {
 /// A sync, then the background embedding of what it queued (as `memdb kb
 /// sync` does; the server's worker does the same on its own).
 fn sync(db: &Memdb, name: &str) -> memdb::kuradb::SyncReport {
-    let r = db.kb_sync(name).unwrap();
+    let r = db.kuradb().sync(name).unwrap();
     db.embed_pending(None, &mut |_| {}).unwrap();
     r
 }
@@ -104,19 +105,22 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     write(inbox.path(), "blob.dat", b"\x00\x01\x02binary");
     write(inbox.path(), "empty.txt", b"\n\n  \n");
 
-    let kb = db.kb_add("my docs", &[inbox.path().to_path_buf()]).unwrap();
+    let kb = db
+        .kuradb()
+        .add("my docs", &[inbox.path().to_path_buf()])
+        .unwrap();
     assert_eq!(kb.name, "my_docs");
     assert!(matches!(
-        db.kb_add("my   docs", &[inbox.path().to_path_buf()]),
+        db.kuradb().add("my   docs", &[inbox.path().to_path_buf()]),
         Err(Error::Conflict(_))
     ));
     assert!(matches!(
-        db.kb_add("other", &[inbox.path().join("missing")]),
+        db.kuradb().add("other", &[inbox.path().join("missing")]),
         Err(Error::InvalidInput { .. })
     ));
 
     let embedded = || model.texts.load(Ordering::SeqCst);
-    let r = db.kb_sync("my_docs").unwrap();
+    let r = db.kuradb().sync("my_docs").unwrap();
     assert_eq!(r.parsed, 3, "{r:?}");
     // empty.txt: no content; report.pdf: not a whole PDF.
     assert_eq!(r.failed, 2, "{r:?}");
@@ -130,7 +134,7 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     // writer's memory through the embedding that follows.
     let text = db.text_index_status();
     assert_eq!(text.committed_lsn, text.store_lsn, "{text:?}");
-    let st = db.kb_status("my_docs").unwrap();
+    let st = db.kuradb().status("my_docs").unwrap();
     assert_eq!(
         (st.documents, st.chunks, st.embedded, st.pending),
         (3, 6, 0, 6),
@@ -153,19 +157,23 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
             .any(|(f, r)| *f == "report.pdf" && r.starts_with("PDF")),
         "{failed:?}"
     );
-    let early = db.kb_search("my_docs", "Alfama Belem", None, 10).unwrap();
+    let early = db
+        .kuradb()
+        .search("my_docs", "Alfama Belem", None, 10)
+        .unwrap();
     assert_eq!(sources(&early.keyword), ["travel.txt"]);
     assert!(sources(&early.semantic).is_empty(), "{early:?}");
     let before = embedded(); // the semantic query embedded itself
     let report = db.embed_pending(None, &mut |_| {}).unwrap();
     assert_eq!((report.embedded, report.remaining), (6, 0), "{report:?}");
     assert_eq!(embedded(), before + 6);
-    let st = db.kb_status("my_docs").unwrap();
+    let st = db.kuradb().status("my_docs").unwrap();
     assert_eq!((st.embedded, st.pending), (6, 0), "{st:?}");
 
     // Keyword, grouped by file, chunks numbered from 1.
     let found = db
-        .kb_search("my_docs", "fsync durable", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("my_docs", "fsync durable", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert!(found.semantic.is_none());
     let groups = found.keyword.as_ref().unwrap();
@@ -173,7 +181,8 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     assert_eq!(groups[0].matches[0].chunk, 2);
     assert!(groups[0].matches[0].content.contains("durable"));
     let csv = db
-        .kb_search("my_docs", "Sintra", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("my_docs", "Sintra", Some(RagTarget::Keyword), 10)
         .unwrap();
     let m = &csv.keyword.as_ref().unwrap()[0].matches[0];
     assert_eq!(
@@ -182,7 +191,8 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     );
     // Semantic (both branches by default).
     let both = db
-        .kb_search("my_docs", "Lisbon Alfama Belem", None, 10)
+        .kuradb()
+        .search("my_docs", "Lisbon Alfama Belem", None, 10)
         .unwrap();
     assert_eq!(sources(&both.semantic)[0], "travel.txt");
     assert!(sources(&both.keyword).contains(&"travel.txt".to_string()));
@@ -205,11 +215,13 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     assert_eq!(r.parsed, 1, "{r:?}");
     assert_eq!(embedded(), before + 1);
     let mvcc = db
-        .kb_search("my_docs", "snapshots MVCC", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("my_docs", "snapshots MVCC", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert_eq!(sources(&mvcc.keyword), ["redb.md"]);
     let gone = db
-        .kb_search("my_docs", "block writers", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("my_docs", "block writers", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert!(sources(&gone.keyword).is_empty(), "{gone:?}");
 
@@ -220,7 +232,8 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     assert_eq!(r.dismissed, 1, "{r:?}");
     assert_eq!(embedded(), before);
     let q = db
-        .kb_search("my_docs", "Lisbon Alfama Belem tower", None, 10)
+        .kuradb()
+        .search("my_docs", "Lisbon Alfama Belem tower", None, 10)
         .unwrap();
     assert!(
         !sources(&q.keyword).contains(&"travel.txt".to_string()),
@@ -240,7 +253,7 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     let r = sync(&db, "my_docs");
     assert_eq!(r.revived, 1, "{r:?}");
     assert_eq!(embedded(), before);
-    let q = db.kb_search("my_docs", "Alfama", None, 10).unwrap();
+    let q = db.kuradb().search("my_docs", "Alfama", None, 10).unwrap();
     assert_eq!(sources(&q.keyword), ["travel.txt"]);
     assert_eq!(sources(&q.semantic)[0], "travel.txt");
 
@@ -250,21 +263,25 @@ fn a_knowledge_base_syncs_searches_dismisses_and_revives() {
     let (db, _) = open(store.path());
     assert!(db.check().unwrap().is_consistent());
     let q = db
-        .kb_search("my_docs", "Alfama", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("my_docs", "Alfama", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert_eq!(sources(&q.keyword), ["travel.txt"]);
 
     // Rename, bad calls, remove.
-    db.kb_rename("my_docs", "docs").unwrap();
-    assert!(matches!(db.kb("my_docs"), Err(Error::NotFound { .. })));
-    assert!(db.kb_search("docs", "  ", None, 10).is_err());
+    db.kuradb().rename("my_docs", "docs").unwrap();
     assert!(matches!(
-        db.kb_search("nope", "x", None, 10),
+        db.kuradb().get("my_docs"),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(db.kuradb().search("docs", "  ", None, 10).is_err());
+    assert!(matches!(
+        db.kuradb().search("nope", "x", None, 10),
         Err(Error::NotFound { .. })
     ));
     assert!(RagTarget::parse("fuzzy").is_err());
-    assert!(db.kb_remove("docs").unwrap() > 0);
-    assert!(db.kb_list().unwrap().is_empty());
+    assert!(db.kuradb().remove("docs").unwrap() > 0);
+    assert!(db.kuradb().list().unwrap().is_empty());
 }
 
 #[test]
@@ -275,12 +292,15 @@ fn knowledge_bases_are_apart_from_each_other_and_from_conversations() {
     let (db, _) = open(store.path());
     write(a.path(), "a.md", b"zebra migration plan for team a\n");
     write(b.path(), "b.md", b"zebra migration plan for team b\n");
-    db.kb_add("a", &[a.path().to_path_buf()]).unwrap();
-    db.kb_add("b", &[b.path().to_path_buf()]).unwrap();
+    db.kuradb().add("a", &[a.path().to_path_buf()]).unwrap();
+    db.kuradb().add("b", &[b.path().to_path_buf()]).unwrap();
     sync(&db, "a");
     sync(&db, "b");
     for (name, own) in [("a", "a.md"), ("b", "b.md")] {
-        let q = db.kb_search(name, "zebra migration", None, 10).unwrap();
+        let q = db
+            .kuradb()
+            .search(name, "zebra migration", None, 10)
+            .unwrap();
         assert_eq!(sources(&q.keyword), [own]);
         assert_eq!(sources(&q.semantic), [own]);
     }
@@ -302,7 +322,7 @@ fn kuradb_rest_routes_answer_as_kuradb_does() {
     let hashing = Arc::new(Hashing::new(128).unwrap());
     let folder = inbox.path().to_path_buf();
     let s = TestServer::start_seeded(config(), Config::with_embedder(hashing), move |db| {
-        db.kb_add("notes", &[folder]).unwrap();
+        db.kuradb().add("notes", &[folder]).unwrap();
         sync(db, "notes");
     });
     let health = s.req("GET", "/api/health", None, None);
@@ -427,7 +447,7 @@ fn kuradb_open_serves_kuradbs_read_routes_without_a_key_on_loopback_only() {
     open.kuradb_open = true;
     let hashing = Arc::new(Hashing::new(128).unwrap());
     let s = TestServer::start_seeded(open, Config::with_embedder(hashing), move |db| {
-        db.kb_add("notes", &[folder]).unwrap();
+        db.kuradb().add("notes", &[folder]).unwrap();
         sync(db, "notes");
     });
     // As a KuraDB client calls them: no key.
@@ -477,11 +497,14 @@ fn the_watcher_syncs_on_its_own() {
     let store = tempfile::tempdir().unwrap();
     let inbox = tempfile::tempdir().unwrap();
     let (db, _) = open(store.path());
-    db.kb_add("live", &[inbox.path().to_path_buf()]).unwrap();
+    db.kuradb()
+        .add("live", &[inbox.path().to_path_buf()])
+        .unwrap();
     let watcher = KbWatcher::spawn(db.clone(), std::time::Duration::from_millis(30)).unwrap();
     let found = |q: &str| {
         let r = db
-            .kb_search("live", q, Some(RagTarget::Keyword), 10)
+            .kuradb()
+            .search("live", q, Some(RagTarget::Keyword), 10)
             .unwrap();
         sources(&r.keyword)
     };
@@ -492,10 +515,13 @@ fn the_watcher_syncs_on_its_own() {
     // A base registered while it runs is watched too (no restart).
     let second = tempfile::tempdir().unwrap();
     write(second.path(), "late.md", b"wombats arrive late\n");
-    db.kb_add("late", &[second.path().to_path_buf()]).unwrap();
+    db.kuradb()
+        .add("late", &[second.path().to_path_buf()])
+        .unwrap();
     eventually("a base added later is synced", || {
         let r = db
-            .kb_search("late", "wombats", Some(RagTarget::Keyword), 10)
+            .kuradb()
+            .search("late", "wombats", Some(RagTarget::Keyword), 10)
             .unwrap();
         sources(&r.keyword) == ["late.md"]
     });
@@ -530,7 +556,9 @@ fn change_events_sync_without_waiting_for_the_poll() {
     let store = tempfile::tempdir().unwrap();
     let inbox = tempfile::tempdir().unwrap();
     let (db, _) = open(store.path());
-    db.kb_add("events", &[inbox.path().to_path_buf()]).unwrap();
+    db.kuradb()
+        .add("events", &[inbox.path().to_path_buf()])
+        .unwrap();
     let hour = std::time::Duration::from_secs(3600);
     let started = std::time::Instant::now();
     let watcher = KbWatcher::spawn(db.clone(), hour).unwrap();
@@ -543,7 +571,10 @@ fn change_events_sync_without_waiting_for_the_poll() {
         "no change events here"
     );
     let found = |kb: &str, q: &str| {
-        let r = db.kb_search(kb, q, Some(RagTarget::Keyword), 10).unwrap();
+        let r = db
+            .kuradb()
+            .search(kb, q, Some(RagTarget::Keyword), 10)
+            .unwrap();
         sources(&r.keyword)
     };
     write(inbox.path(), "sub/echidna.md", b"echidnas lay eggs\n");
@@ -560,7 +591,9 @@ fn change_events_sync_without_waiting_for_the_poll() {
     });
     let second = tempfile::tempdir().unwrap();
     write(second.path(), "bilby.md", b"bilbies burrow\n");
-    db.kb_add("later", &[second.path().to_path_buf()]).unwrap();
+    db.kuradb()
+        .add("later", &[second.path().to_path_buf()])
+        .unwrap();
     eventually("a base added later is synced", || {
         found("later", "bilbies") == ["bilby.md"]
     });
@@ -608,7 +641,7 @@ fn the_server_watches_knowledge_bases() {
     c.kb_watch_secs = 1;
     let hashing = Arc::new(Hashing::new(128).unwrap());
     let s = TestServer::start_seeded(c, Config::with_embedder(hashing), move |db| {
-        db.kb_add("watched", &[folder]).unwrap();
+        db.kuradb().add("watched", &[folder]).unwrap();
     });
     write(inbox.path(), "drop.md", b"pangolins are scaly\n");
     eventually("the server's watcher synced the file", || {
@@ -652,22 +685,27 @@ fn word_and_powerpoint_files_are_parsed() {
         .unwrap(),
     );
     write(inbox.path(), "broken.docx", b"PK not really a zip");
-    db.kb_add("zoo", &[inbox.path().to_path_buf()]).unwrap();
-    let r = db.kb_sync("zoo").unwrap();
+    db.kuradb()
+        .add("zoo", &[inbox.path().to_path_buf()])
+        .unwrap();
+    let r = db.kuradb().sync("zoo").unwrap();
     assert_eq!((r.parsed, r.failed, r.chunks), (2, 1, 5), "{r:?}");
     let q = db
-        .kb_search("zoo", "okapi", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("zoo", "okapi", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert_eq!(sources(&q.keyword), ["animals.docx"]);
     let q = db
-        .kb_search("zoo", "rainforest habitat", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("zoo", "rainforest habitat", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert_eq!(
         q.keyword.as_ref().unwrap()[0].matches[0].content,
         "habitat | rainforest"
     );
     let q = db
-        .kb_search("zoo", "axolotls", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("zoo", "axolotls", Some(RagTarget::Keyword), 10)
         .unwrap();
     let m = &q.keyword.as_ref().unwrap()[0].matches[0];
     // Slides are chunks in slide order.
@@ -712,7 +750,8 @@ fn sigkill_during_syncs_loses_no_acknowledged_file() {
         for n in &synced {
             let marker = format!("marker{n}x");
             let r = db
-                .kb_search("crash", &marker, Some(RagTarget::Keyword), 10)
+                .kuradb()
+                .search("crash", &marker, Some(RagTarget::Keyword), 10)
                 .unwrap();
             let hits: Vec<_> = r.keyword.iter().flatten().collect();
             assert_eq!(hits.len(), 1, "round {round}: {marker}: {r:?}");
@@ -725,7 +764,7 @@ fn sigkill_during_syncs_loses_no_acknowledged_file() {
         // Whatever the worker had queued or half-written is embedded now,
         // once per live chunk.
         db.embed_pending(None, &mut |_| {}).unwrap();
-        let st = db.kb_status("crash").unwrap();
+        let st = db.kuradb().status("crash").unwrap();
         assert_eq!(st.pending, 0, "round {round}: {st:?}");
         assert_eq!(st.embedded, st.chunks, "round {round}: {st:?}");
         db.verify_vectors().unwrap();
@@ -749,15 +788,18 @@ fn chinese_and_japanese_text_is_found_by_its_words() {
     );
     write(inbox.path(), "ja.md", "東京タワーは赤い。\n".as_bytes());
     write(inbox.path(), "en.md", b"redb commits are durable\n");
-    db.kb_add("cjk", &[inbox.path().to_path_buf()]).unwrap();
-    db.kb_sync("cjk").unwrap();
+    db.kuradb()
+        .add("cjk", &[inbox.path().to_path_buf()])
+        .unwrap();
+    db.kuradb().sync("cjk").unwrap();
     for (q, file, chunk) in [
         ("事务提交", "zh.md", 1),
         ("阻塞", "zh.md", 2),
         ("タワー", "ja.md", 1),
     ] {
         let r = db
-            .kb_search("cjk", q, Some(RagTarget::Keyword), 10)
+            .kuradb()
+            .search("cjk", q, Some(RagTarget::Keyword), 10)
             .unwrap();
         assert_eq!(sources(&r.keyword), [file], "{q}");
         assert_eq!(
@@ -769,18 +811,21 @@ fn chinese_and_japanese_text_is_found_by_its_words() {
     // Words in another order still match by their bigrams; English words
     // still stem; a lone character matches nothing (only bigrams are indexed).
     let r = db
-        .kb_search("cjk", "提交事务", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("cjk", "提交事务", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert!(
         !sources(&r.keyword).is_empty(),
         "bigrams of the query match its words: {r:?}"
     );
     let r = db
-        .kb_search("cjk", "commit durability", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("cjk", "commit durability", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert_eq!(sources(&r.keyword), ["en.md"]);
     let r = db
-        .kb_search("cjk", "塔", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("cjk", "塔", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert!(r.keyword.iter().flatten().next().is_none(), "{r:?}");
 }
@@ -815,23 +860,26 @@ fn a_background_embedding_is_written_only_for_chunks_still_live() {
     });
     let db = Memdb::open_with(store.path(), Config::with_embedder(racing.clone())).unwrap();
     write(inbox.path(), "a.md", b"first version of the alpaca notes\n");
-    db.kb_add("race", &[inbox.path().to_path_buf()]).unwrap();
-    assert_eq!(db.kb_sync("race").unwrap().chunks, 1);
+    db.kuradb()
+        .add("race", &[inbox.path().to_path_buf()])
+        .unwrap();
+    assert_eq!(db.kuradb().sync("race").unwrap().chunks, 1);
     // While the pass embeds the first version, the file changes and is
     // synced again: the old chunk is deleted, a new one queued.
     let (db2, dir) = (db.clone(), inbox.path().to_path_buf());
     *racing.hook.lock().unwrap() = Some(Box::new(move || {
         write(&dir, "a.md", b"second version: the llama notes\n");
-        assert_eq!(db2.kb_sync("race").unwrap().parsed, 1);
+        assert_eq!(db2.kuradb().sync("race").unwrap().parsed, 1);
     }));
     let r = db.embed_pending(None, &mut |_| {}).unwrap();
     assert_eq!(r.remaining, 0, "{r:?}");
-    let st = db.kb_status("race").unwrap();
+    let st = db.kuradb().status("race").unwrap();
     assert_eq!((st.chunks, st.embedded, st.pending), (1, 1, 0), "{st:?}");
     // The one vector is the new chunk's: semantic search finds the new
     // text and the deleted chunk left nothing behind.
     let q = db
-        .kb_search("race", "llama notes", Some(RagTarget::Semantic), 10)
+        .kuradb()
+        .search("race", "llama notes", Some(RagTarget::Semantic), 10)
         .unwrap();
     let groups = q.semantic.unwrap();
     assert_eq!(groups.len(), 1, "{groups:?}");
@@ -852,17 +900,21 @@ fn html_pages_are_synced_as_their_readable_text() {
           <h1>Okapi</h1><p>The okapi lives in the Ituri rainforest.</p>\
           <p>It is related to the giraffe.</p></body></html>",
     );
-    db.kb_add("web", &[inbox.path().to_path_buf()]).unwrap();
+    db.kuradb()
+        .add("web", &[inbox.path().to_path_buf()])
+        .unwrap();
     let r = sync(&db, "web");
     assert_eq!((r.parsed, r.failed, r.chunks), (1, 0, 3), "{r:?}");
     let found = db
-        .kb_search("web", "Ituri rainforest", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("web", "Ituri rainforest", Some(RagTarget::Keyword), 10)
         .unwrap();
     let m = &found.keyword.as_ref().unwrap()[0].matches[0];
     assert_eq!(m.content, "The okapi lives in the Ituri rainforest.");
     for markup in ["hidden_token", "script", "html"] {
         let q = db
-            .kb_search("web", markup, Some(RagTarget::Keyword), 10)
+            .kuradb()
+            .search("web", markup, Some(RagTarget::Keyword), 10)
             .unwrap();
         assert!(sources(&q.keyword).is_empty(), "{markup}: {q:?}");
     }
@@ -909,12 +961,14 @@ fn pdf_files_are_chunked_per_page() {
         Some("s3cret"),
         &["Cassowaries are shy."],
     );
-    db.kb_add("atlas", &[inbox.path().to_path_buf()]).unwrap();
-    let r = db.kb_sync("atlas").unwrap();
+    db.kuradb()
+        .add("atlas", &[inbox.path().to_path_buf()])
+        .unwrap();
+    let r = db.kuradb().sync("atlas").unwrap();
     assert_eq!((r.parsed, r.failed, r.chunks), (1, 3, 3), "{r:?}");
 
     // The chunks, in order: the text of pages 1, 2 and 4.
-    let kb = db.kb("atlas").unwrap();
+    let kb = db.kuradb().get("atlas").unwrap();
     let h = db.namespace(&kb.namespace).unwrap();
     let all = h.records_of_kind(memdb::kuradb::DOCUMENT).unwrap();
     // The three failed files are recorded (SPEC §15.2: a reason, no
@@ -959,7 +1013,8 @@ fn pdf_files_are_chunked_per_page() {
 
     // A word from page 2, found in that file's chunk 2.
     let q = db
-        .kb_search("atlas", "narwhal", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("atlas", "narwhal", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert_eq!(sources(&q.keyword), ["atlas.pdf"]);
     let m = &q.keyword.as_ref().unwrap()[0].matches;
@@ -967,19 +1022,21 @@ fn pdf_files_are_chunked_per_page() {
     assert_eq!(m[0].chunk, 2);
     assert!(m[0].content.contains("narwhal tusk"), "{m:?}");
     let q = db
-        .kb_search("atlas", "cassowaries", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("atlas", "cassowaries", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert!(sources(&q.keyword).is_empty(), "{q:?}");
 
     // Damaging a stored PDF keeps what the store had.
     write(inbox.path(), "atlas.pdf", &bytes[..bytes.len() / 3]);
-    let r = db.kb_sync("atlas").unwrap();
+    let r = db.kuradb().sync("atlas").unwrap();
     // The damaged one fails; the three that failed before are unchanged.
     assert_eq!((r.parsed, r.failed, r.unchanged), (0, 1, 3), "{r:?}");
-    let st = db.kb_status("atlas").unwrap();
+    let st = db.kuradb().status("atlas").unwrap();
     assert_eq!((st.documents, st.failures.len()), (1, 4), "{st:?}");
     let q = db
-        .kb_search("atlas", "quokkas", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("atlas", "quokkas", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert_eq!(q.keyword.as_ref().unwrap()[0].matches[0].chunk, 3);
 }
@@ -1003,12 +1060,15 @@ fn an_unreadable_inbox_dismisses_nothing() {
         b"Remote notes about the harbour pilot.\n",
     );
     let (db, _) = open(store.path());
-    db.kb_add("docs", &[kept.clone(), share.clone()]).unwrap();
+    db.kuradb()
+        .add("docs", &[kept.clone(), share.clone()])
+        .unwrap();
     let r = sync(&db, "docs");
     assert_eq!((r.parsed, r.unreadable), (2, 0), "{r:?}");
     let found = |q: &str| {
         sources(
-            &db.kb_search("docs", q, Some(RagTarget::Keyword), 10)
+            &db.kuradb()
+                .search("docs", q, Some(RagTarget::Keyword), 10)
                 .unwrap()
                 .keyword,
         )
@@ -1024,7 +1084,7 @@ fn an_unreadable_inbox_dismisses_nothing() {
     assert_eq!((r.parsed, r.dismissed, r.unreadable), (1, 0, 1), "{r:?}");
     assert_eq!(found("harbour pilot"), ["remote.txt"]);
     assert_eq!(found("tide tables"), ["new.txt"]);
-    assert_eq!(db.kb_status("docs").unwrap().dismissed, 0);
+    assert_eq!(db.kuradb().status("docs").unwrap().dismissed, 0);
 
     // Back again: unchanged, nothing re-parsed.
     std::fs::rename(&away, &share).unwrap();
@@ -1052,10 +1112,13 @@ fn a_sync_reports_its_progress_file_by_file() {
     }
     // Skipped by name: walked, so not counted by the progress either.
     write(inbox.path(), "photo.png", b"\x89PNG\r\n\x1a\nbinary");
-    db.kb_add("prog", &[inbox.path().to_path_buf()]).unwrap();
+    db.kuradb()
+        .add("prog", &[inbox.path().to_path_buf()])
+        .unwrap();
     let mut seen = Vec::new();
     let r = db
-        .kb_sync_with_progress("prog", &mut |p| seen.push((p.done, p.total)))
+        .kuradb()
+        .sync_with_progress("prog", &mut |p| seen.push((p.done, p.total)))
         .unwrap();
     assert_eq!(r.scanned, 5, "{r:?}");
     assert_eq!(seen.first(), Some(&(0, 5)), "{seen:?}");
@@ -1067,7 +1130,8 @@ fn a_sync_reports_its_progress_file_by_file() {
     // A second sync walks the same five files, all unchanged.
     let mut last = (0, 0);
     let r = db
-        .kb_sync_with_progress("prog", &mut |p| last = (p.done, p.total))
+        .kuradb()
+        .sync_with_progress("prog", &mut |p| last = (p.done, p.total))
         .unwrap();
     assert_eq!((r.unchanged, last), (5, (5, 5)), "{r:?}");
 }
@@ -1162,11 +1226,12 @@ fn the_cutoff_keeps_only_the_file_a_query_is_about(model: Arc<memdb::LocalOnnx>)
         b"Tomato seedlings need plenty of sun and should be watered every morning.",
     );
     let db = Memdb::open_with(tmp.path().join("store"), Config::with_embedder(model)).unwrap();
-    db.kb_add("notes", &[inbox]).unwrap();
+    db.kuradb().add("notes", &[inbox]).unwrap();
     sync(&db, "notes");
     let semantic = |q: &str| {
         let r = db
-            .kb_search("notes", q, Some(RagTarget::Semantic), 10)
+            .kuradb()
+            .search("notes", q, Some(RagTarget::Semantic), 10)
             .unwrap();
         sources(&r.semantic)
     };
@@ -1185,7 +1250,8 @@ fn the_cutoff_keeps_only_the_file_a_query_is_about(model: Arc<memdb::LocalOnnx>)
 /// first.
 fn by_meaning(db: &Memdb, name: &str, q: &str) -> Vec<String> {
     sources(
-        &db.kb_search(name, q, Some(RagTarget::Semantic), 10)
+        &db.kuradb()
+            .search(name, q, Some(RagTarget::Semantic), 10)
             .unwrap()
             .semantic,
     )
@@ -1212,9 +1278,11 @@ fn semantic_search_runs_in_two_stages_over_summed_source_vectors() {
             format!("zebra quantum report {i}\n").as_bytes(),
         );
     }
-    db.kb_add("two", &[inbox.path().to_path_buf()]).unwrap();
+    db.kuradb()
+        .add("two", &[inbox.path().to_path_buf()])
+        .unwrap();
     sync(&db, "two");
-    let kb = db.kb("two").unwrap();
+    let kb = db.kuradb().get("two").unwrap();
     let h = db.namespace(&kb.namespace).unwrap();
 
     // Every source's vector is the normalized sum of its chunks' vectors.
@@ -1259,7 +1327,8 @@ fn semantic_search_runs_in_two_stages_over_summed_source_vectors() {
         "zebra quantum flux"
     );
     let q = db
-        .kb_search("two", "zebra quantum flux", Some(RagTarget::Keyword), 10)
+        .kuradb()
+        .search("two", "zebra quantum flux", Some(RagTarget::Keyword), 10)
         .unwrap();
     assert!(sources(&q.keyword).contains(&"needle.md".to_string()));
 
@@ -1394,11 +1463,13 @@ fn a_long_chunk_is_embedded_as_passages_that_all_point_at_it() {
     long.push_str("the secret ingredient is saffron from la mancha in spain");
     write(inbox.path(), "recipe.md", long.as_bytes());
     write(inbox.path(), "short.md", b"a short note about tea\n");
-    db.kb_add("long", &[inbox.path().to_path_buf()]).unwrap();
+    db.kuradb()
+        .add("long", &[inbox.path().to_path_buf()])
+        .unwrap();
     sync(&db, "long");
-    let kb = db.kb("long").unwrap();
+    let kb = db.kuradb().get("long").unwrap();
     let h = db.namespace(&kb.namespace).unwrap();
-    let st = db.kb_status("long").unwrap();
+    let st = db.kuradb().status("long").unwrap();
     assert_eq!((st.chunks, st.embedded, st.pending), (2, 2, 0), "{st:?}");
     // 100 words in windows of 16 overlapping by 2: 7 passages, the first
     // in the chunk space, six in passage spaces.
@@ -1414,7 +1485,8 @@ fn a_long_chunk_is_embedded_as_passages_that_all_point_at_it() {
     assert_eq!(e.texts.load(Ordering::SeqCst), 8);
     // Found by what only its last passage says.
     let q = db
-        .kb_search(
+        .kuradb()
+        .search(
             "long",
             "saffron from la mancha in spain",
             Some(RagTarget::Semantic),

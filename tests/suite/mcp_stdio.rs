@@ -3,6 +3,7 @@
 //! and started on a directory a memdb-server holds (forwarding, or a clear
 //! refusal without a key).
 
+use memdb::Systems;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
@@ -386,7 +387,9 @@ fn kuradb_tools_over_stdio_see_a_synced_knowledge_base() {
     .unwrap();
     {
         let db = memdb::Memdb::open(data.path()).unwrap();
-        db.kb_add("animals", &[inbox.path().to_path_buf()]).unwrap();
+        db.kuradb()
+            .add("animals", &[inbox.path().to_path_buf()])
+            .unwrap();
         db.close().unwrap();
     }
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb-test-mcp"));

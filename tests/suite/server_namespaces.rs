@@ -4,6 +4,7 @@
 //! exports, counts or assembles context from another one, through REST, the
 //! MCP tool shim or streamable HTTP MCP (`/mcp`).
 
+use memdb::Systems;
 use serde_json::{Value, json};
 
 use crate::server_util::*;
@@ -563,14 +564,20 @@ fn a_limited_key_sees_only_its_namespaces_knowledge_bases() {
             ("default", "house", &default_dir),
         ] {
             let h = db.namespace(ns).unwrap();
-            h.kb_add(name, std::slice::from_ref(dir)).unwrap();
-            assert_eq!(h.kb_sync(name).unwrap().parsed, 1);
+            h.kuradb().add(name, std::slice::from_ref(dir)).unwrap();
+            assert_eq!(h.kuradb().sync(name).unwrap().parsed, 1);
         }
         db.embed_pending(None, &mut |_| {}).unwrap();
         // A base of another namespace does not exist for a handle.
-        assert!(db.namespace("alpha").unwrap().kb("beta-only").is_err());
-        assert_eq!(db.kb_list().unwrap().len(), 1);
-        assert_eq!(db.kb_list_all().unwrap().len(), 4);
+        assert!(
+            db.namespace("alpha")
+                .unwrap()
+                .kuradb()
+                .get("beta-only")
+                .is_err()
+        );
+        assert_eq!(db.kuradb().list().unwrap().len(), 1);
+        assert_eq!(db.kuradb().list_all().unwrap().len(), 4);
     });
 
     // What each key may see, and what it must never see.

@@ -1,5 +1,5 @@
 //! KuraDB at scale (issue #16; SPEC.md §15): a generated mixed folder
-//! ingested through `Memdb::kb_sync`, measured, and exported for the
+//! ingested through `KuraDb::sync`, measured, and exported for the
 //! ChromaDB side-by-side (`benches/kb/compare_chroma.py`).
 //!
 //! - `gen --dir D --files N`: writes N files (text, Markdown, Rust, Python,
@@ -9,22 +9,22 @@
 //!   paragraph holds the marker word [`marker`]`(i)`, found by no other
 //!   file. Deterministic (seed 16).
 //! - `ingest --dir D`: a fresh store with the hashing embedder (384-d),
-//!   `kb_add`, then `kb_sync` timed (parse, store, text index: embedding
+//!   `kuradb().add`, then `sync` timed (parse, store, text index: embedding
 //!   excluded, it runs after as the background queue would), while a
-//!   second thread asks `kb_search` for the first file's marker until it
+//!   second thread asks `KuraDb::search` for the first file's marker until it
 //!   answers (time to first searchable) and a third samples VmRSS every
 //!   20 ms per phase (open, sync, embed, the benchmark's own loading of
 //!   every chunk and of the query corpus as "bench", query). Then `embed_pending` timed (hashing + the vector
 //!   index), and the hashing embedder alone on the same texts, so the
 //!   vector-index cost is `embed_s - hashing_s`. With `--queries Q` it
-//!   times Q keyword and Q semantic `kb_search` calls (query vectors
+//!   times Q keyword and Q semantic `KuraDb::search` calls (query vectors
 //!   cached by a first untimed pass: embedding excluded). With `--export
 //!   OUT` it writes the chunks (`chunks.jsonl`), their vectors
 //!   (`vectors.f32`, little-endian, row-major) and the queries with their
 //!   vectors (`queries.json`) for the peer. Prints one JSON object.
 //!
 //! - `calibrate [--model local|local-minilm|local-float|hashing] [--pairs N]`: the similarity
-//!   distributions behind `kb_search`'s semantic cutoff
+//!   distributions behind `KuraDb::search`'s semantic cutoff
 //!   (`memdb::kuradb::min_similarity`). From N chitchat conversations of at
 //!   least 8 turns, a query turn against a 3-turn passage (the chunk
 //!   shape) in three relations: *unrelated* (another conversation),
@@ -35,12 +35,13 @@
 //!   (as many unrelated pairs kept as containing pairs cut).
 //!
 //! - `query --store S [--queries Q] [--seconds T]`: reopens a store that
-//!   `ingest --store S` left and times Q semantic `kb_search` calls (the
+//!   `ingest --store S` left and times Q semantic `KuraDb::search` calls (the
 //!   same turns as `ingest`'s, query vectors cached by a first pass), then
 //!   repeats them for T more seconds: a window for `perf record`.
 //!
 //! Run: `benches/kb/run.sh` (gen, ingest and the peer).
 
+use memdb::Systems;
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -361,7 +362,7 @@ fn ingest(
         config.store_cache_bytes = mb << 20;
     }
     let db = Arc::new(Memdb::open_with(store, config)?);
-    db.kb_add("bench", &[dir.to_path_buf()])?;
+    db.kuradb().add("bench", &[dir.to_path_buf()])?;
 
     // Time to first searchable: the first file in walk order is f00000.
     let first = marker(0);
@@ -373,7 +374,9 @@ fn ingest(
             let mut tries = 0;
             while !done.load(Ordering::Relaxed) {
                 tries += 1;
-                let r = db.kb_search("bench", &first, Some(RagTarget::Keyword), 10)?;
+                let r = db
+                    .kuradb()
+                    .search("bench", &first, Some(RagTarget::Keyword), 10)?;
                 if r.keyword.is_some_and(|k| !k.is_empty()) {
                     return Ok(Some((start.elapsed().as_secs_f64(), tries)));
                 }
@@ -383,7 +386,7 @@ fn ingest(
         })
     };
     sampler.enter(1);
-    let report = db.kb_sync("bench")?;
+    let report = db.kuradb().sync("bench")?;
     let sync = start.elapsed();
     done.store(true, Ordering::Relaxed);
     let first_hit = match searcher.join() {
@@ -396,7 +399,7 @@ fn ingest(
     let embed = t.elapsed();
     sampler.enter(3);
 
-    let kb = db.kb("bench")?;
+    let kb = db.kuradb().get("bench")?;
     let h = db.namespace(&kb.namespace)?;
     let chunks = h.records_of_kind(CHUNK)?;
     let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
@@ -408,7 +411,8 @@ fn ingest(
     // Every file's marker must be found once the sync returned.
     let last = marker(report.scanned.saturating_sub(1) as usize);
     let found_last = db
-        .kb_search("bench", &last, Some(RagTarget::Keyword), 10)?
+        .kuradb()
+        .search("bench", &last, Some(RagTarget::Keyword), 10)?
         .keyword
         .is_some_and(|k| k.len() == 1);
 
@@ -455,7 +459,8 @@ fn ingest(
     if queries > 0 {
         sampler.enter(4);
         for q in &semantic {
-            db.kb_search("bench", q, Some(RagTarget::Semantic), 10)?;
+            db.kuradb()
+                .search("bench", q, Some(RagTarget::Semantic), 10)?;
         }
         for (name, qs, target) in [
             ("keyword", &words, RagTarget::Keyword),
@@ -466,7 +471,7 @@ fn ingest(
             let all = Instant::now();
             for q in qs {
                 let t = Instant::now();
-                let r = db.kb_search("bench", q, Some(target), 10)?;
+                let r = db.kuradb().search("bench", q, Some(target), 10)?;
                 lat.push(t.elapsed());
                 let groups = r.keyword.or(r.semantic).unwrap_or_default();
                 hits += groups.iter().map(|g| g.matches.len()).sum::<usize>();
@@ -561,14 +566,17 @@ fn query(store: &Path, queries: usize, seconds: u64) -> Result<()> {
         .map(|_| turns[rng.below(turns.len())].clone())
         .collect();
     for q in &qs {
-        db.kb_search("bench", q, Some(RagTarget::Semantic), 10)?;
+        db.kuradb()
+            .search("bench", q, Some(RagTarget::Semantic), 10)?;
     }
     let mut lat = Vec::with_capacity(qs.len());
     let mut hits = 0usize;
     let all = Instant::now();
     for q in &qs {
         let t = Instant::now();
-        let r = db.kb_search("bench", q, Some(RagTarget::Semantic), 10)?;
+        let r = db
+            .kuradb()
+            .search("bench", q, Some(RagTarget::Semantic), 10)?;
         lat.push(t.elapsed());
         hits += r
             .semantic
@@ -583,7 +591,8 @@ fn query(store: &Path, queries: usize, seconds: u64) -> Result<()> {
     let mut extra = 0u64;
     while Instant::now() < end {
         for q in &qs {
-            db.kb_search("bench", q, Some(RagTarget::Semantic), 10)?;
+            db.kuradb()
+                .search("bench", q, Some(RagTarget::Semantic), 10)?;
             extra += 1;
         }
     }

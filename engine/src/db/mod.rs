@@ -14,6 +14,7 @@ pub(crate) mod kind_spaces;
 pub(crate) mod namespace;
 pub(crate) mod records;
 mod spaces;
+pub(crate) mod typed;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

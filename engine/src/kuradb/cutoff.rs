@@ -1,4 +1,4 @@
-//! The semantic cutoff of `kb_search` (SPEC.md §15.4): which semantic
+//! The semantic cutoff of `KuraDb::search` (SPEC.md §15.4): which semantic
 //! hits are close enough to the query to be shown.
 //!
 //! Most models' cosines mean the same for every query, and one absolute
@@ -55,7 +55,7 @@ impl SemanticCut {
     }
 }
 
-/// The semantic cutoff of `kb_search` for vectors of `model`.
+/// The semantic cutoff of `KuraDb::search` for vectors of `model`.
 pub fn semantic_cut(model: &ModelIdentity) -> SemanticCut {
     let name = model.name.as_str();
     if model.provider != crate::embed::LOCAL_PROVIDER {

@@ -25,26 +25,24 @@ pub mod cutoff;
 pub mod office;
 pub mod parse;
 pub mod pdf;
+mod search;
 mod source;
+mod sync;
 pub mod watch;
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::db::Memdb;
-use crate::db::records::{EmbedWhen, NewRecord, Record, RecordFilter, RecordKind, RecordSignals};
+use crate::db::records::{NewRecord, RecordChange, RecordKind};
+use crate::db::typed::{Kind, Typed};
 use crate::error::{Error, Result};
-use chunk::FileKind;
 pub use cutoff::{
     E5_ANCHOR_MEAN, E5_MARGIN, MIN_SIMILARITY, MINILM_MIN_SIMILARITY, SemanticCut, semantic_cut,
 };
-use parse::Parsed;
-use source::ReadFailure;
 
 /// A knowledge base's registry entry (namespace [`REGISTRY_NAMESPACE`]).
 pub const KNOWLEDGE_BASE: RecordKind = RecordKind {
@@ -133,7 +131,7 @@ pub struct SyncReport {
     pub chunks: u64,
 }
 
-/// How far a [`Memdb::kb_sync_with_progress`] has come: `done` of the
+/// How far a [`KuraDb::sync_with_progress`] has come: `done` of the
 /// `total` files found under the inbox folders have been looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SyncProgress {
@@ -229,166 +227,152 @@ pub struct RagResults {
     pub semantic: Option<Vec<SourceGroup>>,
 }
 
+/// Kind 20, a knowledge base's registry entry ([`KNOWLEDGE_BASE`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Base;
+
+/// A registry entry's body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseBody {
+    /// The base's name (normalized), also the record's text.
+    pub name: String,
+    /// The owner namespace (`default` for an entry written before bases
+    /// had owners).
+    #[serde(default = "default_owner")]
+    pub owner: String,
+    /// The namespace holding its documents and chunks (`kb-<12 hex>`).
+    pub namespace: String,
+    /// The folders it reads, absolute.
+    pub inbox: Vec<String>,
+}
+
+impl Kind for Base {
+    const KIND: RecordKind = KNOWLEDGE_BASE;
+    type Body = BaseBody;
+}
+
+/// Kind 21, one source file ([`DOCUMENT`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Document;
+
+/// A document's body (SPEC.md §15.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentBody {
+    /// The file's path.
+    pub source: String,
+    /// Its size in bytes when last read.
+    pub size: u64,
+    /// Its modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Its content hash; empty for a file that failed before it was ever
+    /// stored.
+    pub hash: String,
+    /// How many chunks it has.
+    pub total: u64,
+    /// Whether the file left the inbox (its chunks are dismissed).
+    pub dismissed: bool,
+    /// Why the file's last read, parse or store failed (`kb status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+impl Kind for Document {
+    const KIND: RecordKind = DOCUMENT;
+    type Body = DocumentBody;
+}
+
+/// Kind 22, one piece of a document ([`CHUNK`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Chunk;
+
+/// A chunk's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkBody {
+    /// Its number in its file, from 1.
+    pub chunk: u64,
+    /// How many chunks its file has.
+    pub total: u64,
+}
+
+impl Kind for Chunk {
+    const KIND: RecordKind = CHUNK;
+    type Body = ChunkBody;
+}
+
 fn default_owner() -> String {
     crate::store::namespaces::DEFAULT.to_string()
 }
 
-/// The owner namespace of registry entry `r` (`default` for an entry
-/// written before bases had owners).
-fn owner_of(r: &Record) -> &str {
-    r.body["owner"]
-        .as_str()
-        .unwrap_or(crate::store::namespaces::DEFAULT)
-}
-
-fn kb_from(r: &Record) -> KnowledgeBase {
+fn kb_from(r: &Typed<BaseBody>) -> KnowledgeBase {
     KnowledgeBase {
-        name: r.body["name"].as_str().unwrap_or_default().to_string(),
-        owner: owner_of(r).to_string(),
-        namespace: r.body["namespace"].as_str().unwrap_or_default().to_string(),
-        inbox: r.body["inbox"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(PathBuf::from)
-                    .collect()
-            })
-            .unwrap_or_default(),
-        created_at: r.created_at,
+        name: r.body.name.clone(),
+        owner: r.body.owner.clone(),
+        namespace: r.body.namespace.clone(),
+        inbox: r.body.inbox.iter().map(PathBuf::from).collect(),
+        created_at: r.record.created_at,
     }
 }
 
-/// A file as a sync sees it.
-struct Seen {
-    path: PathBuf,
-    size: u64,
-    mtime_ns: i64,
+/// KuraDB on a store handle: the knowledge bases of the handle's namespace
+/// (`Memdb::kuradb`, through [`crate::Systems`]).
+#[derive(Clone, Copy)]
+pub struct KuraDb<'a> {
+    db: &'a Memdb,
 }
 
-/// What a walk of the inbox folders found.
-#[derive(Default)]
-struct Walked {
-    files: Vec<Seen>,
-    /// Folders that could not be read: nothing under them is dismissed.
-    unreadable: Vec<PathBuf>,
-    skipped: u64,
-}
-
-impl Walked {
-    /// Whether `source` lies under a folder this walk could not read, so
-    /// its absence from the walk says nothing.
-    fn unseen(&self, source: &Path) -> bool {
-        self.unreadable.iter().any(|d| source.starts_with(d))
+impl std::fmt::Debug for KuraDb<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KuraDb")
+            .field("namespace", &self.db.namespace_name())
+            .finish()
     }
 }
 
-fn walk(dir: &Path, depth: usize, out: &mut Walked) {
-    if depth > MAX_WALK_DEPTH {
-        return;
+impl<'a> KuraDb<'a> {
+    /// KuraDB on handle `db`: its bases are those `db`'s namespace owns.
+    pub fn new(db: &'a Memdb) -> KuraDb<'a> {
+        KuraDb { db }
     }
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) => {
-            tracing::warn!(dir = %dir.display(), error = %e, "kuradb: cannot read folder; its files are kept as they are");
-            out.unreadable.push(dir.to_path_buf());
-            return;
-        }
-    };
-    let mut entries: Vec<_> = entries.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
-            continue;
-        };
-        if meta.is_dir() {
-            walk(&e.path(), depth + 1, out);
-        } else if meta.is_file() {
-            let name = e.file_name().to_string_lossy().to_string();
-            if chunk::kind_of(&name) == FileKind::Skipped {
-                out.skipped += 1;
-                continue;
-            }
-            let mtime_ns = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos() as i64);
-            out.files.push(Seen {
-                path: e.path(),
-                size: meta.len(),
-                mtime_ns,
-            });
-        }
-    }
-}
 
-/// A live document's body: the file `f` at `source`, its content hash
-/// and chunk count (SPEC.md §15.2).
-fn doc_body(source: &str, f: &Seen, hash: &str, total: usize) -> Value {
-    json!({
-        "source": source,
-        "size": f.size,
-        "mtime_ns": f.mtime_ns,
-        "hash": hash,
-        "total": total,
-        "dismissed": false,
-    })
-}
-
-fn chunk_records(texts: &[String], dismissed: bool) -> Vec<NewRecord> {
-    let total = texts.len();
-    texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| NewRecord {
-            text: t.clone(),
-            embed: true,
-            tags: if dismissed {
-                vec![DISMISSED.to_string()]
-            } else {
-                Vec::new()
-            },
-            body: json!({"chunk": i + 1, "total": total}),
-            ..Default::default()
-        })
-        .collect()
-}
-
-impl Memdb {
-    fn kb_registry(&self) -> Result<Memdb> {
-        self.namespace(REGISTRY_NAMESPACE)
+    fn registry(&self) -> Result<Memdb> {
+        self.db.namespace(REGISTRY_NAMESPACE)
     }
 
     /// Every registry entry of this handle's namespace, oldest first.
-    fn kb_records(&self) -> Result<Vec<Record>> {
-        let owner = self.namespace_name();
+    fn entries(&self) -> Result<Vec<Typed<BaseBody>>> {
+        let owner = self.db.namespace_name();
         Ok(self
-            .kb_registry()?
-            .records_of_kind(KNOWLEDGE_BASE)?
+            .registry()?
+            .records::<Base>()
+            .all()?
             .into_iter()
-            .filter(|r| owner_of(r) == owner)
+            .filter(|r| r.body.owner == owner)
             .collect())
     }
 
     /// The registry entry of base `name` in this handle's namespace: a base
     /// of another namespace does not exist here.
-    fn kb_record(&self, name: &str) -> Result<Record> {
+    fn entry(&self, name: &str) -> Result<Typed<BaseBody>> {
         let name = normalize_name(name)?;
-        self.kb_records()?
+        self.entries()?
             .into_iter()
-            .find(|r| r.body["name"] == name.as_str())
+            .find(|r| r.body.name == name)
             .ok_or(Error::NotFound {
                 what: "knowledge base",
                 id: name,
             })
     }
 
+    /// The handle on base `kb`'s own namespace (its documents and chunks).
+    fn contents(&self, kb: &KnowledgeBase) -> Result<Memdb> {
+        self.db.namespace(&kb.namespace)
+    }
+
     /// Registers knowledge base `name`, owned by this handle's namespace,
     /// reading the folders `inbox` (each must exist). Names are normalized
     /// as KuraDB does; a name taken in this namespace is a conflict. Live at
     /// once: no restart.
-    pub fn kb_add(&self, name: &str, inbox: &[PathBuf]) -> Result<KnowledgeBase> {
+    pub fn add(&self, name: &str, inbox: &[PathBuf]) -> Result<KnowledgeBase> {
         let name = normalize_name(name)?;
         if inbox.is_empty() {
             return Err(Error::invalid("inbox", "name at least one folder"));
@@ -405,458 +389,186 @@ impl Memdb {
             }
             folders.push(abs.to_string_lossy().to_string());
         }
-        if self.kb_record(&name).is_ok() {
+        if self.entry(&name).is_ok() {
             return Err(Error::Conflict(format!("db already registered: {name}")));
         }
         // A random (v4) id, not a time-ordered one: the namespace is named
         // by its first 12 hex digits, which in a v7 id are the creation time.
         let id = Uuid::new_v4();
-        let namespace = format!("kb-{}", &id.simple().to_string()[..12]);
-        let r = self.kb_registry()?.put_record_as(
-            KNOWLEDGE_BASE,
-            id,
-            NewRecord {
-                text: name.clone(),
-                body: json!({
-                    "name": name,
-                    "owner": self.namespace_name(),
-                    "namespace": namespace,
-                    "inbox": folders,
-                }),
-                ..Default::default()
-            },
-        )?;
+        let body = BaseBody {
+            name: name.clone(),
+            owner: self.db.namespace_name().to_string(),
+            namespace: format!("kb-{}", &id.simple().to_string()[..12]),
+            inbox: folders,
+        };
+        let base = NewRecord {
+            text: name,
+            ..Default::default()
+        };
+        let r = self.registry()?.records::<Base>().put_as(id, base, &body)?;
         Ok(kb_from(&r))
     }
 
     /// The knowledge bases of this handle's namespace, oldest first.
-    pub fn kb_list(&self) -> Result<Vec<KnowledgeBase>> {
-        Ok(self.kb_records()?.iter().map(kb_from).collect())
+    pub fn list(&self) -> Result<Vec<KnowledgeBase>> {
+        Ok(self.entries()?.iter().map(kb_from).collect())
     }
 
     /// Every knowledge base of the store, whatever its owner, oldest first:
     /// for the watcher and store-wide administration, never for a request
     /// made on behalf of one namespace.
-    pub fn kb_list_all(&self) -> Result<Vec<KnowledgeBase>> {
+    pub fn list_all(&self) -> Result<Vec<KnowledgeBase>> {
         Ok(self
-            .kb_registry()?
-            .records_of_kind(KNOWLEDGE_BASE)?
+            .registry()?
+            .records::<Base>()
+            .all()?
             .iter()
             .map(kb_from)
             .collect())
     }
 
     /// Knowledge base `name`.
-    pub fn kb(&self, name: &str) -> Result<KnowledgeBase> {
-        Ok(kb_from(&self.kb_record(name)?))
+    pub fn get(&self, name: &str) -> Result<KnowledgeBase> {
+        Ok(kb_from(&self.entry(name)?))
     }
 
     /// Renames a knowledge base (its namespace and data stay).
-    pub fn kb_rename(&self, old: &str, new: &str) -> Result<KnowledgeBase> {
-        let rec = self.kb_record(old)?;
+    pub fn rename(&self, old: &str, new: &str) -> Result<KnowledgeBase> {
+        let rec = self.entry(old)?;
         let new = normalize_name(new)?;
-        if rec.body["name"] == new.as_str() {
+        if rec.body.name == new {
             return Ok(kb_from(&rec));
         }
-        if self.kb_record(&new).is_ok() {
+        if self.entry(&new).is_ok() {
             return Err(Error::Conflict(format!(
                 "target name already exists: {new}"
             )));
         }
-        let mut body = rec.body.clone();
-        body["name"] = Value::from(new.clone());
-        let r = self.kb_registry()?.update_record(
-            rec.id,
-            crate::db::records::RecordChange {
-                text: Some(new),
-                body: Some(body),
-                ..Default::default()
-            },
-        )?;
+        let body = BaseBody {
+            name: new.clone(),
+            ..rec.body
+        };
+        let change = RecordChange {
+            text: Some(new),
+            ..Default::default()
+        };
+        let r = self
+            .registry()?
+            .records::<Base>()
+            .update(rec.record.id, change, &body)?;
         Ok(kb_from(&r))
     }
 
     /// Removes a knowledge base with all its documents and chunks; returns
     /// how many records went.
-    pub fn kb_remove(&self, name: &str) -> Result<u64> {
-        let rec = self.kb_record(name)?;
-        let kb = kb_from(&rec);
-        let h = self.namespace(&kb.namespace)?;
+    pub fn remove(&self, name: &str) -> Result<u64> {
+        let rec = self.entry(name)?;
+        let h = self.contents(&kb_from(&rec))?;
         let mut removed = 0;
         for d in h.records_of_kind(DOCUMENT)? {
             removed += h.delete_record(d.id)?;
         }
-        removed += self.kb_registry()?.delete_record(rec.id)?;
+        removed += self.registry()?.delete_record(rec.record.id)?;
         Ok(removed)
     }
 
     /// Counts of knowledge base `name`: documents, chunks, and how many
     /// chunks are embedded or still queued for the background embedding.
-    pub fn kb_status(&self, name: &str) -> Result<KbStatus> {
-        let kb = self.kb(name)?;
-        let h = self.namespace(&kb.namespace)?;
-        let docs = h.records_of_kind(DOCUMENT)?;
+    pub fn status(&self, name: &str) -> Result<KbStatus> {
+        let kb = self.get(name)?;
+        let h = self.contents(&kb)?;
+        let docs = h.records::<Document>().all()?;
         let failures = docs
             .iter()
             .filter_map(|d| {
                 Some(FileFailure {
-                    source: d.body["source"].as_str()?.to_string(),
-                    reason: d.body["failed"].as_str()?.to_string(),
+                    source: d.body.source.clone(),
+                    reason: d.body.failed.clone()?,
                 })
             })
             .collect();
         Ok(KbStatus {
             failures,
-            dismissed: docs.iter().filter(|d| d.body["dismissed"] == true).count() as u64,
+            dismissed: docs.iter().filter(|d| d.body.dismissed).count() as u64,
             // A file that failed before it was ever stored holds nothing.
-            documents: docs
-                .iter()
-                .filter(|d| d.body["hash"].as_str().is_some_and(|h| !h.is_empty()))
-                .count() as u64,
+            documents: docs.iter().filter(|d| !d.body.hash.is_empty()).count() as u64,
             chunks: h.count_records(CHUNK)?,
             embedded: h.count_record_vectors(CHUNK)?,
             pending: h.count_record_pending(CHUNK)?,
             name: kb.name,
         })
     }
+}
 
-    /// Reads knowledge base `name`'s inbox folders once: new and changed
-    /// files are parsed and stored (one transaction per file), unchanged
-    /// ones skipped, removed ones dismissed, returning ones revived.
-    pub fn kb_sync(&self, name: &str) -> Result<SyncReport> {
-        self.kb_sync_with_progress(name, &mut |_| {})
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::records::Record;
+    use crate::db::typed::{decode, encode};
+    use serde_json::{Value, json};
 
-    /// [`Memdb::kb_sync`], calling `progress` once when the inbox folders
-    /// have been walked (nothing done yet), before each file with the files
-    /// looked at so far, and once at the end (`done == total`), so a caller
-    /// can draw a progress bar over the parse phase.
-    pub fn kb_sync_with_progress(
-        &self,
-        name: &str,
-        progress: &mut dyn FnMut(SyncProgress),
-    ) -> Result<SyncReport> {
-        let kb = self.kb(name)?;
-        let h = self.namespace(&kb.namespace)?;
-        let mut report = SyncReport::default();
-        let mut walked = Walked::default();
-        for dir in &kb.inbox {
-            walk(dir, 0, &mut walked);
-        }
-        report.skipped = walked.skipped;
-        report.unreadable = walked.unreadable.len() as u64;
-        let seen = &walked.files;
-        let docs: HashMap<String, Record> = h
-            .records_of_kind(DOCUMENT)?
-            .into_iter()
-            .map(|d| (d.body["source"].as_str().unwrap_or_default().to_string(), d))
-            .collect();
-        let mut present = std::collections::HashSet::new();
-        let total = seen.len() as u64;
-        progress(SyncProgress { done: 0, total });
-        for f in seen {
-            progress(SyncProgress {
-                done: report.scanned,
-                total,
-            });
-            report.scanned += 1;
-            let source = f.path.to_string_lossy().to_string();
-            present.insert(source.clone());
-            let old = docs.get(&source);
-            let dismissed = old.is_some_and(|d| d.body["dismissed"] == true);
-            let failed_before = old.is_some_and(|d| d.body["failed"].is_string());
-            // A file that failed is tried again only once it changes.
-            if let Some(d) = old
-                && (!dismissed || failed_before)
-                && d.body["size"] == f.size
-                && d.body["mtime_ns"] == f.mtime_ns
-            {
-                report.unchanged += 1;
-                continue;
-            }
-            let bytes = match source::read_source(&f.path) {
-                Ok(b) => b,
-                Err(ReadFailure::Failed(e)) => {
-                    tracing::warn!(file = %source, error = %e, "kuradb: cannot read file; tried again next pass");
-                    report.failed += 1;
-                    continue;
-                }
-                Err(ReadFailure::Refused(e)) => {
-                    self.kb_record_failure(&h, old, f, &source, &format!("the file {e}"));
-                    report.failed += 1;
-                    continue;
-                }
-            };
-            let hash = chunk::content_hash(&bytes);
-            let chunks = match parse::parse_source(&source, &bytes) {
-                Ok(Parsed::Chunks(c)) => c,
-                Ok(Parsed::NotText) => {
-                    report.skipped += 1;
-                    continue;
-                }
-                Err(e) => {
-                    self.kb_record_failure(&h, old, f, &source, &e);
-                    report.failed += 1;
-                    continue;
-                }
-            };
-            let same_content = old.is_some_and(|d| d.body["hash"] == hash.as_str());
-            let id = old.map_or_else(crate::util::ids::new_id, |d| d.id);
-            let doc = NewRecord {
-                text: String::new(),
-                body: doc_body(&source, f, &hash, chunks.len()),
-                ..Default::default()
-            };
-            // A file the store refuses (a chunk over a record limit) fails
-            // alone: the pass goes on, and dismissal below still runs.
-            if let Err(e) = h.replace_children(
-                id,
-                Some((DOCUMENT, doc)),
-                CHUNK,
-                chunk_records(&chunks, false),
-                EmbedWhen::Background,
-            ) {
-                self.kb_record_failure(&h, old, f, &source, &format!("not stored: {e}"));
-                report.failed += 1;
-                continue;
-            }
-            report.chunks += chunks.len() as u64;
-            if same_content && !dismissed && !failed_before {
-                report.unchanged += 1;
-            } else if same_content && dismissed {
-                report.revived += 1;
-            } else {
-                report.parsed += 1;
-            }
-        }
-        for (source, d) in &docs {
-            if present.contains(source)
-                || d.body["dismissed"] == true
-                || walked.unseen(Path::new(source))
-            {
-                continue;
-            }
-            let texts: Vec<String> = match h.record_children(d.id, Some(CHUNK)) {
-                Ok(chunks) => chunks.into_iter().map(|c| c.text).collect(),
-                Err(e) => {
-                    tracing::warn!(file = %source, error = %e, "kuradb: cannot dismiss; tried again next pass");
-                    report.failed += 1;
-                    continue;
-                }
-            };
-            let mut body = d.body.clone();
-            body["dismissed"] = Value::Bool(true);
-            // Tagged too: the first stage of the semantic search skips it.
-            let doc = NewRecord {
-                body,
-                tags: vec![DISMISSED.to_string()],
-                ..Default::default()
-            };
-            if let Err(e) = h.replace_children(
-                d.id,
-                Some((DOCUMENT, doc)),
-                CHUNK,
-                chunk_records(&texts, true),
-                EmbedWhen::Background,
-            ) {
-                tracing::warn!(file = %source, error = %e, "kuradb: cannot dismiss; tried again next pass");
-                report.failed += 1;
-                continue;
-            }
-            report.dismissed += 1;
-        }
-        // The pass's chunks become searchable by keyword now, not at the
-        // next commit by count or search; the commit also frees the text
-        // writer's in-memory segment (up to its 64 MiB budget), which
-        // otherwise stays resident through the embedding drain that follows
-        // a bulk sync (about 49 MB at 10,000 files, heaptrack).
-        self.fresh_text()?;
-        progress(SyncProgress { done: total, total });
-        Ok(report)
-    }
-
-    /// Records that file `f` failed (`reason`, logged too): its document
-    /// keeps what it had (chunks included) and remembers the file's size,
-    /// time and the reason, so `kb status` shows it and the next pass does
-    /// not try it again until it changes. A file never stored gets a
-    /// document without chunks. A failure to record is logged only.
-    fn kb_record_failure(
-        &self,
-        h: &Memdb,
-        old: Option<&Record>,
-        f: &Seen,
-        source: &str,
-        reason: &str,
-    ) {
-        tracing::warn!(file = %source, error = %reason, "kuradb: file failed; the store keeps what it had");
-        let reason: String = reason.chars().take(MAX_REASON_CHARS).collect();
-        let written = match old {
-            Some(d) => {
-                let mut body = d.body.clone();
-                body["size"] = json!(f.size);
-                body["mtime_ns"] = json!(f.mtime_ns);
-                body["failed"] = Value::from(reason);
-                h.update_record(
-                    d.id,
-                    crate::db::records::RecordChange {
-                        body: Some(body),
-                        ..Default::default()
-                    },
-                )
-                .map(|_| ())
-            }
-            None => h
-                .replace_children(
-                    crate::util::ids::new_id(),
-                    Some((
-                        DOCUMENT,
-                        NewRecord {
-                            text: String::new(),
-                            body: {
-                                let mut body = doc_body(source, f, "", 0);
-                                body["failed"] = Value::from(reason);
-                                body
-                            },
-                            ..Default::default()
-                        },
-                    )),
-                    CHUNK,
-                    Vec::new(),
-                    EmbedWhen::Background,
-                )
-                .map(|_| ()),
-        };
-        if let Err(e) = written {
-            tracing::warn!(file = %source, error = %e, "kuradb: cannot record the failure");
+    fn record(kind: RecordKind, body: Value) -> Record {
+        Record {
+            id: Uuid::nil(),
+            kind: kind.code,
+            parent: None,
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+            importance: 0.0,
+            text: String::new(),
+            tags: Vec::new(),
+            body,
+            metadata: json!({}),
         }
     }
 
-    /// KuraDB's `search_rag` over knowledge base `name`: keyword (BM25 over
-    /// the chunks), semantic (vector similarity, hits under the model's
-    /// [`semantic_cut`] cut) or both; each grouped by source file in the
-    /// order of its first hit. Dismissed chunks never match.
-    pub fn kb_search(
-        &self,
-        name: &str,
-        query: &str,
-        target: Option<RagTarget>,
-        limit: usize,
-    ) -> Result<RagResults> {
-        let kb = self.kb(name)?;
-        let query = query.trim();
-        if query.is_empty() {
-            return Err(Error::invalid("q", "invalid argument: q is required"));
-        }
-        let limit = if (1..=100).contains(&limit) {
-            limit
-        } else {
-            10
-        };
-        let h = self.namespace(&kb.namespace)?;
-        let filter = RecordFilter {
-            kinds: vec![CHUNK],
-            exclude_tags: vec![DISMISSED.to_string()],
-            ..Default::default()
-        };
-        let want_keyword = target != Some(RagTarget::Semantic);
-        let want_semantic = target != Some(RagTarget::Keyword);
-        let keyword = || -> Result<Option<Vec<SourceGroup>>> {
-            if !want_keyword {
-                return Ok(None);
-            }
-            let found = h.search_records_by(query, &filter, limit, RecordSignals::KEYWORD)?;
-            let ids: Vec<Uuid> = found.keyword.iter().map(|h| h.0).collect();
-            Ok(Some(h.group_by_source(&ids)?))
-        };
-        let semantic = || -> Result<Option<Vec<SourceGroup>>> {
-            if !want_semantic {
-                return Ok(None);
-            }
-            let ids = h.kb_semantic(query, &filter, limit)?;
-            Ok(Some(h.group_by_source(&ids)?))
-        };
-        // With both, the two branches run at once.
-        let (keyword, semantic) = if want_keyword && want_semantic {
-            crate::db::records::keyword_beside(keyword, semantic)
-        } else {
-            (keyword(), semantic())
-        };
-        Ok(RagResults {
-            keyword: keyword?,
-            semantic: semantic?,
-        })
+    /// The bodies as stores written before the typed kinds hold them (the
+    /// on-disk format, SPEC.md §15.2) decode, and encode back the same.
+    #[test]
+    fn stored_bodies_decode_and_encode_unchanged() {
+        let doc = json!({"source": "/in/a.txt", "size": 12, "mtime_ns": -5,
+            "hash": "ab12", "total": 3, "dismissed": false});
+        let d = decode::<Document>(&record(DOCUMENT, doc.clone())).unwrap();
+        assert_eq!(
+            (d.size, d.mtime_ns, d.total, d.failed.is_none()),
+            (12, -5, 3, true)
+        );
+        assert_eq!(encode::<Document>(&d).unwrap(), doc);
+        let failed = json!({"source": "/in/b.pdf", "size": 1, "mtime_ns": 2,
+            "hash": "", "total": 0, "dismissed": false, "failed": "parse: bad"});
+        let d = decode::<Document>(&record(DOCUMENT, failed.clone())).unwrap();
+        assert_eq!(d.failed.as_deref(), Some("parse: bad"));
+        assert_eq!(encode::<Document>(&d).unwrap(), failed);
+        let chunk = json!({"chunk": 2, "total": 3});
+        let c = decode::<Chunk>(&record(CHUNK, chunk.clone())).unwrap();
+        assert_eq!((c.chunk, c.total), (2, 3));
+        assert_eq!(encode::<Chunk>(&c).unwrap(), chunk);
+        // A registry entry from before owners: owned by `default`.
+        let base = json!({"name": "docs", "namespace": "kb-0123456789ab", "inbox": ["/in"]});
+        let b = decode::<Base>(&record(KNOWLEDGE_BASE, base)).unwrap();
+        assert_eq!(b.owner, "default");
+        assert_eq!(b.inbox, vec!["/in".to_string()]);
     }
 
-    /// KuraDB's semantic search in two stages (SPEC.md §15.4), on the
-    /// vector index: the sources (documents, each with the normalized sum
-    /// of its chunks' vectors, [`RecordKind::sums_into`]) nearest the
-    /// query, `N = min(max(sources / 20, 20), sources)` of them, then the
-    /// chunks of those sources nearest the query, best first, cut at the
-    /// model's [`semantic_cut`]. A knowledge base with at most 20 source
-    /// vectors (N = S: every source passes) is searched in one stage over
-    /// all its chunks.
-    fn kb_semantic(&self, query: &str, chunks: &RecordFilter, limit: usize) -> Result<Vec<Uuid>> {
-        let Some(embedder) = self.config().embedder.clone() else {
-            return Ok(Vec::new());
-        };
-        let cut = semantic_cut(&embedder.identity());
-        let sources = self.indexed_record_vectors(DOCUMENT)?;
-        // N = S keeps every source: the first stage would select them all,
-        // and the second is then the one-stage search.
-        let n = (sources / 20).max(20).min(sources);
-        let mut allowed = None;
-        if n < sources {
-            let docs = RecordFilter {
-                kinds: vec![DOCUMENT],
-                exclude_tags: vec![DISMISSED.to_string()],
-                ..Default::default()
-            };
-            let top: Vec<Uuid> = self
-                .nearest_records(query, &docs, n as usize)?
-                .into_iter()
-                .map(|(id, _)| id)
-                .collect();
-            allowed = Some(self.child_id_set(&top)?);
-        }
-        let (hits, query_vector) =
-            self.nearest_records_in(query, chunks, allowed.as_ref(), limit)?;
-        Ok(hits
-            .into_iter()
-            .take_while(|(_, s)| cut.keeps(*s, query_vector.as_deref()))
-            .map(|(id, _)| id)
-            .collect())
-    }
-
-    fn group_by_source(&self, chunk_ids: &[Uuid]) -> Result<Vec<SourceGroup>> {
-        let chunks = self.get_records(chunk_ids)?;
-        let parents: Vec<Uuid> = chunks.iter().filter_map(|c| c.parent).collect();
-        let docs: HashMap<Uuid, String> = self
-            .get_records(&parents)?
-            .into_iter()
-            .map(|d| {
-                (
-                    d.id,
-                    d.body["source"].as_str().unwrap_or_default().to_string(),
-                )
-            })
-            .collect();
-        let mut groups: Vec<SourceGroup> = Vec::new();
-        for c in chunks {
-            let Some(source) = c.parent.and_then(|p| docs.get(&p)) else {
-                continue;
-            };
-            let m = ChunkMatch {
-                chunk: c.body["chunk"].as_u64().unwrap_or(0),
-                content: c.text,
-            };
-            match groups.iter_mut().find(|g| &g.source == source) {
-                Some(g) => g.matches.push(m),
-                None => groups.push(SourceGroup {
-                    source: source.clone(),
-                    matches: vec![m],
-                }),
+    /// A body of the wrong kind, or missing a field, is damage: an error
+    /// naming the record, never a silent default.
+    #[test]
+    fn a_wrong_kind_or_a_broken_body_is_corruption() {
+        let chunk = record(CHUNK, json!({"chunk": 1, "total": 1}));
+        assert!(matches!(
+            decode::<Document>(&chunk),
+            Err(Error::Corrupted { .. })
+        ));
+        let broken = record(DOCUMENT, json!({"source": "/in/a.txt", "size": "big"}));
+        match decode::<Document>(&broken) {
+            Err(Error::Corrupted { what, reason }) => {
+                assert!(what.starts_with("document "), "{what}");
+                assert!(
+                    reason.contains("size") || reason.contains("string"),
+                    "{reason}"
+                );
             }
+            other => panic!("expected Corrupted, got {other:?}"),
         }
-        Ok(groups)
     }
 }

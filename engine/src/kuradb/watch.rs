@@ -6,7 +6,7 @@
 //! once it exists) is the shared folder watcher, `util/watch.rs`; this
 //! module is its job: the keys are the bases' namespaces, the folders
 //! their inbox folders (watched recursively), and a sync is
-//! [`Memdb::kb_sync`]. Syncs are idempotent (an unchanged file is skipped
+//! [`KuraDb::sync`](crate::kuradb::KuraDb::sync). Syncs are idempotent (an unchanged file is skipped
 //! by size and mtime), so a spurious trigger costs one folder walk. A
 //! failed sync is logged and counted, and retried on the next trigger.
 
@@ -59,7 +59,7 @@ impl WatchJob for KbJob {
     }
 
     fn folders(&mut self, stats: &WatchStats) -> Option<Vec<(PathBuf, String)>> {
-        match self.db.kb_list_all() {
+        match crate::kuradb::KuraDb::new(&self.db).list_all() {
             Ok(bases) => Some(
                 bases
                     .iter()
@@ -75,7 +75,7 @@ impl WatchJob for KbJob {
     }
 
     fn sync(&mut self, namespace: &str, stats: &WatchStats) -> Resync {
-        let bases = match self.db.kb_list_all() {
+        let bases = match crate::kuradb::KuraDb::new(&self.db).list_all() {
             Ok(b) => b,
             Err(e) => {
                 stats.failures.fetch_add(1, Ordering::Relaxed);
@@ -89,7 +89,7 @@ impl WatchJob for KbJob {
         let synced = self
             .db
             .namespace(&kb.owner)
-            .and_then(|owner| owner.kb_sync(&kb.name));
+            .and_then(|owner| crate::kuradb::KuraDb::new(&owner).sync(&kb.name));
         match synced {
             Ok(r) => {
                 stats

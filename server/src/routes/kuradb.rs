@@ -11,6 +11,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use memdb::Systems;
 use memdb::kuradb::RagTarget;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -176,7 +177,7 @@ async fn run_search(
             // An unknown target runs neither branch: `{}`, after the same
             // checks of the base and of `q`.
             let Ok(target) = RagTarget::parse(&target) else {
-                return Ok(match db.kb(&db_name) {
+                return Ok(match db.kuradb().get(&db_name) {
                     Ok(_) if q.trim().is_empty() => Err(KuraError::bad_request("q is required")),
                     Ok(_) => Ok(SearchRagData {
                         keyword: None,
@@ -188,8 +189,8 @@ async fn run_search(
                     Err(e) => return Err(e.into()),
                 });
             };
-            // `kb_search` checks the base, then `q`: KuraDB's order.
-            match db.kb_search(&db_name, &q, target, limit) {
+            // `KuraDb::search` checks the base, then `q`: KuraDB's order.
+            match db.kuradb().search(&db_name, &q, target, limit) {
                 Ok(r) => Ok(Ok(SearchRagData {
                     keyword: r.keyword,
                     semantic: r.semantic,

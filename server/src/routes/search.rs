@@ -30,8 +30,8 @@ fn check_limit(limit: usize) -> Result<usize, ApiError> {
     request_body = QueryBody,
     responses(
         (status = 200, body = QueryOut),
-        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 501, description = "Semantic mode without semantic search", body = ErrorBody)),
+        (status = 400, description = "Bad input, or semantic mode without an embedder", body = ErrorBody),
+        (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn query(
     State(s): State<AppState>,
