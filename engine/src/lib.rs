@@ -133,11 +133,18 @@ pub use vector::spaces::{SpaceSpec, VectorFilter, VectorHit, VectorSpace, Verify
 /// works in the handle's namespace and reaches the store through the
 /// core's API only. `use memdb::Systems` to call them as methods.
 pub trait Systems {
+    /// Memorg: sessions > conversations > topics > exchanges, memory items,
+    /// `search_context` and the context optimizer.
+    fn memorg(&self) -> memorg::system::Memorg<'_>;
     /// KuraDB: knowledge bases over folders, their sync and search.
     fn kuradb(&self) -> kuradb::KuraDb<'_>;
 }
 
 impl Systems for Memdb {
+    fn memorg(&self) -> memorg::system::Memorg<'_> {
+        memorg::system::Memorg::new(self)
+    }
+
     fn kuradb(&self) -> kuradb::KuraDb<'_> {
         kuradb::KuraDb::new(self)
     }

@@ -15,6 +15,7 @@
 
 use chrono::{DateTime, Utc};
 use memdb::Memdb;
+use memdb::Systems;
 use memdb::TokenCounter;
 use memdb::memorg::items::{MemoryScope, SearchScope};
 use memdb::memorg::optimizer::PromptTemplate;
@@ -77,7 +78,9 @@ pub struct SessionData {
 
 /// Creates a session.
 pub fn create_session(db: &Memdb, args: CreateSessionArgs) -> Result<SessionData, ApiError> {
-    let s = db.create_session(&args.user_id, object(args.config), json!({}))?;
+    let s = db
+        .memorg()
+        .create_session(&args.user_id, object(args.config), json!({}))?;
     Ok(SessionData {
         session_id: s.id,
         created_at: iso(s.created_at),
@@ -120,7 +123,9 @@ pub fn start_conversation(
     args: StartConversationArgs,
 ) -> Result<ConversationData, ApiError> {
     let session = id("session_id", &args.session_id)?;
-    let c = db.start_conversation(session, args.title.as_deref())?;
+    let c = db
+        .memorg()
+        .start_conversation(session, args.title.as_deref())?;
     Ok(ConversationData {
         conversation_id: c.id,
         created_at: iso(c.created_at),
@@ -168,7 +173,9 @@ pub struct TopicData {
 /// Creates a topic in a conversation.
 pub fn create_topic(db: &Memdb, args: CreateTopicArgs) -> Result<TopicData, ApiError> {
     let conv = id("conversation_id", &args.conversation_id)?;
-    let t = db.create_topic(conv, &args.title, args.summary.as_deref())?;
+    let t = db
+        .memorg()
+        .create_topic(conv, &args.title, args.summary.as_deref())?;
     Ok(TopicData {
         topic_id: t.id,
         conversation_id: t.conversation_id,
@@ -219,7 +226,9 @@ pub struct ExchangeData {
 /// Adds an exchange to a topic.
 pub fn add_exchange(db: &Memdb, args: AddExchangeArgs) -> Result<ExchangeData, ApiError> {
     let topic = id("topic_id", &args.topic_id)?;
-    let e = db.add_exchange(topic, &args.user_message, &args.system_message, json!({}))?;
+    let e = db
+        .memorg()
+        .add_exchange(topic, &args.user_message, &args.system_message, json!({}))?;
     Ok(ExchangeData {
         exchange_id: e.id,
         created_at: iso(e.created_at),
@@ -319,7 +328,7 @@ pub struct SearchContextData {
 /// Searches exchanges.
 pub fn search_context(db: &Memdb, args: SearchContextArgs) -> Result<SearchContextData, ApiError> {
     let scope = SearchScope::parse(&args.scope)?;
-    let r = db.search_context(&ContextSearch {
+    let r = db.memorg().search_context(&ContextSearch {
         query: args.query.clone(),
         scope,
         scope_id: args.scope_id,
@@ -383,7 +392,7 @@ pub struct MemoryUsageData {
 
 /// Memory usage of the namespace.
 pub fn get_memory_usage(db: &Memdb, _args: NoArgs) -> Result<MemoryUsageData, ApiError> {
-    let u = db.memory_usage()?;
+    let u = db.memorg().memory_usage()?;
     Ok(MemoryUsageData {
         total_tokens: u.total_tokens,
         active_items: u.active_items,
@@ -441,7 +450,7 @@ pub fn optimize_context(db: &Memdb, args: OptimizeContextArgs) -> Result<Optimiz
         .as_deref()
         .map(PromptTemplate::parse)
         .transpose()?;
-    let r = db.optimize_memorg_context(
+    let r = db.memorg().optimize_context(
         &args.content,
         &entities,
         args.max_tokens,
@@ -482,12 +491,13 @@ pub struct HierarchyData {
 /// A session's whole hierarchy.
 pub fn get_session(db: &Memdb, args: GetSessionArgs) -> Result<HierarchyData, ApiError> {
     let sid = id("session_id", &args.session_id)?;
-    let s = db.session(sid)?;
+    let s = db.memorg().session(sid)?;
     let mut conversations = Vec::new();
-    for c in db.session_conversations(sid)? {
+    for c in db.memorg().session_conversations(sid)? {
         let mut topics = Vec::new();
-        for t in db.conversation_topics(c.id)? {
+        for t in db.memorg().conversation_topics(c.id)? {
             let exchanges: Vec<Value> = db
+                .memorg()
                 .topic_exchanges(t.id)?
                 .into_iter()
                 .map(|e| {
@@ -609,7 +619,7 @@ pub fn create_memory_item(db: &Memdb, args: CreateItemArgs) -> Result<ItemData, 
         .as_deref()
         .map(|p| id("parent_id", p))
         .transpose()?;
-    let i = db.create_memory_item(
+    let i = db.memorg().create_memory_item(
         &args.content,
         &args.item_type,
         parent,
@@ -630,7 +640,9 @@ pub struct ItemIdArgs {
 
 /// Reads a memory item (or any Memorg record as one).
 pub fn get_memory_item(db: &Memdb, args: ItemIdArgs) -> Result<ItemData, ApiError> {
-    Ok(item_data(db.memory_item(id("item_id", &args.item_id)?)?))
+    Ok(item_data(
+        db.memorg().memory_item(id("item_id", &args.item_id)?)?,
+    ))
 }
 
 /// `update_memory_item` arguments.
@@ -659,7 +671,7 @@ pub struct UpdateItemArgs {
 
 /// Changes a memory item.
 pub fn update_memory_item(db: &Memdb, args: UpdateItemArgs) -> Result<ItemData, ApiError> {
-    let i = db.update_memory_item(
+    let i = db.memorg().update_memory_item(
         id("item_id", &args.item_id)?,
         args.content.as_deref(),
         args.metadata,
@@ -680,7 +692,7 @@ pub struct DeletedData {
 
 /// Deletes a memory item, or a Memorg record, with everything under it.
 pub fn delete_memory_item(db: &Memdb, args: ItemIdArgs) -> Result<DeletedData, ApiError> {
-    let removed = db.delete_memorg_record(id("item_id", &args.item_id)?)?;
+    let removed = db.memorg().delete(id("item_id", &args.item_id)?)?;
     Ok(DeletedData {
         deleted: removed > 0,
         removed,
@@ -700,7 +712,7 @@ pub struct TagArgs {
 
 /// Adds tags to a memory item.
 pub fn add_memory_tags(db: &Memdb, args: TagArgs) -> Result<ItemData, ApiError> {
-    Ok(item_data(db.add_item_tags(
+    Ok(item_data(db.memorg().add_item_tags(
         id("item_id", &args.item_id)?,
         &args.tags,
     )?))
@@ -708,7 +720,7 @@ pub fn add_memory_tags(db: &Memdb, args: TagArgs) -> Result<ItemData, ApiError> 
 
 /// Removes tags from a memory item.
 pub fn remove_memory_tags(db: &Memdb, args: TagArgs) -> Result<ItemData, ApiError> {
-    Ok(item_data(db.remove_item_tags(
+    Ok(item_data(db.memorg().remove_item_tags(
         id("item_id", &args.item_id)?,
         &args.tags,
     )?))
@@ -785,7 +797,7 @@ pub fn search_memory(db: &Memdb, args: SearchMemoryArgs) -> Result<SearchMemoryD
         .as_deref()
         .map(|s| id("scope_id", s))
         .transpose()?;
-    let hits = db.search_memory(&MemorySearch {
+    let hits = db.memorg().search_memory(&MemorySearch {
         query: args.query.clone(),
         scope: Some(scope),
         scope_id,
@@ -844,7 +856,7 @@ pub struct ItemContextData {
 
 /// An item with its ancestors, children and siblings.
 pub fn get_item_context(db: &Memdb, args: ItemContextArgs) -> Result<ItemContextData, ApiError> {
-    let c = db.item_context(
+    let c = db.memorg().item_context(
         id("item_id", &args.item_id)?,
         args.depth,
         args.include_siblings,

@@ -6,6 +6,7 @@
 //!
 //! Usage: `memdb-memorg-crash-child DIR START`.
 
+use memdb::Systems;
 #[path = "hashing_store.rs"]
 mod hashing_store;
 
@@ -35,9 +36,10 @@ fn main() {
         Some(t) => t,
         None => {
             let made = db
+                .memorg()
                 .create_session("crash", json!({}), json!({}))
-                .and_then(|s| db.start_conversation(s.id, Some("crash")))
-                .and_then(|c| db.create_topic(c.id, "crash", None));
+                .and_then(|s| db.memorg().start_conversation(s.id, Some("crash")))
+                .and_then(|c| db.memorg().create_topic(c.id, "crash", None));
             match made {
                 Ok(t) => t.id,
                 Err(e) => {
@@ -52,7 +54,7 @@ fn main() {
     let _ = out.flush();
     for n in start.. {
         let w = word(n);
-        match db.add_exchange(
+        match db.memorg().add_exchange(
             topic,
             &format!("please remember {w} for later"),
             &format!("noted {w}"),

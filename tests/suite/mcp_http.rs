@@ -4,6 +4,7 @@
 
 use crate::server_e2e::run_checks;
 use crate::server_util::{KEY, RO_KEY, TestServer, config, raw};
+use memdb::Systems;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"memdb-tests","version":"1"}}}"#;
 
@@ -91,5 +92,5 @@ fn official_python_sdk_calls_every_memorg_tool_over_streamable_http() {
     });
     let dir = s.stop();
     let db = memdb::Memdb::open(dir.path()).expect("reopen");
-    assert_eq!(db.memory_usage().expect("usage").active_items, 6);
+    assert_eq!(db.memorg().memory_usage().expect("usage").active_items, 6);
 }

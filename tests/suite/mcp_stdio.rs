@@ -370,7 +370,7 @@ fn official_python_sdk_calls_every_memorg_tool_over_stdio() {
     });
     let db = memdb::Memdb::open(data.path()).expect("reopen after the session");
     // One session, conversation, two topics, two exchanges; the note was deleted.
-    assert_eq!(db.memory_usage().expect("usage").active_items, 6);
+    assert_eq!(db.memorg().memory_usage().expect("usage").active_items, 6);
 }
 
 /// `memdb mcp` serving KuraDB's tools over a local store runs the watcher:

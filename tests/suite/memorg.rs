@@ -6,6 +6,7 @@
 //! nothing. The lexical `Hashing` embedder makes the vector side real
 //! without model files.
 
+use memdb::Systems;
 use std::sync::Arc;
 
 use memdb::memorg::items::{MemoryScope, SearchScope};
@@ -30,14 +31,20 @@ struct Tree {
 
 fn build(db: &Memdb, user: &str) -> Tree {
     let s = db
+        .memorg()
         .create_session(user, json!({"model": "x"}), json!({}))
         .unwrap();
-    let c = db.start_conversation(s.id, Some("planning")).unwrap();
-    let databases = db.create_topic(c.id, "databases", None).unwrap();
+    let c = db
+        .memorg()
+        .start_conversation(s.id, Some("planning"))
+        .unwrap();
+    let databases = db.memorg().create_topic(c.id, "databases", None).unwrap();
     let travel = db
+        .memorg()
         .create_topic(c.id, "travel", Some("trips in 2026"))
         .unwrap();
     let vacuum = db
+        .memorg()
         .add_exchange(
             databases.id,
             "How do I tune Postgres autovacuum for a large table?",
@@ -45,14 +52,16 @@ fn build(db: &Memdb, user: &str) -> Tree {
             json!({}),
         )
         .unwrap();
-    db.add_exchange(
-        databases.id,
-        "Does redb support concurrent write transactions?",
-        "No: one writer at a time, readers never block.",
-        json!({}),
-    )
-    .unwrap();
+    db.memorg()
+        .add_exchange(
+            databases.id,
+            "Does redb support concurrent write transactions?",
+            "No: one writer at a time, readers never block.",
+            json!({}),
+        )
+        .unwrap();
     let lisbon = db
+        .memorg()
         .add_exchange(
             travel.id,
             "What should I see in Lisbon in March?",
@@ -60,13 +69,14 @@ fn build(db: &Memdb, user: &str) -> Tree {
             json!({}),
         )
         .unwrap();
-    db.add_exchange(
-        travel.id,
-        "Is the train from Lisbon to Porto fast?",
-        "About three hours on the Alfa Pendular.",
-        json!({}),
-    )
-    .unwrap();
+    db.memorg()
+        .add_exchange(
+            travel.id,
+            "Is the train from Lisbon to Porto fast?",
+            "About three hours on the Alfa Pendular.",
+            json!({}),
+        )
+        .unwrap();
     Tree {
         session: s.id,
         conversation: c.id,
@@ -82,25 +92,26 @@ fn the_hierarchy_is_built_and_listed_by_query() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     let t = build(&db, "alice");
-    let s = db.session(t.session).unwrap();
+    let s = db.memorg().session(t.session).unwrap();
     assert_eq!(s.user_id, "alice");
     assert_eq!(s.system_config, json!({"model": "x"}));
-    let convs = db.session_conversations(t.session).unwrap();
+    let convs = db.memorg().session_conversations(t.session).unwrap();
     assert_eq!(convs.len(), 1);
     assert_eq!(convs[0].title, "planning");
     let topics: Vec<String> = db
+        .memorg()
         .conversation_topics(t.conversation)
         .unwrap()
         .into_iter()
         .map(|t| t.title)
         .collect();
     assert_eq!(topics, ["databases", "travel"]);
-    let ex = db.topic_exchanges(t.databases).unwrap();
+    let ex = db.memorg().topic_exchanges(t.databases).unwrap();
     assert_eq!(ex.len(), 2);
     assert_eq!(ex[0].id, t.vacuum);
     // Parsed content and importance are persisted: a question scores above
     // the 0.3 base.
-    let vacuum = db.exchange(t.vacuum).unwrap();
+    let vacuum = db.memorg().exchange(t.vacuum).unwrap();
     assert!(vacuum.importance_score > 0.3, "{}", vacuum.importance_score);
     assert!(
         vacuum
@@ -114,12 +125,12 @@ fn the_hierarchy_is_built_and_listed_by_query() {
     );
     // One vector per exchange, of "User: …\nSystem: …".
     assert_eq!(db.count_record_vectors(EXCHANGE).unwrap(), 4);
-    let usage = db.memory_usage().unwrap();
+    let usage = db.memorg().memory_usage().unwrap();
     assert_eq!(usage.active_items, 1 + 1 + 2 + 4);
     assert_eq!(usage.vector_count, 4);
     assert!(usage.total_tokens > 0);
-    assert_eq!(db.sessions(Some("alice")).unwrap().len(), 1);
-    assert!(db.sessions(Some("bob")).unwrap().is_empty());
+    assert_eq!(db.memorg().sessions(Some("alice")).unwrap().len(), 1);
+    assert!(db.memorg().sessions(Some("bob")).unwrap().is_empty());
 }
 
 #[test]
@@ -128,6 +139,7 @@ fn search_context_scores_and_scopes() {
     let db = open(dir.path());
     let t = build(&db, "alice");
     let r = db
+        .memorg()
         .search_context(&ContextSearch::new("postgres autovacuum"))
         .unwrap();
     assert_eq!(r.results[0].exchange.id, t.vacuum);
@@ -141,13 +153,13 @@ fn search_context_scores_and_scopes() {
     let mut q = ContextSearch::new("lisbon postgres train redb");
     q.scope = SearchScope::Topic;
     q.scope_id = Some(t.databases.to_string());
-    let r = db.search_context(&q).unwrap();
+    let r = db.memorg().search_context(&q).unwrap();
     assert!(!r.results.is_empty());
     for hit in &r.results {
         assert_eq!(hit.exchange.topic_id, t.databases);
     }
     q.scope_id = Some(t.travel.to_string());
-    let r = db.search_context(&q).unwrap();
+    let r = db.memorg().search_context(&q).unwrap();
     assert!(r.results.iter().all(|h| h.exchange.topic_id == t.travel));
     assert!(r.results.iter().any(|h| h.exchange.id == t.lisbon));
     // Session and conversation scopes cover every topic below them.
@@ -157,17 +169,17 @@ fn search_context_scores_and_scopes() {
     ] {
         q.scope = scope;
         q.scope_id = Some(id.to_string());
-        let r = db.search_context(&q).unwrap();
+        let r = db.memorg().search_context(&q).unwrap();
         assert_eq!(r.pagination.total_items, 4, "{scope:?}");
     }
     // Pagination.
     let mut q = ContextSearch::new("lisbon postgres train redb");
     q.max_results = 3;
-    let first = db.search_context(&q).unwrap();
+    let first = db.memorg().search_context(&q).unwrap();
     assert_eq!(first.results.len(), 3);
     assert_eq!(first.pagination.total_pages, 2);
     q.page = 2;
-    let second = db.search_context(&q).unwrap();
+    let second = db.memorg().search_context(&q).unwrap();
     assert_eq!(second.results.len(), 1);
     assert!(
         first
@@ -178,6 +190,7 @@ fn search_context_scores_and_scopes() {
 
     // A temporal expression adds the temporal factor.
     let r = db
+        .memorg()
         .search_context(&ContextSearch::new("what about lisbon today"))
         .unwrap();
     assert!(r.metadata.temporal_constraints.is_some());
@@ -189,51 +202,56 @@ fn bad_calls_are_clear_errors_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     let t = build(&db, "alice");
-    let before = db.memory_usage().unwrap();
+    let before = db.memorg().memory_usage().unwrap();
     let unknown = uuid::Uuid::new_v4();
     assert!(matches!(
-        db.add_exchange(unknown, "hi", "hello", json!({})),
+        db.memorg().add_exchange(unknown, "hi", "hello", json!({})),
         Err(Error::NotFound { what: "topic", .. })
     ));
     // A conversation id is not a topic.
     assert!(matches!(
-        db.add_exchange(t.conversation, "hi", "hello", json!({})),
+        db.memorg()
+            .add_exchange(t.conversation, "hi", "hello", json!({})),
         Err(Error::NotFound { what: "topic", .. })
     ));
     assert!(matches!(
-        db.add_exchange(t.databases, "  ", "hello", json!({})),
+        db.memorg()
+            .add_exchange(t.databases, "  ", "hello", json!({})),
         Err(Error::InvalidInput { .. })
     ));
     assert!(matches!(
-        db.start_conversation(unknown, None),
+        db.memorg().start_conversation(unknown, None),
         Err(Error::NotFound {
             what: "session",
             ..
         })
     ));
     assert!(matches!(
-        db.create_topic(t.conversation, "", None),
+        db.memorg().create_topic(t.conversation, "", None),
         Err(Error::InvalidInput { .. })
     ));
     assert!(matches!(
-        db.create_session("", json!({}), json!({})),
+        db.memorg().create_session("", json!({}), json!({})),
         Err(Error::InvalidInput { .. })
     ));
     assert!(SearchScope::parse("BOGUS").is_err());
     let mut q = ContextSearch::new("x".repeat(100_000));
     assert!(matches!(
-        db.search_context(&q),
+        db.memorg().search_context(&q),
         Err(Error::InvalidInput { .. })
     ));
     q.query = "postgres".into();
     q.scope = SearchScope::Topic;
     assert!(matches!(
-        db.search_context(&q),
+        db.memorg().search_context(&q),
         Err(Error::InvalidInput { .. })
     ));
     q.scope_id = Some(t.session.to_string());
-    assert!(matches!(db.search_context(&q), Err(Error::NotFound { .. })));
-    assert_eq!(db.memory_usage().unwrap(), before);
+    assert!(matches!(
+        db.memorg().search_context(&q),
+        Err(Error::NotFound { .. })
+    ));
+    assert_eq!(db.memorg().memory_usage().unwrap(), before);
 }
 
 #[test]
@@ -246,6 +264,7 @@ fn two_users_in_two_namespaces_never_see_each_other() {
     let b = build(&bob, "bob");
     for (me, mine, theirs) in [(&alice, &a, &b), (&bob, &b, &a)] {
         let r = me
+            .memorg()
             .search_context(&ContextSearch::new("postgres lisbon redb train"))
             .unwrap();
         assert_eq!(r.pagination.total_items, 4);
@@ -256,20 +275,24 @@ fn two_users_in_two_namespaces_never_see_each_other() {
                 .all(|h| topics.contains(&h.exchange.topic_id))
         );
         assert!(matches!(
-            me.session(theirs.session),
+            me.memorg().session(theirs.session),
             Err(Error::NotFound { .. })
         ));
         assert!(matches!(
-            me.add_exchange(theirs.databases, "hi", "there", json!({})),
+            me.memorg()
+                .add_exchange(theirs.databases, "hi", "there", json!({})),
             Err(Error::NotFound { .. })
         ));
         let mut q = ContextSearch::new("postgres");
         q.scope = SearchScope::Session;
         q.scope_id = Some(theirs.session.to_string());
-        assert!(matches!(me.search_context(&q), Err(Error::NotFound { .. })));
-        assert_eq!(me.memory_usage().unwrap().active_items, 8);
+        assert!(matches!(
+            me.memorg().search_context(&q),
+            Err(Error::NotFound { .. })
+        ));
+        assert_eq!(me.memorg().memory_usage().unwrap().active_items, 8);
     }
-    assert_eq!(db.memory_usage().unwrap().active_items, 0);
+    assert_eq!(db.memorg().memory_usage().unwrap().active_items, 0);
 }
 
 #[test]
@@ -278,6 +301,7 @@ fn memory_items_with_tags_filters_and_context() {
     let db = open(dir.path());
     let t = build(&db, "alice");
     let note = db
+        .memorg()
         .create_memory_item(
             "Alice prefers window seats on trains",
             "note",
@@ -289,6 +313,7 @@ fn memory_items_with_tags_filters_and_context() {
         .unwrap();
     assert_eq!(note.kind.custom_type.as_deref(), Some("note"));
     let doc = db
+        .memorg()
         .create_memory_item(
             "Postgres runbook: vacuum, analyze, reindex",
             "document",
@@ -299,11 +324,13 @@ fn memory_items_with_tags_filters_and_context() {
         )
         .unwrap();
     let entity = db
+        .memorg()
         .create_memory_item("Lisbon", "entity", None, json!({"kind": "city"}), &[], None)
         .unwrap();
 
     let search = |req: MemorySearch| -> Vec<uuid::Uuid> {
-        db.search_memory(&req)
+        db.memorg()
+            .search_memory(&req)
             .unwrap()
             .into_iter()
             .map(|h| h.item.id)
@@ -365,47 +392,54 @@ fn memory_items_with_tags_filters_and_context() {
     assert!(!scoped.contains(&entity.id));
 
     // Tags.
-    let tagged = db.add_item_tags(note.id, &["seat".into()]).unwrap();
+    let tagged = db
+        .memorg()
+        .add_item_tags(note.id, &["seat".into()])
+        .unwrap();
     assert_eq!(tagged.tags, ["prefs", "seat", "travel"]);
-    let untagged = db.remove_item_tags(note.id, &["travel".into()]).unwrap();
+    let untagged = db
+        .memorg()
+        .remove_item_tags(note.id, &["travel".into()])
+        .unwrap();
     assert_eq!(untagged.tags, ["prefs", "seat"]);
 
     // Context: ancestors up to the depth, children and siblings by importance.
-    let ctx = db.item_context(note.id, 3, true).unwrap();
+    let ctx = db.memorg().item_context(note.id, 3, true).unwrap();
     assert_eq!(ctx.ancestors.len(), 1);
     assert_eq!(ctx.ancestors[0].id, t.session);
     let siblings: Vec<_> = ctx.siblings.iter().map(|i| i.id).collect();
     assert_eq!(siblings[0], doc.id);
     assert!(siblings.contains(&t.conversation));
-    let ctx = db.item_context(t.vacuum, 2, false).unwrap();
+    let ctx = db.memorg().item_context(t.vacuum, 2, false).unwrap();
     assert_eq!(ctx.ancestors.len(), 2);
     assert_eq!(ctx.ancestors[0].id, t.databases);
 
     // Update re-indexes; delete removes it.
-    db.update_memory_item(
-        doc.id,
-        Some("Kubernetes upgrade checklist"),
-        None,
-        None,
-        None,
-    )
-    .unwrap();
-    let hits = db.search_memory(&base).unwrap();
+    db.memorg()
+        .update_memory_item(
+            doc.id,
+            Some("Kubernetes upgrade checklist"),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+    let hits = db.memorg().search_memory(&base).unwrap();
     let doc_hit = hits.iter().find(|h| h.item.id == doc.id);
     // No keyword match any more: at most a (weak) semantic neighbour, last.
     if let Some(h) = doc_hit {
         assert_eq!(h.match_type, MatchType::Semantic, "{h:?}");
         assert_eq!(hits.last().map(|l| l.item.id), Some(doc.id));
     }
-    assert_eq!(db.delete_memorg_record(entity.id).unwrap(), 1);
+    assert_eq!(db.memorg().delete(entity.id).unwrap(), 1);
     assert!(matches!(
-        db.memory_item(entity.id),
+        db.memorg().memory_item(entity.id),
         Err(Error::NotFound { .. })
     ));
     // Deleting the session removes its whole subtree, items included.
-    let removed = db.delete_memorg_record(t.session).unwrap();
+    let removed = db.memorg().delete(t.session).unwrap();
     assert_eq!(removed, 1 + 1 + 2 + 4 + 2);
-    assert_eq!(db.memory_usage().unwrap().active_items, 0);
+    assert_eq!(db.memorg().memory_usage().unwrap().active_items, 0);
     assert!(db.check().unwrap().is_consistent());
 }
 
@@ -422,23 +456,24 @@ fn bulk_add_exchanges_is_all_or_nothing() {
             )
         })
         .collect();
-    let added = db.add_exchanges(t.databases, &pairs).unwrap();
+    let added = db.memorg().add_exchanges(t.databases, &pairs).unwrap();
     assert_eq!(added.len(), 50);
-    assert_eq!(db.topic_exchanges(t.databases).unwrap().len(), 52);
+    assert_eq!(db.memorg().topic_exchanges(t.databases).unwrap().len(), 52);
     assert_eq!(db.count_record_vectors(EXCHANGE).unwrap(), 54);
     assert!(added.iter().all(|e| e.importance_score > 0.0));
     let r = db
+        .memorg()
         .search_context(&ContextSearch::new("question number 17 zebras"))
         .unwrap();
     assert_eq!(r.results[0].exchange.id, added[17].id);
     // One blank message: nothing of the batch is written.
     let mut bad = pairs.clone();
     bad[30].0 = " ".into();
-    let err = db.add_exchanges(t.databases, &bad).unwrap_err();
+    let err = db.memorg().add_exchanges(t.databases, &bad).unwrap_err();
     assert!(err.to_string().contains("exchanges[30]"), "{err}");
-    assert_eq!(db.topic_exchanges(t.databases).unwrap().len(), 52);
+    assert_eq!(db.memorg().topic_exchanges(t.databases).unwrap().len(), 52);
     assert!(matches!(
-        db.add_exchanges(t.conversation, &pairs),
+        db.memorg().add_exchanges(t.conversation, &pairs),
         Err(Error::NotFound { what: "topic", .. })
     ));
 }
@@ -463,11 +498,11 @@ fn query_entities_come_from_a_chat_model_when_given() {
     let db = open(dir.path());
     let t = build(&db, "alice");
     let q = ContextSearch::new("what did we decide about autovacuum");
-    let plain = db.search_context(&q).unwrap();
+    let plain = db.memorg().search_context(&q).unwrap();
     let model = Scripted(Some(
         r#"{"entities": [{"name": "Postgres", "type": "technology"}]}"#,
     ));
-    let with = db.search_context_with(&q, Some(&model)).unwrap();
+    let with = db.memorg().search_context_with(&q, Some(&model)).unwrap();
     let names: Vec<&str> = with
         .metadata
         .entities
@@ -480,7 +515,7 @@ fn query_entities_come_from_a_chat_model_when_given() {
     assert_eq!(with.results.len(), plain.results.len());
     // A failing or nonsensical model keeps the heuristic's entities.
     for bad in [Scripted(None), Scripted(Some("I cannot help with that"))] {
-        let r = db.search_context_with(&q, Some(&bad)).unwrap();
+        let r = db.memorg().search_context_with(&q, Some(&bad)).unwrap();
         assert_eq!(r.metadata.entities, plain.metadata.entities);
     }
 }

@@ -3,6 +3,7 @@
 //! is present exactly once, found by its unique word through full-text
 //! search, and has its vector (found by semantic search too).
 
+use memdb::Systems;
 use std::collections::HashMap;
 use std::process::Command;
 use std::sync::Arc;
@@ -51,7 +52,7 @@ fn sigkill_during_add_exchange_loses_no_acknowledged_exchange() {
         let db = open(d.path());
         assert!(db.check().unwrap().is_consistent(), "round {round}");
         let topic = db.records_of_kind(TOPIC).unwrap()[0].id;
-        let stored = db.topic_exchanges(topic).unwrap();
+        let stored = db.memorg().topic_exchanges(topic).unwrap();
         let mut by_word: HashMap<String, usize> = HashMap::new();
         for e in &stored {
             *by_word
@@ -68,6 +69,7 @@ fn sigkill_during_add_exchange_loses_no_acknowledged_exchange() {
         };
         for (n, id) in &acked {
             let e = db
+                .memorg()
                 .exchange(*id)
                 .unwrap_or_else(|e| panic!("round {round}: #{n} lost: {e}"));
             assert_eq!(e.metadata["n"], *n);

@@ -17,6 +17,7 @@
 //! Prints one JSON object. Run: `cargo run --release -p memdb-benches
 //! --bin memorg_bench -- --exchanges 100000` (after `benches/fetch-data.sh`).
 
+use memdb::Systems;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -82,10 +83,18 @@ fn main() -> Result<()> {
     let build = Instant::now();
     let mut topics = Vec::new();
     for s in 0..10 {
-        let session = db.create_session(&format!("user{s}"), json!({}), json!({}))?;
-        let conv = db.start_conversation(session.id, Some("chitchat"))?;
+        let session = db
+            .memorg()
+            .create_session(&format!("user{s}"), json!({}), json!({}))?;
+        let conv = db
+            .memorg()
+            .start_conversation(session.id, Some("chitchat"))?;
         for t in 0..10 {
-            topics.push(db.create_topic(conv.id, &format!("topic {t}"), None)?.id);
+            topics.push(
+                db.memorg()
+                    .create_topic(conv.id, &format!("topic {t}"), None)?
+                    .id,
+            );
         }
     }
     let pairs: Vec<(String, String)> = (0..args.exchanges)
@@ -94,11 +103,11 @@ fn main() -> Result<()> {
     let per_topic = pairs.len().div_ceil(topics.len());
     for (t, chunk) in pairs.chunks(per_topic).enumerate() {
         for batch in chunk.chunks(2000) {
-            db.add_exchanges(topics[t], batch)?;
+            db.memorg().add_exchanges(topics[t], batch)?;
         }
     }
     let build_s = build.elapsed().as_secs_f64();
-    let usage = db.memory_usage()?;
+    let usage = db.memorg().memory_usage()?;
 
     // Latency, query embedding excluded (warm the query cache first).
     let queries: Vec<&str> = turns[2 * args.exchanges..2 * args.exchanges + args.queries].to_vec();
@@ -116,13 +125,13 @@ fn main() -> Result<()> {
             now: None,
         };
         for q in &queries {
-            db.search_context(&request(q))?;
+            db.memorg().search_context(&request(q))?;
         }
         let mut ms = Vec::with_capacity(queries.len());
         let mut results = 0;
         for q in &queries {
             let t = Instant::now();
-            let r = db.search_context(&request(q))?;
+            let r = db.memorg().search_context(&request(q))?;
             ms.push(t.elapsed().as_secs_f64() * 1000.0);
             results += r.results.len();
         }
@@ -163,12 +172,12 @@ fn main() -> Result<()> {
                 let raw = args.bulk as f64 / t.elapsed().as_secs_f64();
                 let dir = tempfile::tempdir()?;
                 let db = Memdb::open_with(dir.path(), Config::with_embedder(model))?;
-                let s = db.create_session("bulk", json!({}), json!({}))?;
-                let c = db.start_conversation(s.id, None)?;
-                let topic = db.create_topic(c.id, "bulk", None)?;
+                let s = db.memorg().create_session("bulk", json!({}), json!({}))?;
+                let c = db.memorg().start_conversation(s.id, None)?;
+                let topic = db.memorg().create_topic(c.id, "bulk", None)?;
                 let t = Instant::now();
                 for chunk in pairs.chunks(500) {
-                    db.add_exchanges(topic.id, chunk)?;
+                    db.memorg().add_exchanges(topic.id, chunk)?;
                 }
                 let stored = args.bulk as f64 / t.elapsed().as_secs_f64();
                 bulk = json!({

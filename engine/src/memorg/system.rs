@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use crate::db::Memdb;
 use crate::db::records::{NewRecord, Record, RecordChange, RecordFilter, RecordKind};
+use crate::db::typed::{Kind, Records, decode, encode};
 use crate::error::{Error, Result};
 use crate::llm::ChatModel;
 use crate::memorg::filter::MetadataFilter;
@@ -93,15 +94,108 @@ fn object_or_empty(field: &'static str, v: Value) -> Result<Value> {
     }
 }
 
-fn str_field(body: &Value, key: &str) -> String {
-    body.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
 fn parse_uuid(field: &'static str, s: &str) -> Result<Uuid> {
     Uuid::parse_str(s.trim()).map_err(|_| Error::invalid(field, format!("{s:?} is not a UUID")))
+}
+
+/// Kind 1, a session ([`SESSION`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SessionKind;
+
+/// A session's body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionBody {
+    /// The user the session belongs to.
+    pub user_id: String,
+    /// The caller's configuration object.
+    #[serde(default = "empty_object")]
+    pub system_config: Value,
+}
+
+impl Kind for SessionKind {
+    const KIND: RecordKind = SESSION;
+    type Body = SessionBody;
+}
+
+/// Kind 2, a Memorg conversation ([`CONVERSATION`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ConversationKind;
+
+/// A conversation's body; a topic's too ([`TopicBody`] adds its entities).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationBody {
+    /// Title.
+    pub title: String,
+    /// Summary.
+    pub summary: String,
+}
+
+impl Kind for ConversationKind {
+    const KIND: RecordKind = CONVERSATION;
+    type Body = ConversationBody;
+}
+
+/// Kind 3, a topic ([`TOPIC`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TopicKind;
+
+/// A topic's body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopicBody {
+    /// Title.
+    pub title: String,
+    /// Summary.
+    pub summary: String,
+    /// Key entities (from the title and summary).
+    #[serde(default)]
+    pub key_entities: Vec<Entity>,
+}
+
+impl Kind for TopicKind {
+    const KIND: RecordKind = TOPIC;
+    type Body = TopicBody;
+}
+
+/// Kind 4, an exchange ([`EXCHANGE`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ExchangeKind;
+
+/// An exchange's body: both messages, raw and parsed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExchangeBody {
+    /// The user's message.
+    pub user_message: ExchangeMessage,
+    /// The system's answer.
+    pub system_message: ExchangeMessage,
+}
+
+impl Kind for ExchangeKind {
+    const KIND: RecordKind = EXCHANGE;
+    type Body = ExchangeBody;
+}
+
+/// Kind 5, a memory item ([`MEMORY_ITEM`]).
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryItemKind;
+
+/// A memory item's body: its type as Memorg spells it, and the original
+/// string of a custom type (`null` otherwise).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryItemBody {
+    /// `MemoryType`'s string (`fact`, `session`, ..., or `custom`).
+    pub item_type: String,
+    /// The custom type's own name.
+    #[serde(default)]
+    pub custom_type: Option<String>,
+}
+
+impl Kind for MemoryItemKind {
+    const KIND: RecordKind = MEMORY_ITEM;
+    type Body = MemoryItemBody;
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
 }
 
 /// Memorg's `Session`.
@@ -215,66 +309,57 @@ pub struct MemoryItem {
     pub tags: Vec<String>,
 }
 
-fn session_from(r: &Record) -> Session {
-    Session {
+fn session_from(r: &Record) -> Result<Session> {
+    let b = decode::<SessionKind>(r)?;
+    Ok(Session {
         id: r.id,
         created_at: r.created_at,
         updated_at: r.updated_at,
-        user_id: str_field(&r.body, "user_id"),
-        system_config: r.body.get("system_config").cloned().unwrap_or(json!({})),
+        user_id: b.user_id,
+        system_config: b.system_config,
         metadata: r.metadata.clone(),
-    }
+    })
 }
 
-fn conversation_from(r: &Record) -> MemorgConversation {
-    MemorgConversation {
+fn conversation_from(r: &Record) -> Result<MemorgConversation> {
+    let b = decode::<ConversationKind>(r)?;
+    Ok(MemorgConversation {
         id: r.id,
         session_id: r.parent.unwrap_or_default(),
         created_at: r.created_at,
         updated_at: r.updated_at,
-        title: str_field(&r.body, "title"),
-        summary: str_field(&r.body, "summary"),
+        title: b.title,
+        summary: b.summary,
         metadata: r.metadata.clone(),
-    }
+    })
 }
 
-fn topic_from(r: &Record) -> Topic {
-    Topic {
+fn topic_from(r: &Record) -> Result<Topic> {
+    let b = decode::<TopicKind>(r)?;
+    Ok(Topic {
         id: r.id,
         conversation_id: r.parent.unwrap_or_default(),
         created_at: r.created_at,
         updated_at: r.updated_at,
-        title: str_field(&r.body, "title"),
-        summary: str_field(&r.body, "summary"),
-        key_entities: r
-            .body
-            .get("key_entities")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default(),
+        title: b.title,
+        summary: b.summary,
+        key_entities: b.key_entities,
         metadata: r.metadata.clone(),
-    }
+    })
 }
 
-fn message_from(body: &Value, key: &str) -> ExchangeMessage {
-    body.get(key)
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or(ExchangeMessage {
-            raw_content: String::new(),
-            parsed_content: ParsedContent::default(),
-        })
-}
-
-fn exchange_from(r: &Record) -> Exchange {
-    Exchange {
+fn exchange_from(r: &Record) -> Result<Exchange> {
+    let b = decode::<ExchangeKind>(r)?;
+    Ok(Exchange {
         id: r.id,
         topic_id: r.parent.unwrap_or_default(),
         created_at: r.created_at,
         updated_at: r.updated_at,
-        user_message: message_from(&r.body, "user_message"),
-        system_message: message_from(&r.body, "system_message"),
+        user_message: b.user_message,
+        system_message: b.system_message,
         importance_score: f64::from(r.importance),
         metadata: r.metadata.clone(),
-    }
+    })
 }
 
 /// The record of one exchange: both messages parsed, the documented
@@ -284,22 +369,29 @@ fn exchange_record(
     user_message: &str,
     system_message: &str,
     metadata: Value,
-) -> NewRecord {
+) -> Result<NewRecord> {
     let user = parse_content(user_message);
     let system = parse_content(system_message);
     let importance = base_importance(user_message, &user, system_message, &system).score;
-    NewRecord {
+    let base = NewRecord {
         parent: Some(topic_id),
         text: format!("User: {user_message}\nSystem: {system_message}"),
         embed: true,
         importance: importance as f32,
-        body: json!({
-            "user_message": {"raw_content": user_message, "parsed_content": user},
-            "system_message": {"raw_content": system_message, "parsed_content": system},
-        }),
         metadata,
         ..Default::default()
-    }
+    };
+    let body = ExchangeBody {
+        user_message: ExchangeMessage {
+            raw_content: user_message.to_string(),
+            parsed_content: user,
+        },
+        system_message: ExchangeMessage {
+            raw_content: system_message.to_string(),
+            parsed_content: system,
+        },
+    };
+    Records::<ExchangeKind>::new_record(base, &body)
 }
 
 /// The system prompt of [`model_entities`] (Memorg's query processor's
@@ -315,33 +407,26 @@ pub fn model_entities(model: &dyn ChatModel, text: &str) -> Result<Vec<Entity>> 
     entities_from_json(&answer)
 }
 
-fn item_kind_of(r: &Record) -> ItemKind {
-    r.body
-        .get("item_type")
-        .and_then(Value::as_str)
-        .and_then(|t| ItemKind::parse(t).ok())
-        .map(|mut k| {
-            if k.memory_type == MemoryType::Custom {
-                k.custom_type = r
-                    .body
-                    .get("custom_type")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-            }
-            k
-        })
-        .unwrap_or(ItemKind {
-            memory_type: MemoryType::Custom,
-            custom_type: None,
-        })
+/// A memory item's type from its body; an unknown type string reads as
+/// a custom type of that name (as Memorg's `MemoryType` does).
+fn item_kind_of(r: &Record) -> Result<ItemKind> {
+    let b = decode::<MemoryItemKind>(r)?;
+    let mut k = ItemKind::parse(&b.item_type).unwrap_or(ItemKind {
+        memory_type: MemoryType::Custom,
+        custom_type: None,
+    });
+    if k.memory_type == MemoryType::Custom {
+        k.custom_type = b.custom_type;
+    }
+    Ok(k)
 }
 
 /// Any record of Memorg's model seen as a memory item (what
 /// `get_item_context` and `search_memory` return): chat records keep their
 /// type, their text as content and their fields in metadata.
-pub fn item_from(r: &Record) -> MemoryItem {
+pub fn item_from(r: &Record) -> Result<MemoryItem> {
     let (kind, metadata) = match r.kind {
-        c if c == MEMORY_ITEM.code => (item_kind_of(r), r.metadata.clone()),
+        c if c == MEMORY_ITEM.code => (item_kind_of(r)?, r.metadata.clone()),
         c => {
             let t = match c {
                 1 => MemoryType::Session,
@@ -365,7 +450,7 @@ pub fn item_from(r: &Record) -> MemoryItem {
             )
         }
     };
-    MemoryItem {
+    Ok(MemoryItem {
         id: r.id,
         kind,
         content: r.text.clone(),
@@ -375,7 +460,7 @@ pub fn item_from(r: &Record) -> MemoryItem {
         importance_score: f64::from(r.importance),
         parent_id: r.parent,
         tags: r.tags.clone(),
-    }
+    })
 }
 
 /// A `search_context` request.
@@ -508,7 +593,30 @@ pub struct OptimizeReport {
     pub context: OptimizedContext,
 }
 
-impl Memdb {
+/// Memorg on a store handle: sessions, conversations, topics, exchanges
+/// and memory items of the handle's namespace (`Memdb::memorg`, through
+/// [`crate::Systems`]).
+#[derive(Clone, Copy)]
+pub struct Memorg<'a> {
+    db: &'a Memdb,
+}
+
+impl std::fmt::Debug for Memorg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memorg")
+            .field("namespace", &self.db.namespace_name())
+            .finish()
+    }
+}
+
+impl<'a> Memorg<'a> {
+    /// Memorg on handle `db`.
+    pub fn new(db: &'a Memdb) -> Memorg<'a> {
+        Memorg { db }
+    }
+}
+
+impl Memorg<'_> {
     /// Memorg's `create_session(user_id, config)`.
     pub fn create_session(&self, user_id: &str, config: Value, metadata: Value) -> Result<Session> {
         let user = user_id.trim();
@@ -517,31 +625,37 @@ impl Memdb {
         }
         check_len("user_id", user, MAX_USER_ID_BYTES)?;
         let config = object_or_empty("config", config)?;
-        let r = self.create_record(
+        let r = self.db.create_record(
             SESSION,
             NewRecord {
                 text: String::new(),
-                body: json!({"user_id": user, "system_config": config}),
+                body: encode::<SessionKind>(&SessionBody {
+                    user_id: user.to_string(),
+                    system_config: config,
+                })?,
                 metadata: object_or_empty("metadata", metadata)?,
                 ..Default::default()
             },
         )?;
-        Ok(session_from(&r))
+        session_from(&r)
     }
 
     /// A session of this namespace.
     pub fn session(&self, id: Uuid) -> Result<Session> {
-        Ok(session_from(&self.get_record(SESSION, id)?))
+        session_from(&self.db.get_record(SESSION, id)?)
     }
 
     /// This namespace's sessions (of `user_id`, when given), oldest first.
     pub fn sessions(&self, user_id: Option<&str>) -> Result<Vec<Session>> {
-        Ok(self
+        self.db
             .records_of_kind(SESSION)?
             .iter()
             .map(session_from)
-            .filter(|s| user_id.is_none_or(|u| s.user_id == u))
-            .collect())
+            .filter(|s| {
+                s.as_ref()
+                    .map_or(true, |s| user_id.is_none_or(|u| s.user_id == u))
+            })
+            .collect()
     }
 
     /// Memorg's `start_conversation(session_id)`, with an optional title.
@@ -552,32 +666,35 @@ impl Memdb {
     ) -> Result<MemorgConversation> {
         let title = title.unwrap_or_default().trim().to_string();
         check_len("title", &title, MAX_TITLE_BYTES)?;
-        self.get_record(SESSION, session_id)?;
-        let r = self.create_record(
+        self.db.get_record(SESSION, session_id)?;
+        let r = self.db.create_record(
             CONVERSATION,
             NewRecord {
                 parent: Some(session_id),
                 text: title.clone(),
-                body: json!({"title": title, "summary": ""}),
+                body: encode::<ConversationKind>(&ConversationBody {
+                    title: title.clone(),
+                    summary: String::new(),
+                })?,
                 ..Default::default()
             },
         )?;
-        Ok(conversation_from(&r))
+        conversation_from(&r)
     }
 
     /// A Memorg conversation of this namespace.
-    pub fn memorg_conversation(&self, id: Uuid) -> Result<MemorgConversation> {
-        Ok(conversation_from(&self.get_record(CONVERSATION, id)?))
+    pub fn conversation(&self, id: Uuid) -> Result<MemorgConversation> {
+        conversation_from(&self.db.get_record(CONVERSATION, id)?)
     }
 
     /// The conversations of a session, oldest first.
     pub fn session_conversations(&self, session_id: Uuid) -> Result<Vec<MemorgConversation>> {
-        self.get_record(SESSION, session_id)?;
-        Ok(self
+        self.db.get_record(SESSION, session_id)?;
+        self.db
             .record_children(session_id, Some(CONVERSATION))?
             .iter()
             .map(conversation_from)
-            .collect())
+            .collect()
     }
 
     /// Creates a topic in a conversation (Memorg's
@@ -596,38 +713,42 @@ impl Memdb {
         check_len("title", title, MAX_TITLE_BYTES)?;
         let summary = summary.unwrap_or_default().trim();
         check_len("summary", summary, MAX_TITLE_BYTES)?;
-        self.get_record(CONVERSATION, conversation_id)?;
+        self.db.get_record(CONVERSATION, conversation_id)?;
         let entities = parse_content(&format!("{title}. {summary}")).entities;
         let text = if summary.is_empty() {
             title.to_string()
         } else {
             format!("{title}\n{summary}")
         };
-        let r = self.create_record(
+        let r = self.db.create_record(
             TOPIC,
             NewRecord {
                 parent: Some(conversation_id),
                 text,
-                body: json!({"title": title, "summary": summary, "key_entities": entities}),
+                body: encode::<TopicKind>(&TopicBody {
+                    title: title.to_string(),
+                    summary: summary.to_string(),
+                    key_entities: entities,
+                })?,
                 ..Default::default()
             },
         )?;
-        Ok(topic_from(&r))
+        topic_from(&r)
     }
 
     /// A topic of this namespace.
     pub fn topic(&self, id: Uuid) -> Result<Topic> {
-        Ok(topic_from(&self.get_record(TOPIC, id)?))
+        topic_from(&self.db.get_record(TOPIC, id)?)
     }
 
     /// The topics of a conversation, oldest first.
     pub fn conversation_topics(&self, conversation_id: Uuid) -> Result<Vec<Topic>> {
-        self.get_record(CONVERSATION, conversation_id)?;
-        Ok(self
+        self.db.get_record(CONVERSATION, conversation_id)?;
+        self.db
             .record_children(conversation_id, Some(TOPIC))?
             .iter()
             .map(topic_from)
-            .collect())
+            .collect()
     }
 
     /// Memorg's `add_exchange(topic_id, user_message, system_message)`:
@@ -647,12 +768,12 @@ impl Memdb {
         check_len("user_message", user_message, MAX_MESSAGE_BYTES)?;
         check_len("system_message", system_message, MAX_MESSAGE_BYTES)?;
         let metadata = object_or_empty("metadata", metadata)?;
-        self.get_record(TOPIC, topic_id)?;
-        let r = self.create_record(
+        self.db.get_record(TOPIC, topic_id)?;
+        let r = self.db.create_record(
             EXCHANGE,
-            exchange_record(topic_id, user_message, system_message, metadata),
+            exchange_record(topic_id, user_message, system_message, metadata)?,
         )?;
-        Ok(exchange_from(&r))
+        exchange_from(&r)
     }
 
     /// Many `add_exchange` calls on one topic in one transaction: the
@@ -664,7 +785,7 @@ impl Memdb {
         topic_id: Uuid,
         exchanges: &[(String, String)],
     ) -> Result<Vec<Exchange>> {
-        self.get_record(TOPIC, topic_id)?;
+        self.db.get_record(TOPIC, topic_id)?;
         let mut new = Vec::with_capacity(exchanges.len());
         for (i, (u, s)) in exchanges.iter().enumerate() {
             if u.trim().is_empty() {
@@ -675,35 +796,35 @@ impl Memdb {
             }
             check_len("user_message", u, MAX_MESSAGE_BYTES)?;
             check_len("system_message", s, MAX_MESSAGE_BYTES)?;
-            new.push(exchange_record(topic_id, u, s, json!({})));
+            new.push(exchange_record(topic_id, u, s, json!({}))?);
         }
-        Ok(self
+        self.db
             .create_records(EXCHANGE, new)?
             .iter()
             .map(exchange_from)
-            .collect())
+            .collect()
     }
 
     /// An exchange of this namespace.
     pub fn exchange(&self, id: Uuid) -> Result<Exchange> {
-        Ok(exchange_from(&self.get_record(EXCHANGE, id)?))
+        exchange_from(&self.db.get_record(EXCHANGE, id)?)
     }
 
     /// The exchanges of a topic, oldest first.
     pub fn topic_exchanges(&self, topic_id: Uuid) -> Result<Vec<Exchange>> {
-        self.get_record(TOPIC, topic_id)?;
-        Ok(self
+        self.db.get_record(TOPIC, topic_id)?;
+        self.db
             .record_children(topic_id, Some(EXCHANGE))?
             .iter()
             .map(exchange_from)
-            .collect())
+            .collect()
     }
 
     /// Deletes a session, conversation, topic, exchange or memory item with
     /// everything under it; returns how many records went.
-    pub fn delete_memorg_record(&self, id: Uuid) -> Result<u64> {
-        self.get_record_any(id)?;
-        self.delete_record(id)
+    pub fn delete(&self, id: Uuid) -> Result<u64> {
+        self.db.get_record_any(id)?;
+        self.db.delete_record(id)
     }
 
     /// The scope a search is limited to, checked: the id must name a record
@@ -716,7 +837,7 @@ impl Memdb {
             ScopeTarget::Topic(id) => (TOPIC, id),
         };
         let id = parse_uuid("scope_id", id)?;
-        self.get_record(kind, id)?;
+        self.db.get_record(kind, id)?;
         Ok(Some(id))
     }
 
@@ -728,7 +849,7 @@ impl Memdb {
         self.search_context_with(req, None)
     }
 
-    /// [`Memdb::search_context`] with the query's entities read by `model`
+    /// [`Memorg::search_context`] with the query's entities read by `model`
     /// when one is given (Memorg's query processor asks gpt-4o-mini in JSON
     /// mode); a model that fails or answers something that is not an
     /// entity list leaves the heuristic's entities (logged, not an error).
@@ -774,7 +895,7 @@ impl Memdb {
         let now = req.now.unwrap_or_else(now);
         let metadata = QueryMetadata::from_query(query, now);
         let want = (2 * req.max_results * req.page).min(crate::model::filter::MAX_LIMIT);
-        let found = self.search_records(
+        let found = self.db.search_records(
             query,
             &RecordFilter {
                 kinds: vec![EXCHANGE],
@@ -797,14 +918,16 @@ impl Memdb {
             results: page
                 .results
                 .into_iter()
-                .map(|s| ContextHit {
-                    content: s.item.text.clone(),
-                    exchange: exchange_from(&s.item),
-                    score: s.score,
-                    match_type: s.match_type,
-                    factors: s.factors,
+                .map(|s| {
+                    Ok(ContextHit {
+                        content: s.item.text.clone(),
+                        exchange: exchange_from(&s.item)?,
+                        score: s.score,
+                        match_type: s.match_type,
+                        factors: s.factors,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
             pagination: page.pagination,
             metadata,
         })
@@ -831,7 +954,7 @@ impl Memdb {
                 order.push(*id);
             }
         }
-        let records = self.get_records(&order)?;
+        let records = self.db.get_records(&order)?;
         // Keyword-only hits get their stored vectors in one read.
         let mut stored = if found.query_vector.is_some() {
             let keyword_only: Vec<Uuid> = order
@@ -839,7 +962,7 @@ impl Memdb {
                 .filter(|id| !sims.contains_key(id))
                 .copied()
                 .collect();
-            self.record_vectors(kind, &keyword_only)?
+            self.db.record_vectors(kind, &keyword_only)?
         } else {
             HashMap::new()
         };
@@ -873,7 +996,7 @@ impl Memdb {
             ("exchanges", EXCHANGE),
             ("memory_items", MEMORY_ITEM),
         ] {
-            let records = self.records_of_kind(kind)?;
+            let records = self.db.records_of_kind(kind)?;
             chars += records
                 .iter()
                 .map(|r| r.text.chars().count() as u64)
@@ -884,8 +1007,8 @@ impl Memdb {
         let mut vectors = 0;
         let mut bytes = 0;
         for kind in [EXCHANGE, MEMORY_ITEM] {
-            vectors += self.count_record_vectors(kind)?;
-            bytes += self.record_index_bytes(kind)?;
+            vectors += self.db.count_record_vectors(kind)?;
+            bytes += self.db.record_index_bytes(kind)?;
         }
         Ok(MemoryUsageReport {
             total_tokens: chars.div_ceil(4),
@@ -900,7 +1023,7 @@ impl Memdb {
     /// Memorg's `optimize_context(content, entities, max_tokens)`: fits
     /// `content` into `max_tokens` (extractive summary, then a head/tail
     /// cut), optionally rendered into one of Memorg's two templates.
-    pub fn optimize_memorg_context(
+    pub fn optimize_context(
         &self,
         content: &str,
         entities: &[Entity],
@@ -947,7 +1070,7 @@ impl Memdb {
         check_len("content", content, MAX_MESSAGE_BYTES)?;
         let kind = ItemKind::parse(item_type)?;
         let tags = items::add_tags(&[], tags)?;
-        let r = self.create_record(
+        let r = self.db.create_record(
             MEMORY_ITEM,
             NewRecord {
                 parent: parent_id,
@@ -955,24 +1078,27 @@ impl Memdb {
                 embed: true,
                 tags,
                 importance: importance.unwrap_or(0.0) as f32,
-                body: json!({"item_type": kind.memory_type.as_str(), "custom_type": kind.custom_type}),
+                body: encode::<MemoryItemKind>(&MemoryItemBody {
+                    item_type: kind.memory_type.as_str().to_string(),
+                    custom_type: kind.custom_type,
+                })?,
                 metadata: object_or_empty("metadata", metadata)?,
                 ..Default::default()
             },
         )?;
-        Ok(item_from(&r))
+        item_from(&r)
     }
 
     /// A memory item (or any Memorg record seen as one).
     pub fn memory_item(&self, id: Uuid) -> Result<MemoryItem> {
-        let r = self.get_record_any(id)?;
+        let r = self.db.get_record_any(id)?;
         if !(SESSION.code..=MEMORY_ITEM.code).contains(&r.kind) {
             return Err(Error::NotFound {
                 what: "memory item",
                 id: id.to_string(),
             });
         }
-        Ok(item_from(&r))
+        item_from(&r)
     }
 
     /// Memorg's memory-layer `update`: content (re-embedded), metadata,
@@ -985,7 +1111,7 @@ impl Memdb {
         importance: Option<f64>,
         tags: Option<&[String]>,
     ) -> Result<MemoryItem> {
-        self.get_record(MEMORY_ITEM, id)?;
+        self.db.get_record(MEMORY_ITEM, id)?;
         if let Some(c) = content {
             if c.trim().is_empty() {
                 return Err(Error::invalid("content", "must not be empty"));
@@ -993,7 +1119,7 @@ impl Memdb {
             check_len("content", c, MAX_MESSAGE_BYTES)?;
         }
         let tags = tags.map(|t| items::add_tags(&[], t)).transpose()?;
-        let r = self.update_record(
+        let r = self.db.update_record(
             id,
             RecordChange {
                 text: content.map(str::to_string),
@@ -1006,19 +1132,19 @@ impl Memdb {
                 ..Default::default()
             },
         )?;
-        Ok(item_from(&r))
+        item_from(&r)
     }
 
     /// Adds tags to a memory item (set union).
     pub fn add_item_tags(&self, id: Uuid, tags: &[String]) -> Result<MemoryItem> {
-        let r = self.get_record(MEMORY_ITEM, id)?;
+        let r = self.db.get_record(MEMORY_ITEM, id)?;
         let merged = items::add_tags(&r.tags, tags)?;
         self.update_memory_item(id, None, None, None, Some(&merged))
     }
 
     /// Removes tags from a memory item.
     pub fn remove_item_tags(&self, id: Uuid, tags: &[String]) -> Result<MemoryItem> {
-        let r = self.get_record(MEMORY_ITEM, id)?;
+        let r = self.db.get_record(MEMORY_ITEM, id)?;
         let left = items::remove_tags(&r.tags, tags);
         self.update_memory_item(id, None, None, None, Some(&left))
     }
@@ -1034,23 +1160,29 @@ impl Memdb {
     ) -> Result<ItemContext> {
         let depth = items::check_context_depth(depth)?;
         let item = self.memory_item(id)?;
-        let mut ancestors: Vec<MemoryItem> =
-            self.record_ancestors(id)?.iter().map(item_from).collect();
+        let mut ancestors: Vec<MemoryItem> = self
+            .db
+            .record_ancestors(id)?
+            .iter()
+            .map(item_from)
+            .collect::<Result<_>>()?;
         ancestors.truncate(depth);
         let mut children: Vec<MemoryItem> = self
+            .db
             .record_children(id, None)?
             .iter()
             .map(item_from)
-            .collect();
+            .collect::<Result<_>>()?;
         items::rank_by_importance(&mut children, |i| i.importance_score);
         let mut siblings = Vec::new();
         if include_siblings && let Some(p) = item.parent_id {
             siblings = self
+                .db
                 .record_children(p, None)?
                 .iter()
                 .filter(|r| r.id != id)
                 .map(item_from)
-                .collect();
+                .collect::<Result<_>>()?;
             items::rank_by_importance(&mut siblings, |i| i.importance_score);
         }
         Ok(ItemContext {
@@ -1088,7 +1220,7 @@ impl Memdb {
             }
             (_, None) => return Err(Error::invalid("scope_id", "this scope needs a scope_id")),
             (_, Some(id)) => {
-                self.get_record_any(id)?;
+                self.db.get_record_any(id)?;
                 Some(id)
             }
         };
@@ -1105,13 +1237,15 @@ impl Memdb {
         let allowed = if types.is_empty() && filter.as_ref().is_none_or(|f| f.is_trivial()) {
             None
         } else {
-            Some(self.select_records(&[MEMORY_ITEM], |r| {
-                let k = item_kind_of(r);
-                (types.is_empty() || types.iter().any(|t| t.admits(&k)))
-                    && filter.as_ref().is_none_or(|f| f.matches(&r.metadata))
+            Some(self.db.select_records(&[MEMORY_ITEM], |r| {
+                // A body that does not decode matches no type: reading the
+                // item reports it as damage.
+                let admitted = types.is_empty()
+                    || item_kind_of(r).is_ok_and(|k| types.iter().any(|t| t.admits(&k)));
+                admitted && filter.as_ref().is_none_or(|f| f.matches(&r.metadata))
             })?)
         };
-        let found = self.search_records(
+        let found = self.db.search_records(
             query,
             &RecordFilter {
                 kinds: vec![MEMORY_ITEM],
@@ -1133,14 +1267,94 @@ impl Memdb {
             preferred_categories: &[],
         };
         let page = MultiFactorScorer::default().rank(candidates, &sq, 1, limit)?;
-        Ok(page
-            .results
+        page.results
             .into_iter()
-            .map(|s| MemoryHit {
-                item: item_from(&s.item),
-                score: s.score,
-                match_type: s.match_type,
+            .map(|s| {
+                Ok(MemoryHit {
+                    item: item_from(&s.item)?,
+                    score: s.score,
+                    match_type: s.match_type,
+                })
             })
-            .collect())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::typed::encode;
+
+    fn record(kind: RecordKind, body: Value) -> Record {
+        Record {
+            id: Uuid::nil(),
+            kind: kind.code,
+            parent: Some(Uuid::nil()),
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+            importance: 0.5,
+            text: "t".into(),
+            tags: Vec::new(),
+            body,
+            metadata: json!({}),
+        }
+    }
+
+    /// Bodies as the untyped code wrote them (SPEC.md §14.9) read back,
+    /// and a typed write stores the same JSON.
+    #[test]
+    fn stored_bodies_decode_and_encode_unchanged() {
+        let session = json!({"user_id": "alice", "system_config": {"k": 1}});
+        let s = session_from(&record(SESSION, session.clone())).unwrap();
+        assert_eq!(
+            (s.user_id.as_str(), &s.system_config),
+            ("alice", &json!({"k": 1}))
+        );
+        let conversation = json!({"title": "Trip", "summary": ""});
+        assert_eq!(
+            conversation_from(&record(CONVERSATION, conversation))
+                .unwrap()
+                .title,
+            "Trip"
+        );
+        let topic = json!({"title": "Rust", "summary": "borrowck", "key_entities": []});
+        let t = topic_from(&record(TOPIC, topic.clone())).unwrap();
+        assert_eq!(
+            encode::<TopicKind>(&TopicBody {
+                title: t.title,
+                summary: t.summary,
+                key_entities: t.key_entities,
+            })
+            .unwrap(),
+            topic
+        );
+        let written =
+            exchange_record(Uuid::nil(), "Where is Lisbon?", "In Portugal.", json!({})).unwrap();
+        let e = exchange_from(&record(EXCHANGE, written.body.clone())).unwrap();
+        assert_eq!(e.user_message.raw_content, "Where is Lisbon?");
+        assert_eq!(e.system_message.raw_content, "In Portugal.");
+        assert_eq!(
+            written.body["user_message"]["raw_content"],
+            "Where is Lisbon?"
+        );
+        let item = json!({"item_type": "recipe", "custom_type": "recipe"});
+        let i = item_from(&record(MEMORY_ITEM, item)).unwrap();
+        assert_eq!(i.kind.memory_type, MemoryType::Custom);
+        assert_eq!(i.kind.custom_type.as_deref(), Some("recipe"));
+    }
+
+    /// A damaged body is an error naming the record, not an empty field.
+    #[test]
+    fn a_broken_body_is_corruption() {
+        let broken = record(SESSION, json!({"system_config": {}}));
+        assert!(matches!(
+            session_from(&broken),
+            Err(Error::Corrupted { .. })
+        ));
+        let wrong_kind = record(TOPIC, json!({"user_id": "alice"}));
+        assert!(matches!(
+            session_from(&wrong_kind),
+            Err(Error::Corrupted { .. })
+        ));
     }
 }
