@@ -7,7 +7,7 @@
 //! imports point down the table only, and redb tables are opened in
 //! `store/` only.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -407,19 +407,126 @@ fn layer_of(subsystem: &str) -> Option<usize> {
         .position(|l| l.iter().any(|s| s == subsystem))
 }
 
-/// The non-test source of an engine file: everything before its
-/// `#[cfg(test)] mod tests` block (tests may use any layer), without
-/// comment lines (doc links are not imports).
+/// The non-test source of an engine file: the file without its
+/// `#[cfg(test)] mod tests { .. }` blocks and `#[cfg(test)] mod tests;`
+/// declarations (tests may use any layer; production code after them is
+/// kept and checked), without comment lines (doc links are not imports).
 fn engine_code(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    let code = text
-        .split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or_default();
-    code.lines()
+    without_test_modules(&text)
+        .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// `text` with every `#[cfg(test)]` module cut out: a `mod x;` declaration
+/// alone, a `mod x { .. }` block to its matching brace (braces inside
+/// string, raw-string and char literals and comments are not counted).
+fn without_test_modules(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + "#[cfg(test)]".len()..];
+        let trimmed = after.trim_start();
+        let Some(decl) = trimmed.strip_prefix("mod ") else {
+            // Not a module (a test-only item): keep the attribute.
+            out.push_str("#[cfg(test)]");
+            rest = after;
+            continue;
+        };
+        let name_len = decl
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(decl.len());
+        let tail = decl[name_len..].trim_start();
+        rest = if let Some(r) = tail.strip_prefix(';') {
+            r
+        } else if tail.starts_with('{') {
+            &tail[block_end(tail)..]
+        } else {
+            tail
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The byte just past the brace that closes the `{` `code` starts with.
+fn block_end(code: &str) -> usize {
+    let b = code.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'r' if matches!(b.get(i + 1), Some(b'#' | b'"'))
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
+                if b.get(i + 1 + hashes) == Some(&b'"') {
+                    let close = format!("\"{}", "#".repeat(hashes));
+                    let start = i + 2 + hashes;
+                    i = code[start..]
+                        .find(&close)
+                        .map_or(b.len(), |e| start + e + close.len())
+                        - 1;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            // A char literal ('{', '\'', '\\'), not a lifetime ('a).
+            b'\'' => {
+                if b.get(i + 1) == Some(&b'\\') {
+                    i += 3;
+                    while i < b.len() && b[i] != b'\'' {
+                        i += 1;
+                    }
+                } else if b.get(i + 2) == Some(&b'\'') {
+                    i += 2;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+#[test]
+fn test_modules_are_cut_and_the_code_after_them_kept() {
+    let src = "use crate::a::x;\n#[cfg(test)]\nmod tests;\nuse crate::b::y;\n\
+               #[cfg(test)]\nmod more {\n    use crate::z::w;\n    \
+               fn f() { let _ = \"}\"; let _ = '}'; let _ = r#\"}\"#; } // }\n}\n\
+               fn g<'a>(_: &'a str) {}\nuse crate::c::v;\n#[cfg(test)]\nfn helper() {}\n";
+    let code = without_test_modules(src);
+    for kept in ["crate::a", "crate::b", "crate::c", "fn g<'a>", "fn helper"] {
+        assert!(code.contains(kept), "{kept} lost: {code}");
+    }
+    assert!(!code.contains("crate::z"), "test module kept: {code}");
+    // The one file with production code after `mod tests;`.
+    let vector = root().join("engine/src/vector/mod.rs");
+    let text = std::fs::read_to_string(&vector).unwrap();
+    assert!(text.contains("mod tests;"));
+    let last_line = text.trim_end().lines().last().unwrap().trim().to_string();
+    assert!(engine_code(&vector).contains(&last_line), "{last_line}");
 }
 
 /// The subsystem an engine file belongs to: its folder under `src/`, or
@@ -568,5 +675,186 @@ fn redb_tables_are_opened_in_the_store_only() {
     assert!(
         stale.is_empty(),
         "no longer opens tables; take it off the list: {stale:?}"
+    );
+}
+
+/// The modules a Rust file's production code names, as files of `src`:
+/// each `crate::a::b::..` and `super::b::..` path resolved to the longest
+/// prefix that is a file (`a/b.rs` or `a/b/mod.rs`).
+fn module_refs(src: &Path, file: &Path, code: &str) -> BTreeSet<PathBuf> {
+    let rel = file.strip_prefix(src).unwrap_or(file);
+    // The module path of `file`'s folder, for `super::` (a `mod.rs` is its
+    // folder's module, so its `super` is one folder up).
+    let mut here: Vec<String> = rel
+        .parent()
+        .map(|p| {
+            p.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if rel.file_name().is_some_and(|n| n == "mod.rs") {
+        here.pop();
+    }
+    let mut out = BTreeSet::new();
+    for (prefix, base) in [("crate::", Vec::new()), ("super::", here)] {
+        let mut rest = code;
+        while let Some(i) = rest.find(prefix) {
+            let boundary = i == 0 || {
+                let c = rest.as_bytes()[i - 1];
+                !(c.is_ascii_alphanumeric() || c == b'_' || c == b':')
+            };
+            let after = &rest[i + prefix.len()..];
+            rest = after;
+            if !boundary {
+                continue;
+            }
+            let mut path = base.clone();
+            for seg in after.split("::") {
+                let name: String = seg
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if name.is_empty() || name.len() != seg.len() && !seg.starts_with(&name) {
+                    break;
+                }
+                path.push(name.clone());
+                if name.len() != seg.len() {
+                    break;
+                }
+            }
+            // The longest prefix that is a module file.
+            while !path.is_empty() {
+                let joined = path.join("/");
+                let leaf = src.join(format!("{joined}.rs"));
+                let folder = src.join(&joined).join("mod.rs");
+                if leaf.is_file() {
+                    out.insert(leaf);
+                    break;
+                }
+                if folder.is_file() {
+                    out.insert(folder);
+                    break;
+                }
+                path.pop();
+            }
+        }
+    }
+    out.remove(file);
+    out
+}
+
+/// The import cycles among `src`'s files: each a list of files, `a -> b`
+/// when `a`'s production code names `b`. A folder's `mod.rs` and the files
+/// under that folder may name each other (the module tree itself); every
+/// other cycle is reported.
+fn import_cycles(src: &Path) -> Vec<Vec<PathBuf>> {
+    let mut rs = Vec::new();
+    files(src, ".rs", &mut rs);
+    let parent_child = |a: &Path, b: &Path| {
+        let under = |m: &Path, f: &Path| {
+            m.file_name().is_some_and(|n| n == "mod.rs")
+                && m.parent().is_some_and(|dir| f.starts_with(dir))
+        };
+        under(a, b) || under(b, a)
+    };
+    let edges: BTreeMap<PathBuf, Vec<PathBuf>> = rs
+        .iter()
+        .map(|f| {
+            let to = module_refs(src, f, &engine_code(f))
+                .into_iter()
+                .filter(|t| !parent_child(f, t))
+                .collect();
+            (f.clone(), to)
+        })
+        .collect();
+    // Tarjan's strongly connected components; every one of two or more
+    // files is a cycle.
+    struct Walk<'a> {
+        edges: &'a BTreeMap<PathBuf, Vec<PathBuf>>,
+        index: BTreeMap<&'a PathBuf, (usize, usize)>,
+        stack: Vec<&'a PathBuf>,
+        on_stack: BTreeSet<&'a PathBuf>,
+        next: usize,
+        out: Vec<Vec<PathBuf>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a PathBuf) {
+        w.index.insert(v, (w.next, w.next));
+        w.next += 1;
+        w.stack.push(v);
+        w.on_stack.insert(v);
+        for t in w.edges.get(v).into_iter().flatten() {
+            let Some((t, _)) = w.edges.get_key_value(t) else {
+                continue;
+            };
+            if !w.index.contains_key(t) {
+                visit(w, t);
+                let low = w.index[t].1.min(w.index[v].1);
+                w.index.entry(v).and_modify(|e| e.1 = low);
+            } else if w.on_stack.contains(t) {
+                let low = w.index[t].0.min(w.index[v].1);
+                w.index.entry(v).and_modify(|e| e.1 = low);
+            }
+        }
+        if w.index[v].0 == w.index[v].1 {
+            let mut component = Vec::new();
+            while let Some(x) = w.stack.pop() {
+                w.on_stack.remove(x);
+                component.push(x.clone());
+                if x == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                w.out.push(component);
+            }
+        }
+    }
+    let mut w = Walk {
+        edges: &edges,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !w.index.contains_key(v) {
+            visit(&mut w, v);
+        }
+    }
+    w.out
+}
+
+#[test]
+fn the_engine_has_no_import_cycle() {
+    // The checker on a scratch tree: a loop between two siblings is
+    // found; a folder's mod.rs and its children are not a loop.
+    let scratch = tempfile::tempdir().unwrap();
+    let s = scratch.path();
+    std::fs::create_dir_all(s.join("db")).unwrap();
+    let put = |p: &str, text: &str| std::fs::write(s.join(p), text).unwrap();
+    put("lib.rs", "mod db;\n");
+    put("db/mod.rs", "mod a;\nmod b;\nuse crate::db::a::A;\n");
+    put("db/a.rs", "use crate::db::Memdb;\nuse super::b::B;\n");
+    put("db/b.rs", "use crate::db::Memdb;\n");
+    assert_eq!(import_cycles(s), Vec::<Vec<PathBuf>>::new());
+    put("db/b.rs", "use crate::db::a::A;\n");
+    assert_eq!(
+        import_cycles(s),
+        vec![vec![s.join("db/a.rs"), s.join("db/b.rs")]]
+    );
+    // A loop through a test module does not count.
+    put(
+        "db/b.rs",
+        "#[cfg(test)]\nmod tests {\n    use crate::db::a::A;\n}\n",
+    );
+    assert_eq!(import_cycles(s), Vec::<Vec<PathBuf>>::new());
+
+    let cycles = import_cycles(&root().join("engine/src"));
+    assert!(
+        cycles.is_empty(),
+        "import cycles in engine/src: {cycles:#?}"
     );
 }
