@@ -19,15 +19,12 @@
 
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Query, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::{Query, Request};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
-use crate::contract::Permission;
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// What a presented key may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +33,32 @@ pub enum Access {
     Read,
     /// Every route.
     Write,
+}
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    /// Anyone: no key is asked for (outside the auth layer).
+    Public,
+    /// Any valid key, read-only keys included.
+    Read,
+    /// A key that may write.
+    Write,
+    /// Any valid key not limited to namespaces (SPEC §12): the route
+    /// reads across the whole store.
+    StoreRead,
+    /// A writing key not limited to namespaces: the route changes the
+    /// whole store.
+    StoreWrite,
+}
+
+impl From<Access> for Permission {
+    fn from(a: Access) -> Self {
+        match a {
+            Access::Read => Permission::Read,
+            Access::Write => Permission::Write,
+        }
+    }
 }
 
 /// The configured keys.
@@ -164,6 +187,12 @@ tokio::task_local! {
     static NAMESPACE: Arc<str>;
 }
 
+/// Runs `fut` with `namespace` as the task's namespace
+/// ([`current_namespace`]).
+pub async fn with_namespace<F: std::future::Future>(namespace: Arc<str>, fut: F) -> F::Output {
+    NAMESPACE.scope(namespace, fut).await
+}
+
 /// The namespace of the request being served on this task, if the auth
 /// middleware set one (it does for every authenticated route).
 pub fn current_namespace() -> Option<Arc<str>> {
@@ -206,8 +235,8 @@ fn requested_namespace(req: &Request) -> Result<Option<String>, String> {
 }
 
 /// The namespace key `key` addresses with this request, or the refusal.
-fn resolve_namespace(
-    state: &AppState,
+pub fn resolve_namespace(
+    keys: &Keys,
     req: &Request,
     key: KeyId,
     store_wide: bool,
@@ -217,7 +246,7 @@ fn resolve_namespace(
     if let Some(name) = &requested {
         memdb::validate_namespace(name)?;
     }
-    let Some(allowed) = state.keys.limit(key) else {
+    let Some(allowed) = keys.limit(key) else {
         return Ok(Arc::from(requested.as_deref().unwrap_or(DEFAULT_NAMESPACE)));
     };
     if store_wide {
@@ -238,7 +267,7 @@ fn resolve_namespace(
     }
 }
 
-fn unauthorized(message: &str) -> Response {
+pub fn unauthorized(message: &str) -> Response {
     let mut r = ApiError::new(StatusCode::UNAUTHORIZED, message).into_response();
     r.headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -247,14 +276,14 @@ fn unauthorized(message: &str) -> Response {
 
 /// The access the request's `Authorization: Bearer <key>` grants, or why
 /// it grants none (the 401 message).
-fn authenticate(state: &AppState, req: &Request) -> Result<(Access, KeyId), &'static str> {
+pub fn authenticate(keys: &Keys, req: &Request) -> Result<(Access, KeyId), &'static str> {
     let Some(value) = req.headers().get(header::AUTHORIZATION) else {
         return Err("missing authorization header");
     };
     let Some(token) = value.as_bytes().strip_prefix(b"Bearer ") else {
         return Err("invalid authorization format: expected `Bearer <api key>`");
     };
-    state.keys.identify(token).ok_or("invalid API key")
+    keys.identify(token).ok_or("invalid API key")
 }
 
 /// The MCP endpoint: any valid key may use it (open, call, close a
@@ -262,88 +291,9 @@ fn authenticate(state: &AppState, req: &Request) -> Result<(Access, KeyId), &'st
 /// binds each session to the key that opened it.
 pub const MCP_ROUTE: &str = "/mcp";
 
-/// Whether the contract declares `route` a read for `method` (a public
-/// route, such as `/health`, is a read too). `HEAD` is a read wherever `GET`
-/// is.
-pub fn is_read(method: &Method, route: &str) -> bool {
-    matches!(
-        crate::contract::permission(method, route),
-        Some(Permission::Read | Permission::StoreRead | Permission::Public)
-    )
-}
-
-/// Whether the route covers the whole store rather than one namespace
-/// (refused to keys limited to namespaces).
-pub fn is_store_wide(method: &Method, route: &str) -> bool {
-    matches!(
-        crate::contract::permission(method, route),
-        Some(Permission::StoreRead | Permission::StoreWrite)
-    )
-}
-
-/// The access a route needs: reads are declared in the contract tables
-/// ([`crate::contract::ROUTES`], [`crate::contract::TOOLS`]); everything
-/// else writes. Authorization fails closed: a route served without being
-/// declared a read is refused to read-only keys.
-pub fn needed(method: &Method, route: &str) -> Access {
-    if route == MCP_ROUTE || is_read(method, route) {
-        Access::Read
-    } else {
-        Access::Write
-    }
-}
-
-/// The 401 answer for a request without a valid key, or `None` when its key
-/// is valid. The fallbacks (unknown route, wrong method) call it first, so
-/// an unauthenticated client cannot tell which routes exist.
-pub fn reject_unauthenticated(state: &AppState, req: &Request) -> Option<Response> {
-    authenticate(state, req).err().map(unauthorized)
-}
-
 /// The routes `kuradb_open` serves without a key.
 pub const KURADB_OPEN_ROUTES: [&str; 4] =
     ["/api/list", "/api/search", "/api/keyword", "/api/semantic"];
-
-/// Middleware on every route but `/health`: a valid key (401 otherwise)
-/// with the access the route needs (403 for a read-only key on a write),
-/// and the namespace the request addresses (400 for an invalid name, 403
-/// for one the key may not use).
-pub async fn require(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("", |p| p.as_str());
-    // `kuradb_open` (loopback only, checked at startup): KuraDB's two
-    // read-only routes answer without a key, as KuraDB's do.
-    if state.config.kuradb_open
-        && req.method() == Method::GET
-        && KURADB_OPEN_ROUTES.contains(&route)
-    {
-        return next.run(req).await;
-    }
-    let need = needed(req.method(), route);
-    let store_wide = is_store_wide(req.method(), route);
-    match authenticate(&state, &req) {
-        Ok((Access::Read, _)) if need == Access::Write => {
-            ApiError::new(StatusCode::FORBIDDEN, "this API key is read-only").into_response()
-        }
-        Ok((access, key)) => {
-            let namespace = match resolve_namespace(&state, &req, key, store_wide) {
-                Ok(ns) => ns,
-                Err(refusal) => return refusal.into_response(),
-            };
-            // The MCP handler reads them: write tools need a writing key,
-            // a session belongs to the key that opened it, and each call
-            // runs on the request's namespace.
-            req.extensions_mut().insert(access);
-            req.extensions_mut().insert(key);
-            req.extensions_mut()
-                .insert(RequestNamespace(namespace.clone()));
-            NAMESPACE.scope(namespace, next.run(req)).await
-        }
-        Err(why) => unauthorized(why),
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -396,37 +346,5 @@ mod tests {
         assert_eq!(k.key, "abc==def");
         assert_eq!(k.namespaces, vec!["team-a", "team.b"]);
         assert!("no-separator".parse::<KeyNamespaces>().is_err());
-    }
-
-    #[test]
-    fn only_declared_reads_are_reads() {
-        assert_eq!(needed(&Method::GET, "/api/v1/stats"), Access::Read);
-        assert_eq!(needed(&Method::HEAD, "/api/v1/stats"), Access::Read);
-        assert_eq!(needed(&Method::POST, "/api/v1/query"), Access::Read);
-        assert_eq!(
-            needed(&Method::POST, "/api/v1/conversations"),
-            Access::Write
-        );
-        assert_eq!(
-            needed(&Method::DELETE, "/api/v1/conversations/{id}"),
-            Access::Write
-        );
-        // A route nobody declared fails closed.
-        assert_eq!(needed(&Method::POST, "/api/v1/new-thing"), Access::Write);
-        assert_eq!(needed(&Method::GET, "/api/v1/new-thing"), Access::Write);
-        assert_eq!(needed(&Method::POST, MCP_ROUTE), Access::Read);
-        assert_eq!(needed(&Method::DELETE, MCP_ROUTE), Access::Read);
-        assert_eq!(
-            needed(&Method::POST, "/mcp/tools/memory_search"),
-            Access::Read
-        );
-        assert_eq!(
-            needed(&Method::POST, "/mcp/tools/memory_store"),
-            Access::Write
-        );
-        assert_eq!(
-            needed(&Method::POST, "/mcp/tools/memory_nothing"),
-            Access::Write
-        );
     }
 }

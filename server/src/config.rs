@@ -492,7 +492,7 @@ impl ServerConfig {
                 return Err(ServerError::Config(format!("{name} must be at least 1")));
             }
         }
-        crate::contract::ToolSets::parse(&self.mcp_tools)
+        crate::toolsets::ToolSets::parse(&self.mcp_tools)
             .map_err(|e| ServerError::Config(format!("mcp_tools: {e}")))?;
         if self.body_limit < 1024 {
             return Err(ServerError::Config(

@@ -53,12 +53,17 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use utoipa::ToSchema;
+use utoipa::openapi::path::OperationBuilder;
 use utoipa::openapi::path::{HttpMethod, Operation};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::security::SecurityRequirement;
+use utoipa::openapi::{ContentBuilder, Ref, Required, ResponseBuilder, ResponsesBuilder};
 use utoipa::openapi::{RefOr, Schema};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::auth::Access;
-use crate::error::ApiError;
+pub use crate::auth::Permission;
+use crate::error::{ApiError, ErrorBody};
 use crate::kuradb_tools;
 use crate::mcp::text;
 use crate::memorg_tools;
@@ -66,6 +71,8 @@ use crate::routes::proxy;
 use crate::routes::{conversations, kuradb, mcp, orchestration, search, system, ui};
 use crate::state::AppState;
 use crate::tools::{self, ToolDef};
+pub use crate::toolsets::{ToolSet, ToolSets};
+use crate::wire::{Envelope, EnvelopeError};
 
 /// An HTTP method a route is served at (`GET` also answers `HEAD`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,32 +125,6 @@ impl Verb {
             Verb::Post => HttpMethod::Post,
             Verb::Put => HttpMethod::Put,
             Verb::Delete => HttpMethod::Delete,
-        }
-    }
-}
-
-/// Who may call a route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Permission {
-    /// Anyone: no key is asked for (outside the auth layer).
-    Public,
-    /// Any valid key, read-only keys included.
-    Read,
-    /// A key that may write.
-    Write,
-    /// Any valid key not limited to namespaces (SPEC §12): the route
-    /// reads across the whole store.
-    StoreRead,
-    /// A writing key not limited to namespaces: the route changes the
-    /// whole store.
-    StoreWrite,
-}
-
-impl From<Access> for Permission {
-    fn from(a: Access) -> Self {
-        match a {
-            Access::Read => Permission::Read,
-            Access::Write => Permission::Write,
         }
     }
 }
@@ -386,8 +367,8 @@ pub static ROUTES: &[Route] = &[
         Get,
         "/api/v1/mcp/tools",
         Read,
-        |m| on(m, mcp::list),
-        doc::<mcp::__path_list>,
+        |m| on(m, list_tools),
+        doc::<__path_list_tools>,
     ),
     route(
         Post,
@@ -506,94 +487,12 @@ pub const TOOL_ROUTE_PREFIX: &str = "/mcp/tools/";
 /// The method of every tool route.
 pub const TOOL_METHOD: Verb = Verb::Post;
 
-/// The families of tools, each a system memdb reproduces. Clients with a
-/// tool-count limit serve only some (`memdb mcp --tools sekha`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolSet {
-    /// Sekha's seven memory tools.
-    Sekha,
-    /// Memorg's tools (hierarchy, search_context, optimizer, memory items).
-    Memorg,
-    /// KuraDB's two read-only tools (`list_rag`, `search_rag`).
-    Kuradb,
-}
-
-impl ToolSet {
-    /// The set's name in `--tools`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolSet::Sekha => "sekha",
-            ToolSet::Memorg => "memorg",
-            ToolSet::Kuradb => "kuradb",
-        }
-    }
-}
-
-/// Which tool sets an MCP server lists and calls (all by default).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ToolSets {
-    sekha: bool,
-    memorg: bool,
-    kuradb: bool,
-}
-
-impl Default for ToolSets {
-    fn default() -> Self {
-        ToolSets::ALL
-    }
-}
-
-impl ToolSets {
-    /// Every set.
-    pub const ALL: ToolSets = ToolSets {
-        sekha: true,
-        memorg: true,
-        kuradb: true,
-    };
-
-    /// Parses a comma-separated list of set names (`sekha,memorg,kuradb`,
-    /// or `all`).
-    pub fn parse(s: &str) -> Result<ToolSets, String> {
-        let mut out = ToolSets {
-            sekha: false,
-            memorg: false,
-            kuradb: false,
-        };
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            match part.to_ascii_lowercase().as_str() {
-                "all" => out = ToolSets::ALL,
-                "sekha" => out.sekha = true,
-                "memorg" => out.memorg = true,
-                "kuradb" => out.kuradb = true,
-                other => {
-                    return Err(format!(
-                        "unknown tool set {other:?}; the sets are sekha, memorg and kuradb (or all)"
-                    ));
-                }
-            }
-        }
-        if !out.sekha && !out.memorg && !out.kuradb {
-            return Err("name at least one tool set: sekha, memorg, kuradb or all".into());
-        }
-        Ok(out)
-    }
-
-    /// Whether `set` is served.
-    pub fn contains(self, set: ToolSet) -> bool {
-        match set {
-            ToolSet::Sekha => self.sekha,
-            ToolSet::Memorg => self.memorg,
-            ToolSet::Kuradb => self.kuradb,
-        }
-    }
-
-    /// The served tools, in table order.
-    pub fn tools(self) -> impl Iterator<Item = &'static dyn ToolEntry> {
-        TOOLS
-            .iter()
-            .copied()
-            .filter(move |t| self.contains(t.set()))
-    }
+/// The tools of the sets `sets` serves, in table order.
+pub fn served_tools(sets: ToolSets) -> impl Iterator<Item = &'static dyn ToolEntry> {
+    TOOLS
+        .iter()
+        .copied()
+        .filter(move |t| sets.contains(t.set()))
 }
 
 /// One MCP tool: its names, descriptions, access and typed function. `A` is
@@ -712,7 +611,7 @@ where
     }
 
     fn doc(&self) -> OperationDoc {
-        crate::openapi::tool_operation::<A, T>(self)
+        tool_operation::<A, T>(self)
     }
 }
 
@@ -1070,6 +969,79 @@ pub fn docs() -> Vec<OperationDoc> {
         ..(r.doc)()
     });
     routes.chain(TOOLS.iter().map(|t| t.doc())).collect()
+}
+
+/// The REST route of Sekha's tool list, `GET /api/v1/mcp/tools`: the table
+/// answers it itself.
+/// The tools with their input schemas.
+#[utoipa::path(get, path = "/api/v1/mcp/tools", tag = "mcp",
+    operation_id = "list_tools",
+    responses((status = 200, body = Vec<ToolDef>), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_tools() -> axum::Json<Vec<ToolDef>> {
+    axum::Json(tool_defs())
+}
+
+/// `T`'s schema under its name, and the schemas it refers to.
+fn push_schema<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
+}
+
+/// The operation of a tool's REST shim route `POST /mcp/tools/{name}`:
+/// `A` as the JSON body, `Envelope<T>` as the 200 answer, failed envelopes
+/// for 400 (and 404 for tools naming a conversation), `{error, code}` for
+/// 401 (and 403 for write tools), what `#[utoipa::path]` would say for a
+/// handler written by hand.
+pub fn tool_operation<A: ToSchema, T: ToSchema>(tool: &Tool<A, T>) -> OperationDoc {
+    let envelope = format!("{}_{}", Envelope::<T>::name(), T::name());
+    let mut schemas = vec![(envelope.clone(), Envelope::<T>::schema())];
+    push_schema::<A>(&mut schemas);
+    push_schema::<T>(&mut schemas);
+    push_schema::<EnvelopeError>(&mut schemas);
+    push_schema::<ErrorBody>(&mut schemas);
+    let json = |name: &str| {
+        ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name(name)))
+            .build()
+    };
+    let answer = |name: &str| {
+        ResponseBuilder::new()
+            .content("application/json", json(name))
+            .build()
+    };
+    let mut responses = ResponsesBuilder::new()
+        .response("200", answer(&envelope))
+        .response("400", answer(EnvelopeError::name().as_ref()))
+        .response("401", answer(ErrorBody::name().as_ref()));
+    if tool.access == Access::Write {
+        responses = responses.response("403", answer(ErrorBody::name().as_ref()));
+    }
+    if tool.not_found {
+        responses = responses.response("404", answer(EnvelopeError::name().as_ref()));
+    }
+    let operation = OperationBuilder::new()
+        .tag("mcp")
+        .summary(Some(tool.summary))
+        .operation_id(Some(tool.name))
+        .request_body(Some(
+            RequestBodyBuilder::new()
+                .content("application/json", json(A::name().as_ref()))
+                .required(Some(Required::True))
+                .build(),
+        ))
+        .responses(responses.build())
+        .securities(Some([SecurityRequirement::new(
+            "bearer",
+            Vec::<String>::new(),
+        )]))
+        .build();
+    OperationDoc {
+        path: format!("{TOOL_ROUTE_PREFIX}{}", tool.name),
+        methods: vec![TOOL_METHOD.openapi()],
+        operation,
+        schemas,
+    }
 }
 
 #[cfg(test)]

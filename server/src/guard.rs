@@ -16,13 +16,10 @@
 //! `null` included, gets 403. Requests without `Origin` (every non-browser
 //! client) are served.
 
-use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::Next;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// A parsed `scheme://host[:port]` origin, host lowercased, port explicit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,54 +97,26 @@ pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
         .any(|a| a == "*" || a.eq_ignore_ascii_case(name) || a.eq_ignore_ascii_case(host))
 }
 
-/// Whether a request's `Origin` may call `/mcp`.
-pub fn origin_allowed(origin: &str, state: &AppState) -> bool {
-    let config = &state.config;
-    let lists = || config.allowed_origins.iter().chain(&config.cors_origins);
-    if lists().any(|o| o == "*") {
+/// Whether a request's `Origin` may call `/mcp`: listed in `allowed` (the
+/// configured `allowed_origins` and `cors_origins`; `*` admits any), or a
+/// loopback origin calling a loopback listener.
+pub fn origin_allowed(origin: &str, allowed: &[String], loopback_listener: bool) -> bool {
+    if allowed.iter().any(|o| o == "*") {
         return true;
     }
     let Some(o) = Origin::parse(origin) else {
         return false;
     };
-    if config.listen.ip().is_loopback() && o.is_loopback() {
+    if loopback_listener && o.is_loopback() {
         return true;
     }
-    lists().any(|a| Origin::parse(a).is_some_and(|a| a == o))
+    allowed
+        .iter()
+        .any(|a| Origin::parse(a).is_some_and(|a| a == o))
 }
 
-fn forbidden(message: &str) -> Response {
+pub fn forbidden(message: &str) -> Response {
     ApiError::new(StatusCode::FORBIDDEN, message).into_response()
-}
-
-/// Middleware on every route: the Host check, and the Origin check on `/mcp`.
-pub async fn check(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| req.uri().authority().map(|a| a.as_str()));
-    // `/health` answers anyone (load-balancer probes use any Host; it
-    // reveals nothing a rebinding page could use).
-    if let Some(host) = host
-        && req.uri().path() != "/health"
-        && !host_allowed(host, &state.config.allowed_hosts)
-    {
-        return forbidden(
-            "host not allowed: add it to allowed_hosts (MEMDB_ALLOWED_HOSTS) to serve it",
-        );
-    }
-    if req.uri().path() == crate::auth::MCP_ROUTE
-        && let Some(origin) = req.headers().get(header::ORIGIN)
-    {
-        let ok = origin.to_str().is_ok_and(|o| origin_allowed(o, &state));
-        if !ok {
-            return forbidden(
-                "origin not allowed on /mcp: add it to allowed_origins (MEMDB_ALLOWED_ORIGINS)",
-            );
-        }
-    }
-    next.run(req).await
 }
 
 #[cfg(test)]

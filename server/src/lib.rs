@@ -47,6 +47,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod kuradb_tools;
+pub mod layers;
 pub mod listen;
 pub mod mcp;
 pub mod memorg_tools;
@@ -54,11 +55,13 @@ pub mod metrics;
 pub mod openapi;
 pub mod proxy;
 pub mod ratelimit;
+pub mod router;
 pub mod routes;
 pub mod search;
 pub mod state;
 pub mod stream;
 pub mod tools;
+pub mod toolsets;
 pub mod wire;
 
 use std::future::Future;
@@ -67,7 +70,7 @@ use std::time::Duration;
 
 pub use auth::KeyNamespaces;
 pub use config::{EmbedderChoice, OpenAiSettings, ServerConfig};
-pub use routes::router as build_router;
+pub use router::router as build_router;
 pub use state::AppState;
 
 /// Why the server could not start or stop cleanly.
@@ -92,7 +95,7 @@ pub enum ServerError {
 
 /// The axum application over an open store and a validated configuration.
 pub fn router(db: Arc<memdb::Memdb>, config: ServerConfig) -> axum::Router {
-    routes::router(AppState::new(db, config))
+    router::router(AppState::new(db, config))
 }
 
 /// Serves on `listener` until `shutdown` resolves, lets in-flight requests
@@ -126,7 +129,7 @@ pub async fn serve(
     let limits = listen::limits(&config);
     let state = AppState::new(db.clone(), config);
     let mcp_shutdown = state.mcp_shutdown.clone();
-    let app = routes::router(state);
+    let app = router::router(state);
     // `memdb mcp` finds the server through this file when the store is held.
     // Removed when this function returns, after the store is closed.
     let _endpoint = listener.local_addr().ok().and_then(|addr| {

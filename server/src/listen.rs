@@ -11,7 +11,7 @@
 //!   HTTP/2: pings every 20 s, and a peer that does not answer one in 10 s
 //!   is dropped; at most 64 concurrent streams per connection.
 //! - Body and whole-request timeouts are layers of the router (see
-//!   `routes::router`), since they are per request.
+//!   `router::router`), since they are per request.
 //!
 //! Shutdown: stop accepting, ask every connection to finish its in-flight
 //! requests (graceful), and return when all have closed.

@@ -6,12 +6,6 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
-
-use crate::state::AppState;
-
 /// Upper bounds (seconds) of the latency histogram buckets.
 const BUCKETS: [f64; 12] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
@@ -268,26 +262,6 @@ pub fn method_label(method: &axum::http::Method) -> &'static str {
         Method::OPTIONS => "OPTIONS",
         _ => "other",
     }
-}
-
-/// Middleware: times the request and records it under its route template
-/// (routing has run: the template is one of the router's, or `unmatched`)
-/// and its [`method_label`].
-pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    let method = method_label(req.method());
-    let start = Instant::now();
-    let response = next.run(req).await;
-    state.metrics.record(
-        method,
-        &route,
-        response.status().as_u16(),
-        start.elapsed().as_secs_f64(),
-    );
-    response
 }
 
 #[cfg(test)]

@@ -7,17 +7,11 @@
 //! with `Retry-After` (whole seconds until a token is available).
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-
-use crate::error::ApiError;
-use crate::state::AppState;
+use axum::http::HeaderMap;
 
 /// Buckets kept in all; each of the [`SHARDS`] maps holds at most its share.
 const MAX_TRACKED: usize = 16_384;
@@ -135,31 +129,10 @@ impl RateLimiter {
     }
 }
 
-/// Middleware: 429 with `Retry-After` when the client's bucket is empty.
-pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
-    if let Some(client) = state.limiter.client(peer, req.headers())
-        && let Err(wait) = state.limiter.take(client, Instant::now())
-    {
-        let mut r = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("rate limit exceeded; retry in {wait} s"),
-        )
-        .into_response();
-        if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        return r;
-    }
-    next.run(req).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderValue;
     use std::time::Duration;
 
     fn ip(s: &str) -> IpAddr {

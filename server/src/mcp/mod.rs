@@ -56,7 +56,7 @@ search_memory, get_item_context) hold notes, documents and entities.";
 
 /// The tool definitions as MCP lists them, from the contract's tool table.
 pub fn tool_list(sets: ToolSets) -> Vec<Tool> {
-    sets.tools()
+    contract::served_tools(sets)
         .map(|t| {
             Tool::new(t.name(), t.description(), t.input_schema()).with_annotations(
                 ToolAnnotations::new()
@@ -71,8 +71,7 @@ pub fn tool_list(sets: ToolSets) -> Vec<Tool> {
 /// The tool error a read-only key gets for a write tool: it names the
 /// tools the key may call.
 fn read_only_message(sets: ToolSets) -> String {
-    let reads: Vec<&str> = sets
-        .tools()
+    let reads: Vec<&str> = contract::served_tools(sets)
         .filter(|t| t.access() == Access::Read)
         .map(|t| t.name())
         .collect();
@@ -283,7 +282,9 @@ impl ServerHandler for MemdbMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if self.served(&request.name).is_none() {
-            let names: Vec<&str> = self.tools.tools().map(|t| t.name()).collect();
+            let names: Vec<&str> = contract::served_tools(self.tools)
+                .map(|t| t.name())
+                .collect();
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool {:?}; the tools are {}",
@@ -366,7 +367,7 @@ mod tests {
         for t in TOOLS {
             assert_eq!(
                 t.access() == Access::Write,
-                !crate::auth::is_read(&axum::http::Method::POST, &t.path()),
+                !crate::layers::is_read(&axum::http::Method::POST, &t.path()),
                 "{}",
                 t.name()
             );

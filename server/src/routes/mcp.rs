@@ -15,10 +15,8 @@ use memdb::Memdb;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::{ApiError, ErrorBody};
-use crate::extract::Json;
+use crate::error::ApiError;
 use crate::state::AppState;
-use crate::tools::ToolDef;
 use crate::wire::{Envelope, EnvelopeError};
 
 /// An [`ApiError`] rendered as a failed envelope.
@@ -82,13 +80,4 @@ where
 {
     let data = s.run(move |db| f(db, args)).await?;
     Ok(axum::Json(Envelope::ok(data)))
-}
-
-/// The tools with their input schemas.
-#[utoipa::path(get, path = "/api/v1/mcp/tools", tag = "mcp",
-    operation_id = "list_tools",
-    responses((status = 200, body = Vec<ToolDef>), (status = 401, body = ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn list() -> Json<Vec<ToolDef>> {
-    Json(crate::contract::tool_defs())
 }

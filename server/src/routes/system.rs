@@ -5,7 +5,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use memdb::{ExportFormat, Filter, Memdb, Selection, TextQuery};
 use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Json, Query};
@@ -158,8 +158,11 @@ pub async fn metrics(State(s): State<AppState>) -> Result<Response, ApiError> {
     responses((status = 200, description = "OpenAPI 3 document", body = Object),
         (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn openapi() -> Response {
-    axum::Json(crate::openapi::ApiDoc::openapi()).into_response()
+pub async fn openapi(State(s): State<AppState>) -> Response {
+    match s.openapi.get() {
+        Some(doc) => axum::Json(doc).into_response(),
+        None => ApiError::internal("the OpenAPI document was not built").into_response(),
+    }
 }
 
 /// Export conversations (Markdown by default, or memdb's JSON export).
