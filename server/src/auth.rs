@@ -1,6 +1,6 @@
 //! Bearer-token authentication and the read/write split.
 //!
-//! Every route but `/health` sits behind [`require`], which also decides
+//! Every route but `/health` sits behind [`crate::layers::require`], which also decides
 //! from the method and route template whether the route writes, by looking
 //! the route up in the contract tables ([`crate::contract`]): a route is a
 //! read only if declared one. Keys are compared in constant time against every
@@ -14,7 +14,7 @@
 //! key limited to a list). A key limited to namespaces gets 403 for any other
 //! namespace and for store-wide routes. The namespace travels with the
 //! request as a [`RequestNamespace`] extension (read by the MCP handler) and
-//! as a task-local ([`current_namespace`]) that [`AppState::run`] reads, so
+//! as a task-local ([`current_namespace`]) that [`crate::state::AppState::run`] reads, so
 //! every engine call of a handler runs on that namespace's handle.
 
 use std::sync::Arc;
@@ -179,7 +179,8 @@ impl std::str::FromStr for KeyNamespaces {
     }
 }
 
-/// The namespace a request addresses, as decided by [`require`].
+/// The namespace a request addresses, as decided by
+/// [`crate::layers::require`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestNamespace(pub Arc<str>);
 

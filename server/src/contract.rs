@@ -3,9 +3,9 @@
 //!
 //! Everything that has to agree about a route or a tool is derived from
 //! these tables, so it cannot drift:
-//! - the axum router ([`crate::routes::router`]): one route per [`Route`],
+//! - the axum router ([`crate::router::router`]): one route per [`Route`],
 //!   and `POST /mcp/tools/{name}` (the Sekha JSON shim) per [`Tool`];
-//! - authorization ([`crate::auth::needed`], via [`permission`]): a route is
+//! - authorization ([`crate::layers::needed`], via [`permission`]): a route is
 //!   a read only if its entry says so, and anything not in the tables needs a
 //!   writing key (fail closed);
 //! - the native MCP server ([`crate::mcp`], HTTP and stdio): `tools/list`
@@ -926,7 +926,7 @@ pub fn tool(name: &str) -> Option<&'static dyn ToolEntry> {
 
 /// Who may call `method` on the route template `route`, if the tables
 /// declare it (`HEAD` is declared wherever `GET` is). `None` for anything
-/// else, which [`crate::auth::needed`] treats as a write (fail closed).
+/// else, which [`crate::layers::needed`] treats as a write (fail closed).
 pub fn permission(method: &Method, route: &str) -> Option<Permission> {
     let method = if method == Method::HEAD {
         "GET"

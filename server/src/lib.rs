@@ -6,7 +6,7 @@
 //! the blocking pool ([`state::AppState::run`]) and serialize the answer.
 //! Search, ranking, summaries and validation rules live in the engine.
 //!
-//! Entry points: [`router`] builds the axum application over an open store,
+//! Entry points: [`router()`] builds the axum application over an open store,
 //! [`serve`] runs it on a listener until a shutdown signal and then closes
 //! the store, [`cli`] is the `memdb-server` command line (also `memdb serve`).
 //!

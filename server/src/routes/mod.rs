@@ -1,6 +1,6 @@
 //! The handlers of memdb-server's routes, one file per family. The
 //! contract ([`crate::contract`]) lists them; the router
-//! ([`crate::router`]) assembles them with their layers.
+//! ([`crate::router::router()`]) assembles them with their layers.
 
 pub mod conversations;
 pub mod kuradb;
