@@ -315,17 +315,9 @@ fn kb_from(r: &Typed<BaseBody>) -> KnowledgeBase {
 
 /// KuraDB on a store handle: the knowledge bases of the handle's namespace
 /// (`Memdb::kuradb`, through [`crate::Systems`]).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct KuraDb<'a> {
     db: &'a Memdb,
-}
-
-impl std::fmt::Debug for KuraDb<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KuraDb")
-            .field("namespace", &self.db.namespace_name())
-            .finish()
-    }
 }
 
 impl<'a> KuraDb<'a> {

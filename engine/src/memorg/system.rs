@@ -596,17 +596,9 @@ pub struct OptimizeReport {
 /// Memorg on a store handle: sessions, conversations, topics, exchanges
 /// and memory items of the handle's namespace (`Memdb::memorg`, through
 /// [`crate::Systems`]).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct Memorg<'a> {
     db: &'a Memdb,
-}
-
-impl std::fmt::Debug for Memorg<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Memorg")
-            .field("namespace", &self.db.namespace_name())
-            .finish()
-    }
 }
 
 impl<'a> Memorg<'a> {
