@@ -1,5 +1,8 @@
-//! Input validation: every rule that decides whether a write is accepted.
-//! Nothing is written unless the whole request passes.
+//! Input validation: every rule that decides whether a write of a
+//! conversation or message is accepted. Nothing is written unless the whole
+//! request passes. The rules of a search request live with its type
+//! (`SearchRequest::validate`, `query/request.rs`), and those of a generic
+//! record with the record store (`db/records.rs`).
 
 use crate::error::{Error, Result};
 use crate::model::types::{Content, NewMessage};

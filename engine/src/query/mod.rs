@@ -31,7 +31,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::db::Memdb;
 use crate::error::{Error, Result};
-use crate::model::filter::{MAX_LIMIT, check_limit, normalize_filter};
+use crate::model::filter::{MAX_LIMIT, normalize_filter};
 use crate::model::notes::SearchNote;
 use crate::model::types::{Filter, ScoreExplain, TextQuery, VectorPlan};
 use crate::text::Reading;
@@ -141,83 +141,7 @@ impl Memdb {
     /// Hits are resolved to their message, label and folder; scores are
     /// higher-is-better in every mode.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults> {
-        if req.query.trim().is_empty() {
-            return Err(Error::invalid("query", "query is empty"));
-        }
-        check_limit("limit", req.limit)?;
-        if req.offset > MAX_OFFSET {
-            return Err(Error::invalid(
-                "offset",
-                format!("{} is above {MAX_OFFSET}", req.offset),
-            ));
-        }
-        let w = req.weights;
-        for (field, v) in [
-            ("weights.keyword", w.keyword),
-            ("weights.semantic", w.semantic),
-        ] {
-            if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
-                return Err(Error::invalid(field, format!("{v} is outside 0..=100")));
-            }
-        }
-        if !(w.neighbours.is_finite() && (0.0..=1.0).contains(&w.neighbours)) {
-            return Err(Error::invalid(
-                "weights.neighbours",
-                format!("{} is outside 0..=1", w.neighbours),
-            ));
-        }
-        for (field, v) in [
-            ("weights.coverage", w.coverage),
-            ("weights.speaker", w.speaker),
-            ("weights.answers", w.answers),
-            ("weights.second_neighbours", w.second_neighbours),
-            ("weights.questions", w.questions),
-            ("weights.short_turns", w.short_turns),
-            ("weights.previous_turn", w.previous_turn),
-            ("weights.session_tail_ratio", w.session_tail_ratio),
-        ] {
-            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                return Err(Error::invalid(field, format!("{v} is outside 0..=1")));
-            }
-        }
-        if !(w.question_lift.is_finite() && (1.0..=10.0).contains(&w.question_lift)) {
-            return Err(Error::invalid(
-                "weights.question_lift",
-                format!("{} is outside 1..=10", w.question_lift),
-            ));
-        }
-        if !(w.session_mass.is_finite() && (0.0..=10.0).contains(&w.session_mass)) {
-            return Err(Error::invalid(
-                "weights.session_mass",
-                format!("{} is outside 0..=10", w.session_mass),
-            ));
-        }
-        if w.session_tail > SESSION_TAIL_END as u32 {
-            return Err(Error::invalid(
-                "weights.session_tail",
-                format!("{} is outside 0..={SESSION_TAIL_END}", w.session_tail),
-            ));
-        }
-        if w.per_conversation > 1_000 {
-            return Err(Error::invalid(
-                "weights.per_conversation",
-                format!("{} is outside 0..=1000", w.per_conversation),
-            ));
-        }
-        if !(w.rrf_k.is_finite() && (0.0..=10_000.0).contains(&w.rrf_k)) {
-            return Err(Error::invalid(
-                "weights.rrf_k",
-                format!("{} is outside 0..=10000", w.rrf_k),
-            ));
-        }
-        if let Some(f) = req.min_similarity
-            && !(f.is_finite() && (-1.0..=1.0).contains(&f))
-        {
-            return Err(Error::invalid(
-                "min_similarity",
-                format!("{f} is outside -1..=1"),
-            ));
-        }
+        req.validate()?;
         let filter = normalize_filter(&req.filter)?;
         let natural = req.language.is_natural(req.mode);
         if req.mode != SearchMode::Semantic {

@@ -419,6 +419,67 @@ impl SearchRequest {
         self.limit = limit;
         self
     }
+
+    /// Every rule a search request must pass (SPEC §18.1): a query that is
+    /// not blank, `limit` and `offset` in range, each weight finite and in
+    /// its range, `min_similarity` in -1..=1. The filter is checked where
+    /// it is normalized, and the query's complexity by the text index's
+    /// budget (§16.1). The first broken rule is the error, naming its field.
+    pub fn validate(&self) -> Result<()> {
+        if self.query.trim().is_empty() {
+            return Err(Error::invalid("query", "query is empty"));
+        }
+        crate::model::filter::check_limit("limit", self.limit)?;
+        if self.offset > super::MAX_OFFSET {
+            return Err(Error::invalid(
+                "offset",
+                format!("{} is above {}", self.offset, super::MAX_OFFSET),
+            ));
+        }
+        let w = &self.weights;
+        let ranges: [(&str, f32, f32, f32); 14] = [
+            ("weights.keyword", w.keyword, 0.0, 100.0),
+            ("weights.semantic", w.semantic, 0.0, 100.0),
+            ("weights.neighbours", w.neighbours, 0.0, 1.0),
+            ("weights.coverage", w.coverage, 0.0, 1.0),
+            ("weights.speaker", w.speaker, 0.0, 1.0),
+            ("weights.answers", w.answers, 0.0, 1.0),
+            ("weights.second_neighbours", w.second_neighbours, 0.0, 1.0),
+            ("weights.questions", w.questions, 0.0, 1.0),
+            ("weights.short_turns", w.short_turns, 0.0, 1.0),
+            ("weights.previous_turn", w.previous_turn, 0.0, 1.0),
+            ("weights.session_tail_ratio", w.session_tail_ratio, 0.0, 1.0),
+            ("weights.question_lift", w.question_lift, 1.0, 10.0),
+            ("weights.session_mass", w.session_mass, 0.0, 10.0),
+            ("weights.rrf_k", w.rrf_k, 0.0, 10_000.0),
+        ];
+        for (field, v, lo, hi) in ranges {
+            if !(v.is_finite() && (lo..=hi).contains(&v)) {
+                return Err(Error::invalid(field, format!("{v} is outside {lo}..={hi}")));
+            }
+        }
+        for (field, v, hi) in [
+            (
+                "weights.session_tail",
+                w.session_tail,
+                SESSION_TAIL_END as u32,
+            ),
+            ("weights.per_conversation", w.per_conversation, 1_000),
+        ] {
+            if v > hi {
+                return Err(Error::invalid(field, format!("{v} is outside 0..={hi}")));
+            }
+        }
+        if let Some(f) = self.min_similarity
+            && !(f.is_finite() && (-1.0..=1.0).contains(&f))
+        {
+            return Err(Error::invalid(
+                "min_similarity",
+                format!("{f} is outside -1..=1"),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The hits of a search and how they were found.
@@ -438,4 +499,57 @@ pub struct SearchResults {
     /// mode.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plan: Vec<VectorPlan>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(r: &SearchRequest) -> Option<String> {
+        match r.validate() {
+            Ok(()) => None,
+            Err(Error::InvalidInput { field, .. }) => Some(field),
+            Err(e) => panic!("not an input error: {e}"),
+        }
+    }
+
+    /// The defaults pass; each weight refuses NaN and a value past its
+    /// range, naming itself.
+    #[test]
+    fn each_rule_names_its_field() {
+        let ok = SearchRequest::new("lisbon");
+        assert_eq!(field_of(&ok), None);
+        let cases: [(&str, fn(&mut FusionWeights, f32)); 6] = [
+            ("weights.keyword", |w, v| w.keyword = v),
+            ("weights.semantic", |w, v| w.semantic = v),
+            ("weights.neighbours", |w, v| w.neighbours = v),
+            ("weights.question_lift", |w, v| w.question_lift = v),
+            ("weights.session_mass", |w, v| w.session_mass = v),
+            ("weights.rrf_k", |w, v| w.rrf_k = v),
+        ];
+        for (field, set) in cases {
+            for bad in [f32::NAN, 20_000.0, -1.0] {
+                let mut r = ok.clone();
+                set(&mut r.weights, bad);
+                assert_eq!(field_of(&r).as_deref(), Some(field), "{field} = {bad}");
+            }
+        }
+        let mut r = ok.clone();
+        r.weights.session_tail = SESSION_TAIL_END as u32 + 1;
+        assert_eq!(field_of(&r).as_deref(), Some("weights.session_tail"));
+        let mut r = ok.clone();
+        r.weights.per_conversation = 1_001;
+        assert_eq!(field_of(&r).as_deref(), Some("weights.per_conversation"));
+        assert_eq!(
+            field_of(&ok.clone().min_similarity(1.5)).as_deref(),
+            Some("min_similarity")
+        );
+        assert_eq!(
+            field_of(&SearchRequest::new("  ")).as_deref(),
+            Some("query")
+        );
+        let mut r = ok.clone();
+        r.offset = super::super::MAX_OFFSET + 1;
+        assert_eq!(field_of(&r).as_deref(), Some("offset"));
+    }
 }
