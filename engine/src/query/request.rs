@@ -519,7 +519,8 @@ mod tests {
     fn each_rule_names_its_field() {
         let ok = SearchRequest::new("lisbon");
         assert_eq!(field_of(&ok), None);
-        let cases: [(&str, fn(&mut FusionWeights, f32)); 6] = [
+        type Set = fn(&mut FusionWeights, f32);
+        let cases: [(&str, Set); 6] = [
             ("weights.keyword", |w, v| w.keyword = v),
             ("weights.semantic", |w, v| w.semantic = v),
             ("weights.neighbours", |w, v| w.neighbours = v),
