@@ -14,79 +14,116 @@ use memdb::{
     QueryLanguage, SearchMode, SearchNote, SearchRequest, Selection,
 };
 
-use crate::args::{Cli, Command, Fusion, ImportFrom, KbAction, MemorgAction, Mode, QueryArgs};
+use crate::args::{
+    Cli, Command, EmbedderChoice, Fusion, ImportFrom, KbAction, MemorgAction, Mode, OpenAiArgs,
+    QueryArgs,
+};
 use crate::embedder;
 use crate::input::{self, Source};
 use crate::options;
 use crate::output::{Destination, Output};
 
-/// Runs the parsed command line.
-pub fn run(cli: Cli) -> Result<Output> {
-    let json = cli.json;
-    let dir = options::data_dir(cli.data)?;
-    // Only commands that add data create a data directory; the others refuse
-    // a directory that holds no store (a mistyped --data must not pass silently).
-    let namespace = cli.namespace;
-    memdb::validate_namespace(&namespace)?;
-    let scoped = |db: Memdb| -> Result<Memdb> {
-        if namespace == "default" {
+/// How a command opens its store: the data directory, the namespace, the
+/// store cache and the embedder settings of the command line.
+struct Stores {
+    /// `--json`: what a long-running command prints as it goes.
+    json: bool,
+    dir: PathBuf,
+    namespace: String,
+    cache: Option<u64>,
+    choice: EmbedderChoice,
+    models: Option<PathBuf>,
+    openai: OpenAiArgs,
+    passage: Option<memdb::Passage>,
+}
+
+impl Stores {
+    /// `db`'s handle on the command's namespace.
+    fn scoped(&self, db: Memdb) -> Result<Memdb> {
+        if self.namespace == "default" {
             Ok(db)
         } else {
-            Ok(db.namespace(&namespace)?)
+            Ok(db.namespace(&self.namespace)?)
         }
-    };
-    let cache = cli.store_cache_mb;
-    let open = || {
-        scoped(Memdb::open_existing_with(
-            &dir,
-            embedder::config(None, None, cache)?,
+    }
+
+    /// An existing store, without loading a model. Only commands that add
+    /// data create a data directory; the others refuse a directory that
+    /// holds no store (a mistyped --data must not pass silently).
+    fn open(&self) -> Result<Memdb> {
+        self.scoped(Memdb::open_existing_with(
+            &self.dir,
+            embedder::config(None, None, self.cache)?,
         )?)
-    };
-    // Commands that embed load the model (a few hundred ms) only when needed.
-    let (choice, models, openai, passage) = (cli.embedder, cli.models, cli.openai, cli.passage);
-    let embedding = || embedder::load(choice, models.clone(), &openai, &dir);
-    let create_embedding_cached = |cache: Option<u64>| -> Result<Memdb> {
-        let (e, note) = embedding()?;
+    }
+
+    /// The embedder as configured (loaded only by the commands that embed:
+    /// a few hundred ms).
+    fn embedding(&self) -> Result<embedder::Loaded> {
+        embedder::load(self.choice, self.models.clone(), &self.openai, &self.dir)
+    }
+
+    /// The store, created when missing, with the embedder and store cache
+    /// `cache`; the embedder's note goes to stderr.
+    fn create_cached(&self, cache: Option<u64>) -> Result<Memdb> {
+        let (e, note) = self.embedding()?;
         if let Some(note) = note {
             eprintln!("note: {note}");
         }
-        scoped(Memdb::open_with(
-            &dir,
-            embedder::config(e, passage, cache)?,
+        self.scoped(Memdb::open_with(
+            &self.dir,
+            embedder::config(e, self.passage, cache)?,
         )?)
-    };
-    let create_embedding = || create_embedding_cached(cache);
-    // A knowledge-base ingest writes each page once and reads the vectors
-    // back only to build the index: redb's cache buys it nothing and costs
-    // its peak memory (SPEC §3), so it runs with a small one unless told.
-    let create_ingesting =
-        || create_embedding_cached(cache.or(Some(embedder::INGEST_STORE_CACHE_MB)));
-    let open_embedding = || -> Result<(Memdb, Option<String>)> {
-        if !dir.join("memdb.redb").is_file() {
-            open()?; // the engine's "no store here" error
+    }
+
+    /// The store, created when missing, with the embedder.
+    fn create(&self) -> Result<Memdb> {
+        self.create_cached(self.cache)
+    }
+
+    /// A knowledge-base ingest writes each page once and reads the vectors
+    /// back only to build the index: redb's cache buys it nothing and costs
+    /// its peak memory (SPEC §3), so it runs with a small one unless told.
+    fn create_ingesting(&self) -> Result<Memdb> {
+        self.create_cached(self.cache.or(Some(embedder::INGEST_STORE_CACHE_MB)))
+    }
+
+    /// An existing store with the embedder, and the embedder's note.
+    fn open_embedding(&self) -> Result<(Memdb, Option<String>)> {
+        if !self.dir.join("memdb.redb").is_file() {
+            self.open()?; // the engine's "no store here" error
         }
-        let (e, note) = embedding()?;
+        let (e, note) = self.embedding()?;
         Ok((
-            scoped(Memdb::open_with(
-                &dir,
-                embedder::config(e, passage, cache)?,
+            self.scoped(Memdb::open_with(
+                &self.dir,
+                embedder::config(e, self.passage, self.cache)?,
             )?)?,
             note,
         ))
-    };
-    // One tool call (`memdb tool`, `memdb memorg`): a writing tool may
-    // create the store, a reading one needs it; either embeds as configured.
-    let call_tool = |tool: &'static dyn memdb_server::contract::ToolEntry,
-                     args: serde_json::Value|
-     -> Result<Output> {
+    }
+
+    /// [`Stores::open_embedding`], the note on stderr.
+    fn open_embedding_noted(&self) -> Result<Memdb> {
+        let (db, note) = self.open_embedding()?;
+        if let Some(note) = note {
+            eprintln!("note: {note}");
+        }
+        Ok(db)
+    }
+
+    /// One tool call (`memdb tool`, `memdb memorg`): a writing tool may
+    /// create the store, a reading one needs it; either embeds as
+    /// configured.
+    fn call_tool(
+        &self,
+        tool: &'static dyn memdb_server::contract::ToolEntry,
+        args: serde_json::Value,
+    ) -> Result<Output> {
         let db = if tool.access() == memdb_server::auth::Access::Write {
-            create_embedding()?
+            self.create()?
         } else {
-            let (db, note) = open_embedding()?;
-            if let Some(note) = note {
-                eprintln!("note: {note}");
-            }
-            db
+            self.open_embedding_noted()?
         };
         with_db(db, |db| {
             let data = tool
@@ -97,11 +134,29 @@ pub fn run(cli: Cli) -> Result<Output> {
                 data,
             })
         })
+    }
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<Output> {
+    let json = cli.json;
+    memdb::validate_namespace(&cli.namespace)?;
+    let stores = Stores {
+        json,
+        dir: options::data_dir(cli.data)?,
+        namespace: cli.namespace,
+        cache: cli.store_cache_mb,
+        choice: cli.embedder,
+        models: cli.models,
+        openai: cli.openai,
+        passage: cli.passage,
     };
+    let s = &stores;
+    let open = || s.open();
     let output = match cli.command {
         Command::Store { file } => {
             let new = input::new_conversation(&Source::from_arg(file.as_deref()))?;
-            with_db(create_embedding()?, |db| {
+            with_db(s.create()?, |db| {
                 let stored = db.create_conversation(new)?;
                 embedder::drain(db)?;
                 Ok(Output::Stored(stored))
@@ -110,11 +165,7 @@ pub fn run(cli: Cli) -> Result<Output> {
         Command::Append { id, file } => {
             let id = options::conversation_id(&id)?;
             let messages = input::new_messages(&Source::from_arg(file.as_deref()))?;
-            let (db, note) = open_embedding()?;
-            if let Some(note) = note {
-                eprintln!("note: {note}");
-            }
-            with_db(db, |db| {
+            with_db(s.open_embedding_noted()?, |db| {
                 let messages = db.append_messages(id, messages)?;
                 embedder::drain(db)?;
                 Ok(Output::Appended {
@@ -123,32 +174,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                 })
             })?
         }
-        Command::Query(args) => {
-            let request = search_request(args)?;
-            let (db, note) = open_embedding()?;
-            with_db(db, |db| {
-                let results = db.search(&request)?;
-                // A hybrid query without a model runs as keyword search; the
-                // engine's note says so, the CLI's (from the embedder
-                // selection) says how to fix it, and replaces it.
-                let replace = note.is_some() && request.mode != SearchMode::Keyword;
-                let mut notes: Vec<String> = results
-                    .notes
-                    .iter()
-                    .filter(|n| !(replace && matches!(n, SearchNote::NoEmbedder)))
-                    .map(ToString::to_string)
-                    .collect();
-                if let Some(note) = note.filter(|_| replace) {
-                    notes.push(note);
-                }
-                Ok(Output::Hits {
-                    query: request.query.clone(),
-                    explain: request.explain,
-                    results,
-                    notes,
-                })
-            })?
-        }
+        Command::Query(args) => query(s, args)?,
         Command::Get { id, no_messages } => {
             let id = options::conversation_id(&id)?;
             with_db(open()?, |db| {
@@ -271,209 +297,15 @@ pub fn run(cli: Cli) -> Result<Output> {
             watch,
             imported_dir,
             interval,
-        } => {
-            let chat = from.filter(|f| *f != ImportFrom::Memdb);
-            if let Some(dir) = watch {
-                if from == Some(ImportFrom::Memdb) {
-                    bail!(
-                        "--watch imports chat exports: --from chatgpt, claude, markdown, text or auto"
-                    );
-                }
-                return watch_imports(
-                    create_embedding()?,
-                    memdb::import::watch::ImportFolder {
-                        dir,
-                        imported_dir,
-                        format: chat.and_then(ImportFrom::chat_format),
-                    },
-                    interval,
-                    json,
-                );
-            }
-            let file = file.unwrap_or_else(|| PathBuf::from("-"));
-            if let Some(chat) = chat {
-                if skip_existing {
-                    bail!(
-                        "--skip-existing applies to memdb exports only (chat exports get new ids)"
-                    );
-                }
-                let format = chat.chat_format();
-                let source = Source::from_arg(Some(&file));
-                // Parsed before the store is opened: a bad file writes nothing.
-                let (parsed, name) = match &source {
-                    Source::File(p) => (memdb::import::parse_file(p, format)?, p.clone()),
-                    Source::Stdin => {
-                        let text = input::read_text(&source)?;
-                        let parsed = memdb::import::parse_str(&text, Path::new("-"), format)
-                            .map_err(|e| anyhow::anyhow!("invalid <stdin>: {e}"))?;
-                        (parsed, PathBuf::from("<stdin>"))
-                    }
-                };
-                return with_db(create_embedding()?, |db| {
-                    let report = db.import_chat(parsed, &name)?;
-                    embedder::drain(db)?;
-                    Ok(Output::ChatImported(report))
-                });
-            }
-            let export = input::export(&Source::from_arg(Some(&file)))?;
-            with_db(create_embedding()?, |db| {
-                let bar = embedder::bar("importing {bar:40} {pos}/{len} conversations ({eta})");
-                let report = db.import(
-                    export,
-                    ImportOptions { skip_existing },
-                    &mut |done, total| {
-                        if let Some(bar) = &bar {
-                            bar.set_length(total);
-                            bar.set_position(done);
-                        }
-                    },
-                );
-                if let Some(bar) = bar {
-                    bar.finish_and_clear();
-                }
-                let report = report?;
-                embedder::drain(db)?;
-                Ok(Output::Imported(report))
-            })?
-        }
+        } => import(s, file, from, skip_existing, watch, imported_dir, interval)?,
         Command::Memorg { action } => {
             let (name, args) = memorg_tool_call(action)?;
             let tool = memdb_server::contract::tool(name)
                 .ok_or_else(|| anyhow::anyhow!("no tool {name}"))?;
-            call_tool(tool, args)?
+            s.call_tool(tool, args)?
         }
-        Command::Tool { name, args, list } => {
-            if list {
-                let text = memdb_server::contract::TOOLS
-                    .iter()
-                    .map(|t| {
-                        format!(
-                            "{:<20} {:<7} {:<6} {}",
-                            t.name(),
-                            t.set().as_str(),
-                            if t.access() == memdb_server::auth::Access::Write {
-                                "write"
-                            } else {
-                                "read"
-                            },
-                            t.summary()
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let data = serde_json::Value::Array(
-                    memdb_server::contract::TOOLS
-                        .iter()
-                        .map(|t| {
-                            serde_json::json!({
-                                "name": t.name(),
-                                "set": t.set().as_str(),
-                                "write": t.access() == memdb_server::auth::Access::Write,
-                                "summary": t.summary(),
-                            })
-                        })
-                        .collect(),
-                );
-                return Ok(Output::Tool { text, data });
-            }
-            let name = name.unwrap_or_default();
-            let tool = memdb_server::contract::tool(&name).ok_or_else(|| {
-                anyhow::anyhow!("unknown tool {name:?}; `memdb tool --list` lists them")
-            })?;
-            let args = input::tool_args(args.as_deref())?;
-            call_tool(tool, args)?
-        }
-        Command::Kb { action } => {
-            let json_out = |v: serde_json::Value| Output::Tool {
-                text: serde_json::to_string_pretty(&v).unwrap_or_default(),
-                data: v,
-            };
-            match action {
-                KbAction::Add { name, inbox } => with_db(create_embedding()?, |db| {
-                    Ok(json_out(serde_json::to_value(
-                        db.kuradb().add(&name, &inbox)?,
-                    )?))
-                })?,
-                KbAction::List => with_db(open()?, |db| {
-                    Ok(json_out(serde_json::to_value(db.kuradb().list()?)?))
-                })?,
-                KbAction::Rename { old, new } => with_db(open()?, |db| {
-                    Ok(json_out(serde_json::to_value(
-                        db.kuradb().rename(&old, &new)?,
-                    )?))
-                })?,
-                KbAction::Remove { name, yes } => {
-                    let db = open()?;
-                    let kb = db.kuradb().get(&name)?;
-                    if !yes {
-                        confirm_removal(&kb.name)?;
-                    }
-                    with_db(db, |db| {
-                        let removed = db.kuradb().remove(&kb.name)?;
-                        Ok(json_out(
-                            serde_json::json!({"removed": kb.name, "records": removed}),
-                        ))
-                    })?
-                }
-                KbAction::Watch { interval } => {
-                    let db = std::sync::Arc::new(create_ingesting()?);
-                    let _watcher = memdb::kuradb::watch::KbWatcher::spawn(
-                        (*db).clone(),
-                        std::time::Duration::from_secs(interval.max(1)),
-                    )?;
-                    // New chunks are embedded in the background.
-                    let _worker = match db.config().embedder {
-                        Some(_) => Some(memdb::EmbedWorker::spawn(db.clone())?),
-                        None => None,
-                    };
-                    eprintln!(
-                        "watching every knowledge base: on change, and every {}s (Ctrl-C stops)",
-                        interval.max(1)
-                    );
-                    // Each file is one transaction: stopping at any point
-                    // loses nothing a pass committed.
-                    loop {
-                        std::thread::sleep(std::time::Duration::from_secs(3600));
-                    }
-                }
-                KbAction::Sync { name } => with_db(create_ingesting()?, |db| {
-                    let bar = embedder::bar("parsing {bar:40} {pos}/{len} files ({eta})");
-                    let report = db.kuradb().sync_with_progress(&name, &mut |p| {
-                        if let Some(bar) = &bar {
-                            bar.set_length(p.total);
-                            bar.set_position(p.done);
-                        }
-                    })?;
-                    if let Some(bar) = bar {
-                        bar.finish_and_clear();
-                    }
-                    let embedded = embedder::drain(db)?.map_or(0, |r| r.embedded);
-                    let mut v = serde_json::to_value(report)?;
-                    v["embedded"] = embedded.into();
-                    Ok(json_out(v))
-                })?,
-                KbAction::Status { name } => with_db(open_embedding()?.0, |db| {
-                    Ok(json_out(serde_json::to_value(db.kuradb().status(&name)?)?))
-                })?,
-                KbAction::Search {
-                    name,
-                    query,
-                    mode,
-                    limit,
-                } => {
-                    let target = memdb::kuradb::RagTarget::parse(mode.as_deref().unwrap_or(""))?;
-                    let (db, note) = open_embedding()?;
-                    if let Some(note) = note {
-                        eprintln!("note: {note}");
-                    }
-                    with_db(db, |db| {
-                        Ok(json_out(serde_json::to_value(
-                            db.kuradb().search(&name, &query, target, limit)?,
-                        )?))
-                    })?
-                }
-            }
-        }
+        Command::Tool { name, args, list } => tool(s, name, args, list)?,
+        Command::Kb { action } => kb(s, action)?,
         Command::Reindex => with_db(open()?, |db| Ok(Output::Reindexed(db.reindex()?)))?,
         Command::Optimize => with_db(open()?, |db| Ok(Output::Optimized(db.optimize()?)))?,
         Command::Check => with_db(open()?, |db| Ok(Output::Check(db.check()?)))?,
@@ -499,54 +331,8 @@ pub fn run(cli: Cli) -> Result<Output> {
         Command::Serve(_) => anyhow::bail!("`memdb serve` is not a one-shot command"),
         Command::Mcp { .. } => anyhow::bail!("`memdb mcp` is not a one-shot command"),
         Command::Daemon { .. } => anyhow::bail!("`memdb daemon` is run by `daemon::run`"),
-        Command::Embed { status } => {
-            let (db, note) = open_embedding()?;
-            with_db(db, |db| {
-                if status {
-                    return Ok(Output::EmbeddingStatus(db.embedding_status()?));
-                }
-                if db.config().embedder.is_none() {
-                    anyhow::bail!(
-                        "{}",
-                        note.unwrap_or_else(|| {
-                            "no embedding model: pass --embedder local, openai or hashing".into()
-                        })
-                    );
-                }
-                let report = embedder::drain(db)?.unwrap_or_default();
-                Ok(Output::Embedded {
-                    report,
-                    status: db.embedding_status()?,
-                })
-            })?
-        }
-        Command::RebuildEmbeddings => {
-            let (db, note) = open_embedding()?;
-            with_db(db, |db| {
-                if db.config().embedder.is_none() {
-                    anyhow::bail!(
-                        "{}",
-                        note.unwrap_or_else(|| {
-                            "no embedding model: pass --embedder local, openai or hashing".into()
-                        })
-                    );
-                }
-                let bar = embedder::bar("re-embedding {bar:40} {pos}/{len} messages ({eta})");
-                let report = db.rebuild_embeddings(&mut |p| {
-                    if let Some(bar) = &bar {
-                        bar.set_length(p.total);
-                        bar.set_position(p.done);
-                    }
-                });
-                if let Some(bar) = bar {
-                    bar.finish_and_clear();
-                }
-                Ok(Output::Embedded {
-                    report: report?,
-                    status: db.embedding_status()?,
-                })
-            })?
-        }
+        Command::Embed { status } => embed(s, status)?,
+        Command::RebuildEmbeddings => rebuild_embeddings(s)?,
         Command::Model { command } => Output::Model(crate::model::run(command)?),
         Command::Spaces => with_db(open()?, |db| {
             let mut stats = Vec::new();
@@ -557,6 +343,288 @@ pub fn run(cli: Cli) -> Result<Output> {
         })?,
     };
     Ok(output)
+}
+
+/// `memdb query`: one search, the embedder's note folded into its notes.
+fn query(s: &Stores, args: QueryArgs) -> Result<Output> {
+    let request = search_request(args)?;
+    let (db, note) = s.open_embedding()?;
+    with_db(db, |db| {
+        let results = db.search(&request)?;
+        // A hybrid query without a model runs as keyword search; the
+        // engine's note says so, the CLI's (from the embedder
+        // selection) says how to fix it, and replaces it.
+        let replace = note.is_some() && request.mode != SearchMode::Keyword;
+        let mut notes: Vec<String> = results
+            .notes
+            .iter()
+            .filter(|n| !(replace && matches!(n, SearchNote::NoEmbedder)))
+            .map(ToString::to_string)
+            .collect();
+        if let Some(note) = note.filter(|_| replace) {
+            notes.push(note);
+        }
+        Ok(Output::Hits {
+            query: request.query.clone(),
+            explain: request.explain,
+            results,
+            notes,
+        })
+    })
+}
+
+/// `memdb import`: a memdb export, a chat export, or a watched folder of them.
+fn import(
+    s: &Stores,
+    file: Option<PathBuf>,
+    from: Option<ImportFrom>,
+    skip_existing: bool,
+    watch: Option<PathBuf>,
+    imported_dir: Option<PathBuf>,
+    interval: u64,
+) -> Result<Output> {
+    let chat = from.filter(|f| *f != ImportFrom::Memdb);
+    if let Some(dir) = watch {
+        if from == Some(ImportFrom::Memdb) {
+            bail!("--watch imports chat exports: --from chatgpt, claude, markdown, text or auto");
+        }
+        return watch_imports(
+            s.create()?,
+            memdb::import::watch::ImportFolder {
+                dir,
+                imported_dir,
+                format: chat.and_then(ImportFrom::chat_format),
+            },
+            interval,
+            s.json,
+        );
+    }
+    let file = file.unwrap_or_else(|| PathBuf::from("-"));
+    if let Some(chat) = chat {
+        if skip_existing {
+            bail!("--skip-existing applies to memdb exports only (chat exports get new ids)");
+        }
+        let format = chat.chat_format();
+        let source = Source::from_arg(Some(&file));
+        // Parsed before the store is opened: a bad file writes nothing.
+        let (parsed, name) = match &source {
+            Source::File(p) => (memdb::import::parse_file(p, format)?, p.clone()),
+            Source::Stdin => {
+                let text = input::read_text(&source)?;
+                let parsed = memdb::import::parse_str(&text, Path::new("-"), format)
+                    .map_err(|e| anyhow::anyhow!("invalid <stdin>: {e}"))?;
+                (parsed, PathBuf::from("<stdin>"))
+            }
+        };
+        return with_db(s.create()?, |db| {
+            let report = db.import_chat(parsed, &name)?;
+            embedder::drain(db)?;
+            Ok(Output::ChatImported(report))
+        });
+    }
+    let export = input::export(&Source::from_arg(Some(&file)))?;
+    with_db(s.create()?, |db| {
+        let bar = embedder::bar("importing {bar:40} {pos}/{len} conversations ({eta})");
+        let report = db.import(
+            export,
+            ImportOptions { skip_existing },
+            &mut |done, total| {
+                if let Some(bar) = &bar {
+                    bar.set_length(total);
+                    bar.set_position(done);
+                }
+            },
+        );
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        let report = report?;
+        embedder::drain(db)?;
+        Ok(Output::Imported(report))
+    })
+}
+
+/// `memdb tool`: one MCP tool call, or the list of tools.
+fn tool(s: &Stores, name: Option<String>, args: Option<String>, list: bool) -> Result<Output> {
+    if list {
+        let text = memdb_server::contract::TOOLS
+            .iter()
+            .map(|t| {
+                format!(
+                    "{:<20} {:<7} {:<6} {}",
+                    t.name(),
+                    t.set().as_str(),
+                    if t.access() == memdb_server::auth::Access::Write {
+                        "write"
+                    } else {
+                        "read"
+                    },
+                    t.summary()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let data = serde_json::Value::Array(
+            memdb_server::contract::TOOLS
+                .iter()
+                .map(|t| {
+                    serde_json::json!({
+                        "name": t.name(),
+                        "set": t.set().as_str(),
+                        "write": t.access() == memdb_server::auth::Access::Write,
+                        "summary": t.summary(),
+                    })
+                })
+                .collect(),
+        );
+        return Ok(Output::Tool { text, data });
+    }
+    let name = name.unwrap_or_default();
+    let tool = memdb_server::contract::tool(&name)
+        .ok_or_else(|| anyhow::anyhow!("unknown tool {name:?}; `memdb tool --list` lists them"))?;
+    let args = input::tool_args(args.as_deref())?;
+    s.call_tool(tool, args)
+}
+
+/// `memdb kb`: KuraDB's knowledge bases, through the KuraDB handle.
+fn kb(s: &Stores, action: KbAction) -> Result<Output> {
+    let json_out = |v: serde_json::Value| Output::Tool {
+        text: serde_json::to_string_pretty(&v).unwrap_or_default(),
+        data: v,
+    };
+    Ok(match action {
+        KbAction::Add { name, inbox } => with_db(s.create()?, |db| {
+            Ok(json_out(serde_json::to_value(
+                db.kuradb().add(&name, &inbox)?,
+            )?))
+        })?,
+        KbAction::List => with_db(s.open()?, |db| {
+            Ok(json_out(serde_json::to_value(db.kuradb().list()?)?))
+        })?,
+        KbAction::Rename { old, new } => with_db(s.open()?, |db| {
+            Ok(json_out(serde_json::to_value(
+                db.kuradb().rename(&old, &new)?,
+            )?))
+        })?,
+        KbAction::Remove { name, yes } => {
+            let db = s.open()?;
+            let kb = db.kuradb().get(&name)?;
+            if !yes {
+                confirm_removal(&kb.name)?;
+            }
+            with_db(db, |db| {
+                let removed = db.kuradb().remove(&kb.name)?;
+                Ok(json_out(
+                    serde_json::json!({"removed": kb.name, "records": removed}),
+                ))
+            })?
+        }
+        KbAction::Watch { interval } => {
+            let db = std::sync::Arc::new(s.create_ingesting()?);
+            let _watcher = memdb::kuradb::watch::KbWatcher::spawn(
+                (*db).clone(),
+                std::time::Duration::from_secs(interval.max(1)),
+            )?;
+            // New chunks are embedded in the background.
+            let _worker = match db.config().embedder {
+                Some(_) => Some(memdb::EmbedWorker::spawn(db.clone())?),
+                None => None,
+            };
+            eprintln!(
+                "watching every knowledge base: on change, and every {}s (Ctrl-C stops)",
+                interval.max(1)
+            );
+            // Each file is one transaction: stopping at any point
+            // loses nothing a pass committed.
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
+        }
+        KbAction::Sync { name } => with_db(s.create_ingesting()?, |db| {
+            let bar = embedder::bar("parsing {bar:40} {pos}/{len} files ({eta})");
+            let report = db.kuradb().sync_with_progress(&name, &mut |p| {
+                if let Some(bar) = &bar {
+                    bar.set_length(p.total);
+                    bar.set_position(p.done);
+                }
+            })?;
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            let embedded = embedder::drain(db)?.map_or(0, |r| r.embedded);
+            let mut v = serde_json::to_value(report)?;
+            v["embedded"] = embedded.into();
+            Ok(json_out(v))
+        })?,
+        KbAction::Status { name } => with_db(s.open_embedding()?.0, |db| {
+            Ok(json_out(serde_json::to_value(db.kuradb().status(&name)?)?))
+        })?,
+        KbAction::Search {
+            name,
+            query,
+            mode,
+            limit,
+        } => {
+            let target = memdb::kuradb::RagTarget::parse(mode.as_deref().unwrap_or(""))?;
+            with_db(s.open_embedding_noted()?, |db| {
+                Ok(json_out(serde_json::to_value(
+                    db.kuradb().search(&name, &query, target, limit)?,
+                )?))
+            })?
+        }
+    })
+}
+
+/// `memdb embed`: drain the embedding queue, or report it.
+fn embed(s: &Stores, status: bool) -> Result<Output> {
+    let (db, note) = s.open_embedding()?;
+    with_db(db, |db| {
+        if status {
+            return Ok(Output::EmbeddingStatus(db.embedding_status()?));
+        }
+        if db.config().embedder.is_none() {
+            anyhow::bail!(
+                "{}",
+                note.unwrap_or_else(|| {
+                    "no embedding model: pass --embedder local, openai or hashing".into()
+                })
+            );
+        }
+        let report = embedder::drain(db)?.unwrap_or_default();
+        Ok(Output::Embedded {
+            report,
+            status: db.embedding_status()?,
+        })
+    })
+}
+
+/// `memdb rebuild-embeddings`: every message re-embedded with the model.
+fn rebuild_embeddings(s: &Stores) -> Result<Output> {
+    let (db, note) = s.open_embedding()?;
+    with_db(db, |db| {
+        if db.config().embedder.is_none() {
+            anyhow::bail!(
+                "{}",
+                note.unwrap_or_else(|| {
+                    "no embedding model: pass --embedder local, openai or hashing".into()
+                })
+            );
+        }
+        let bar = embedder::bar("re-embedding {bar:40} {pos}/{len} messages ({eta})");
+        let report = db.rebuild_embeddings(&mut |p| {
+            if let Some(bar) = &bar {
+                bar.set_length(p.total);
+                bar.set_position(p.done);
+            }
+        });
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        Ok(Output::Embedded {
+            report: report?,
+            status: db.embedding_status()?,
+        })
+    })
 }
 
 /// Runs `f` on an open database, then closes it so index commit errors are
