@@ -579,77 +579,10 @@ pub enum KbAction {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EmbedderChoice {
-    /// The local model if installed, else none (with a note).
-    Auto,
-    /// The local ONNX model (e5-small-v2, the store's own local model, or
-    /// the one MEMDB_LOCAL_MODEL names); an error if not installed.
-    Local,
-    /// The lexical hashing embedder (no model).
-    Hashing,
-    /// An OpenAI-compatible embeddings server (OpenAI, Ollama, vLLM,
-    /// LiteLLM): MEMDB_OPENAI_BASE_URL, MEMDB_OPENAI_MODEL and
-    /// MEMDB_OPENAI_DIMENSION (or the --openai-* flags) must be set.
-    Openai,
-    /// No embeddings: keyword search only.
-    None,
-}
-
-impl From<EmbedderChoice> for memdb::EmbedderKind {
-    fn from(c: EmbedderChoice) -> Self {
-        match c {
-            EmbedderChoice::Auto => memdb::EmbedderKind::Auto,
-            EmbedderChoice::Local => memdb::EmbedderKind::Local,
-            EmbedderChoice::Hashing => memdb::EmbedderKind::Hashing,
-            EmbedderChoice::Openai => memdb::EmbedderKind::Openai,
-            EmbedderChoice::None => memdb::EmbedderKind::None,
-        }
-    }
-}
-
-/// The `--openai-*` flags: [`memdb::OpenAiSettings`] on the command line.
-/// The API key is read from `MEMDB_OPENAI_API_KEY` only, never a flag.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
-pub struct OpenAiArgs {
-    /// `--embedder openai`: the API root, `/v1` included (e.g.
-    /// http://localhost:11434/v1 for Ollama).
-    #[arg(
-        long = "openai-base-url",
-        env = "MEMDB_OPENAI_BASE_URL",
-        value_name = "URL",
-        global = true
-    )]
-    pub base_url: Option<String>,
-    /// `--embedder openai`: the embedding model's name on that server.
-    #[arg(
-        long = "openai-model",
-        env = "MEMDB_OPENAI_MODEL",
-        value_name = "NAME",
-        global = true
-    )]
-    pub model: Option<String>,
-    /// `--embedder openai`: the model's vector dimension (required; it is
-    /// part of the model's identity in the store).
-    #[arg(
-        long = "openai-dimension",
-        env = "MEMDB_OPENAI_DIMENSION",
-        value_name = "N",
-        global = true
-    )]
-    pub dimension: Option<u32>,
-}
-
-impl OpenAiArgs {
-    /// The engine's settings these flags give.
-    pub fn settings(&self) -> memdb::OpenAiSettings {
-        memdb::OpenAiSettings {
-            base_url: self.base_url.clone(),
-            model: self.model.clone(),
-            dimension: self.dimension,
-        }
-    }
-}
+/// `--embedder` and the `--openai-*` flags: the server's own types (one
+/// spelling of each setting for `memdb` and `memdb-server`; the API key is
+/// read from `MEMDB_OPENAI_API_KEY` only, never a flag).
+pub use memdb_server::config::{EmbedderChoice, OpenAiSettings as OpenAiArgs};
 
 /// `memdb model` subcommands.
 #[derive(Debug, Subcommand)]

@@ -30,7 +30,7 @@ pub fn load(
     let selected = memdb::select_embedder(&EmbedderSettings {
         kind: choice.into(),
         models_dir: models,
-        openai: openai.settings(),
+        openai: openai.to_engine(),
         stored: Memdb::stored_message_model(store),
     })?;
     Ok((selected.embedder, selected.note))
