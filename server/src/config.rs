@@ -31,7 +31,8 @@ pub enum EmbedderChoice {
     /// The local ONNX model (e5-small-v2, the store's own local model, or
     /// the one MEMDB_LOCAL_MODEL names) from the models directory.
     Local,
-    /// The local model when it is installed, else none (logged).
+    /// The local model when it is installed, else none (the server logs
+    /// it, the CLI prints a note).
     Auto,
     /// An OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama, vLLM,
     /// LiteLLM), configured by [`OpenAiSettings`].
