@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::ServerError;
+use crate::error::ServerError;
 
 /// Which chat model the server asks for summaries, labels and importance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]

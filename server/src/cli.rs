@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser};
 
-use crate::ServerError;
 use crate::config::{EmbedderChoice, OpenAiSettings, ServerConfig};
+use crate::error::ServerError;
 
 /// Server settings given on the command line or in the environment.
 #[derive(Debug, Clone, Default, Args)]
@@ -361,7 +361,7 @@ pub fn run(config: ServerConfig) -> Result<(), ServerError> {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(ServerError::Bind)?;
-        crate::serve(config, db, listener, crate::shutdown_signal()).await
+        crate::serve::serve(config, db, listener, crate::serve::shutdown_signal()).await
     })
 }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::ServerError;
+use crate::error::ServerError;
 
 /// Shortest accepted API key (Sekha's rule).
 pub const MIN_KEY_LEN: usize = 32;

@@ -1,5 +1,6 @@
 //! The one error type of every route: `{error, code}` JSON bodies with the
-//! right status, built from engine errors and extractor rejections.
+//! right status, built from engine errors and extractor rejections; and
+//! [`ServerError`], why the server could not start or stop.
 //!
 //! Internal failures (I/O, store, index) are logged with their detail and
 //! answered with a generic message: no paths or backtraces leave the server.
@@ -147,6 +148,26 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, Json(self.body())).into_response()
     }
+}
+
+/// Why the server could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The configuration is unusable.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The store could not be opened.
+    #[error("opening the store: {0}")]
+    Open(#[source] memdb::Error),
+    /// The listen address could not be bound.
+    #[error("binding the listen address: {0}")]
+    Bind(#[source] std::io::Error),
+    /// Serving failed.
+    #[error("serving: {0}")]
+    Serve(#[source] std::io::Error),
+    /// Closing the store failed.
+    #[error("closing the store: {0}")]
+    Close(#[source] memdb::Error),
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::ServerError;
 use crate::error::ApiError;
+use crate::error::ServerError;
 
 /// Default seconds an upstream has to answer (a whole answer, or a
 /// stream's headers): under the server's 120 s request timeout, so a slow

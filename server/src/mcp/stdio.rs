@@ -20,8 +20,8 @@ use rmcp::transport::{IntoTransport, Transport};
 
 use super::forward::{self, Forwarder};
 use super::{Backend, MemdbMcp};
-use crate::ServerError;
 use crate::config::{EmbedderChoice, OpenAiSettings, ServerConfig};
+use crate::error::ServerError;
 
 /// `memdb mcp` settings (the CLI's global `--embedder` and `--models`).
 #[derive(Debug, Clone, Default)]
@@ -234,7 +234,7 @@ async fn serve_stdio(handler: MemdbMcp) -> Result<(), ServerError> {
     };
     tokio::select! {
         () = serving => {}
-        () = crate::shutdown_signal() => {}
+        () = crate::serve::shutdown_signal() => {}
     }
     Ok(())
 }
