@@ -148,7 +148,7 @@ impl Memdb {
     /// size. Order: newest `updated_at` first (the update-time index, read
     /// in batches from a cursor; filters are applied row by row).
     pub fn export_stream(&self, selection: &Selection) -> Result<ExportStream> {
-        let txn = self.store.read()?;
+        let txn = self.snapshot()?;
         let ns = self.ns_read()?;
         let (filter, pending) = match selection {
             Selection::One(id) => {

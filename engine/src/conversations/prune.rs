@@ -342,7 +342,7 @@ impl Memdb {
         crate::model::filter::check_limit("limit", limit)?;
         let now = req.now.unwrap_or_else(now);
         let now_us = to_micros(now);
-        let txn = self.store.read()?;
+        let txn = self.snapshot()?;
         let view = ConversationsView::open(&txn)?;
         let mut report = PruneReport {
             suggestions: Vec::new(),

@@ -229,7 +229,7 @@ type LabelCorpus = (BTreeMap<String, LabelStats>, HashMap<String, usize>, usize)
 
 impl Memdb {
     fn conversation_text(&self, cid: u128) -> Result<(ConversationRecord, Vec<(String, String)>)> {
-        let txn = self.store.read()?;
+        let txn = self.snapshot()?;
         let view = ConversationsView::open(&txn)?;
         let conv = view.require(cid)?;
         self.ns_check("conversation", Uuid::from_u128(cid), conv.namespace)?;
@@ -251,7 +251,7 @@ impl Memdb {
     /// Label statistics over the store and document frequencies of content
     /// words over a sample of conversations (first message and label each).
     fn label_corpus(&self, except: u128) -> Result<LabelCorpus> {
-        let txn = self.store.read()?;
+        let txn = self.snapshot()?;
         let view = ConversationsView::open(&txn)?;
         let mut labels: BTreeMap<String, LabelStats> = BTreeMap::new();
         let mut df: HashMap<String, usize> = HashMap::new();

@@ -498,7 +498,7 @@ impl Memdb {
         since: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<Vec<SummarySource>> {
-        let txn = self.store.read()?;
+        let txn = self.snapshot()?;
         let view = ConversationsView::open(&txn)?;
         let key = conv.as_u128();
         let mut out = Vec::new();
@@ -527,7 +527,7 @@ impl Memdb {
     ) -> Result<Vec<SummarySource>> {
         let key = conv.as_u128();
         let l = level.code();
-        let txn = self.store.read()?;
+        let txn = self.snapshot()?;
         let mut out = Vec::new();
         for (_, r) in
             conversations::summaries(&txn, key, l..=l, to_micros(since), to_micros(until))?
@@ -549,7 +549,7 @@ impl Memdb {
     ) -> Result<Vec<Summary>> {
         self.get_conversation(conversation_id)?;
         let key = conversation_id.as_u128();
-        let txn = self.store.read()?;
+        let txn = self.snapshot()?;
         let (lo, hi) = match level {
             Some(l) => (l.code(), l.code()),
             None => (0, u8::MAX),
@@ -578,7 +578,7 @@ impl Memdb {
     ) -> Result<ServedSummary> {
         self.get_conversation(conversation_id)?;
         let key = conversation_id.as_u128();
-        let txn = self.store.read()?;
+        let txn = self.snapshot()?;
         let mut cur = Some(level);
         while let Some(l) = cur {
             let c = l.code();
@@ -760,7 +760,7 @@ mod tests {
         assert_eq!(db.list_summaries(id, None).unwrap(), all);
         // Deleting the conversation deletes its summaries.
         db.delete_conversation(id).unwrap();
-        let txn = db.store.read().unwrap();
+        let txn = db.snapshot().unwrap();
         let t = txn.open_table(crate::store::SUMMARIES).unwrap();
         assert_eq!(redb::ReadableTable::iter(&t).unwrap().count(), 0);
     }

@@ -48,7 +48,7 @@ use crate::vector::index::VectorIndexes;
 #[derive(Clone)]
 pub struct Memdb {
     engine: Arc<Engine>,
-    pub(crate) ns: namespace::Ns,
+    pub(in crate::db) ns: namespace::Ns,
 }
 
 impl std::ops::Deref for Memdb {
@@ -63,7 +63,7 @@ impl std::ops::Deref for Memdb {
 pub struct Engine {
     dir: PathBuf,
     config: Config,
-    pub(crate) store: Store,
+    pub(in crate::db) store: Store,
     text: Arc<RwLock<Arc<TextIndex>>>,
     checkpointer: Mutex<Checkpointer>,
     write_lock: Mutex<()>,
@@ -88,16 +88,16 @@ pub struct Engine {
     /// Derived-index maintenance steps that failed after a durable write
     /// (each is logged; the next search or open replays from the oplog).
     maintenance_failures: AtomicU64,
-    pub(crate) vectors: VectorIndexes,
+    pub(in crate::db) vectors: VectorIndexes,
     recovery: Vec<String>,
-    pub(crate) pipeline: crate::db::embedding::Pipeline,
+    pub(in crate::db) pipeline: crate::db::embedding::Pipeline,
     /// Decoded rows for hit resolution and context assembly.
-    pub(crate) rows: RowCache,
+    pub(in crate::db) rows: RowCache,
     /// Record children lists for allow-lists built per query.
-    pub(crate) children: crate::store::children_cache::ChildrenCache,
+    pub(in crate::db) children: crate::store::children_cache::ChildrenCache,
     /// How many namespaces the store has: with one, no search needs a
     /// namespace clause (every record is in it).
-    pub(crate) namespace_count: std::sync::atomic::AtomicUsize,
+    pub(in crate::db) namespace_count: std::sync::atomic::AtomicUsize,
     /// Set once the engine has shut down ([`Memdb::close`] or drop).
     closed: std::sync::atomic::AtomicBool,
     _lock: DirLock,
@@ -907,6 +907,12 @@ impl Memdb {
         reach: usize,
     ) -> Result<crate::store::conversations::NeighbourTurns> {
         crate::store::conversations::neighbour_turns(&self.store.read()?, ids, reach)
+    }
+
+    /// A read snapshot of the store: every read of one consistent view
+    /// (the systems' reads of several tables at once) takes one.
+    pub(crate) fn snapshot(&self) -> Result<redb::ReadTransaction> {
+        self.store.read()
     }
 
     /// Reads decoded rows through the row cache, from one redb snapshot
