@@ -252,7 +252,7 @@ pub const EXPORT_BATCH: usize = 256;
 
 /// An export read from one snapshot (see [`Memdb::export_stream`]).
 pub struct ExportStream {
-    txn: redb::ReadTransaction,
+    txn: crate::store::Snapshot,
     /// The namespace exported.
     ns: u32,
     /// `None` for a single conversation (already in `pending`).

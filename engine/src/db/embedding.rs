@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use crate::store::WriteTxn;
 use memdb_format::Op;
-use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
 
 use crate::db::kind_spaces::{KindSpaces, is_passage_space};
@@ -179,7 +179,7 @@ const MAX_CACHE_PENDING: usize = 1024;
 /// each new message; for one that reads the turn before, the turn after it
 /// (a message inserted before others). Called inside every write
 /// transaction.
-pub(crate) fn enqueue_new(txn: &WriteTransaction, ops: &[Op]) -> Result<()> {
+pub(crate) fn enqueue_new(txn: &WriteTxn, ops: &[Op]) -> Result<()> {
     let ids: Vec<u128> = ops
         .iter()
         .filter_map(|op| match op {
@@ -207,11 +207,11 @@ pub(crate) fn enqueue_new(txn: &WriteTransaction, ops: &[Op]) -> Result<()> {
 }
 
 /// Clears the META pointers to a space being deleted.
-pub(crate) fn forget_space(txn: &WriteTransaction, id: u32) -> Result<()> {
+pub(crate) fn forget_space(txn: &WriteTxn, id: u32) -> Result<()> {
     embed_queue::forget_message_space(txn, id)
 }
 
-fn space_by_id(txn: &redb::ReadTransaction, id: u32) -> Result<Option<VectorSpace>> {
+fn space_by_id(txn: &crate::store::Snapshot, id: u32) -> Result<Option<VectorSpace>> {
     match store::vectors::space_by_id(txn, id)? {
         Some((name, rec)) => Ok(Some(spaces::space_from(&name, &rec)?)),
         None => Ok(None),
@@ -339,7 +339,7 @@ impl Engine {
     /// Moves the pending query embeddings into the redb cache, inside
     /// `txn` (a writer's transaction or a volatile one), evicting the oldest
     /// entries beyond the configured size. Caller holds the write lock.
-    pub(crate) fn store_pending_cache(&self, txn: &redb::WriteTransaction) -> Result<()> {
+    pub(crate) fn store_pending_cache(&self, txn: &WriteTxn) -> Result<()> {
         let batch = std::mem::take(&mut *self.pipeline_cache_pending());
         if batch.is_empty() {
             return Ok(());
@@ -877,7 +877,7 @@ impl Memdb {
         // is written optimistically: only while it still exists with the
         // text that was embedded; one whose text changed meanwhile stays
         // queued and is embedded again from its new text.
-        let write = |txn: &WriteTransaction, ops: &mut crate::store::OpBatch| {
+        let write = |txn: &WriteTxn, ops: &mut crate::store::OpBatch| {
             let mut embedded = 0u64;
             let mut skipped = 0u64;
             let mut by_space: BTreeMap<u32, Vec<(u128, &Vec<f32>)>> = BTreeMap::new();
@@ -985,7 +985,7 @@ impl Memdb {
         let Some((next, model)) = spaces.next else {
             return Ok(false);
         };
-        if model != e.identity() || queued(&self.store.read()?, next.id)? > 0 {
+        if model != e.identity() || queued(&*self.store.read()?, next.id)? > 0 {
             return Ok(false);
         }
         let old = spaces.active.map(|(s, _)| s);
@@ -1126,7 +1126,7 @@ impl Memdb {
             drop(pending);
             let found = match hit {
                 Some(found) => Some(found),
-                None => query_cache::get(&self.store.read()?, &key, space.dimension)?,
+                None => query_cache::get(&*self.store.read()?, &key, space.dimension)?,
             };
             if let Some(found) = found {
                 return Ok(found);
@@ -1163,18 +1163,18 @@ impl Memdb {
     /// semantic search asks, so a large backlog is not walked in full):
     /// `(count, true)` means "at least `count`".
     pub(crate) fn pending_for(&self, space: u32, cap: u64) -> Result<(u64, bool)> {
-        embed_queue::queued_up_to(&self.store.read()?, space, cap)
+        embed_queue::queued_up_to(&*self.store.read()?, space, cap)
     }
 
     /// Messages and records queued for embedding, over every space and
     /// namespace.
     pub fn embed_queue_len(&self) -> Result<u64> {
-        embed_queue::len(&self.store.read()?)
+        embed_queue::len(&*self.store.read()?)
     }
 
     /// Entries in the query-embedding cache.
     pub fn query_cache_len(&self) -> Result<u64> {
-        query_cache::len(&self.store.read()?)
+        query_cache::len(&*self.store.read()?)
     }
 }
 

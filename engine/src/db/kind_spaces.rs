@@ -9,7 +9,7 @@
 //!
 //! [`RecordKind::sums_into`]: crate::db::records::RecordKind::sums_into
 
-use redb::WriteTransaction;
+use crate::store::WriteTxn;
 use serde_json::Value;
 
 use crate::db::Memdb;
@@ -71,7 +71,7 @@ impl KindSpaces {
     /// `i + 2`) and removes the ones it no longer has, inside a write.
     pub(crate) fn put_passages(
         &self,
-        txn: &WriteTransaction,
+        txn: &WriteTxn,
         ops: &mut OpBatch,
         id: u128,
         extra: &[Vec<f32>],
@@ -99,7 +99,7 @@ impl KindSpaces {
     /// vector-sum rule. A parent that is gone is skipped.
     pub(crate) fn refresh_sums(
         &self,
-        txn: &WriteTransaction,
+        txn: &WriteTxn,
         ops: &mut OpBatch,
         parents: impl IntoIterator<Item = u128>,
     ) -> Result<()> {

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use crate::store::WriteTxn;
 use memdb_format::{ContentRecord, ConversationRecord, MessageRecord, Op};
-use redb::WriteTransaction;
 use uuid::Uuid;
 
 use crate::config::Config;
@@ -290,7 +290,7 @@ impl Memdb {
     /// when the backlog is small).
     pub(crate) fn write<T>(
         &self,
-        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+        f: impl FnOnce(&WriteTxn, &mut OpBatch) -> Result<T>,
     ) -> Result<T> {
         let (value, seq, inserted) = {
             let _arriving = self.group.arriving();
@@ -321,7 +321,7 @@ impl Memdb {
     /// loses only this write, whose inputs are still queued and redone.
     pub(crate) fn write_relaxed<T>(
         &self,
-        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+        f: impl FnOnce(&WriteTxn, &mut OpBatch) -> Result<T>,
     ) -> Result<T> {
         let (value, _seq, _inserted) = self.write_locked(f)?;
         Ok(value)
@@ -332,7 +332,7 @@ impl Memdb {
     /// messages.
     fn write_locked<T>(
         &self,
-        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+        f: impl FnOnce(&WriteTxn, &mut OpBatch) -> Result<T>,
     ) -> Result<(T, u64, bool)> {
         let writes = self.lock_writes();
         let text = self.text();
@@ -621,7 +621,7 @@ impl Memdb {
 
     /// The conversation `id` with its messages, oldest first.
     pub fn get_conversation_with_messages(&self, id: Uuid) -> Result<ConversationWithMessages> {
-        let found = crate::store::vectors::conversation_with_messages_in(&self.store.read()?, id)?;
+        let found = crate::store::vectors::conversation_with_messages_in(&*self.store.read()?, id)?;
         self.ns_check("conversation", id, found.1)?;
         Ok(found.0)
     }
@@ -722,7 +722,7 @@ impl Memdb {
         filter: &Filter,
         visit: impl FnMut(u128, &ConversationRecord) -> Result<()>,
     ) -> Result<()> {
-        scan_matching_in(&self.store.read()?, self.ns_read()?, filter, visit)
+        scan_matching_in(&*self.store.read()?, self.ns_read()?, filter, visit)
     }
 
     /// Applies `update` to conversation `id`; returns the updated conversation.
@@ -906,12 +906,12 @@ impl Memdb {
         ids: &[u128],
         reach: usize,
     ) -> Result<crate::store::conversations::NeighbourTurns> {
-        crate::store::conversations::neighbour_turns(&self.store.read()?, ids, reach)
+        crate::store::conversations::neighbour_turns(&*self.store.read()?, ids, reach)
     }
 
     /// A read snapshot of the store: every read of one consistent view
     /// (the systems' reads of several tables at once) takes one.
-    pub(crate) fn snapshot(&self) -> Result<redb::ReadTransaction> {
+    pub(crate) fn snapshot(&self) -> Result<crate::store::Snapshot> {
         self.store.read()
     }
 
@@ -929,7 +929,7 @@ impl Memdb {
 
     /// A redb snapshot and a row reader over it, for callers that also read
     /// other tables of the same snapshot.
-    pub(crate) fn row_snapshot(&self) -> Result<(redb::ReadTransaction, RowReader<'_>)> {
+    pub(crate) fn row_snapshot(&self) -> Result<(crate::store::Snapshot, RowReader<'_>)> {
         let rows = self.row_reader();
         let txn = self.store.read()?;
         let _ = rows.tables.set(RowTables::open(&txn)?);
@@ -1330,7 +1330,7 @@ pub(crate) struct NewConversations {
 
 /// Writes one job's conversations and their messages in `txn`.
 fn write_new_conversations_in(
-    txn: &WriteTransaction,
+    txn: &WriteTxn,
     ops: &mut OpBatch,
     job: &NewConversations,
 ) -> Result<Vec<ConversationWithMessages>> {
@@ -1352,7 +1352,7 @@ fn write_new_conversations_in(
 }
 
 fn add_messages(
-    txn: &WriteTransaction,
+    txn: &WriteTxn,
     conv_key: u128,
     conv: &mut ConversationRecord,
     messages: &[NewMessage],

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
-use redb::WriteTransaction;
+use crate::store::WriteTxn;
 use serde::{Deserialize, Serialize};
 
 use crate::db::Memdb;
@@ -46,7 +46,7 @@ impl Ns {
     }
 
     /// This namespace's id in a write, creating the namespace if needed.
-    pub(crate) fn write_id(&self, txn: &WriteTransaction) -> Result<u32> {
+    pub(crate) fn write_id(&self, txn: &WriteTxn) -> Result<u32> {
         if let Some(&id) = self.id.get() {
             return Ok(id);
         }
@@ -83,7 +83,7 @@ pub fn validate_namespace(name: &str) -> Result<()> {
 
 /// How many namespaces the store has.
 pub(crate) fn count(store: &Store) -> Result<usize> {
-    Ok(namespaces::list(&store.read()?)?.len())
+    Ok(namespaces::list(&*store.read()?)?.len())
 }
 
 impl Memdb {
@@ -93,7 +93,7 @@ impl Memdb {
     pub fn namespace(&self, name: &str) -> Result<Memdb> {
         validate_namespace(name)?;
         let id = OnceLock::new();
-        if let Some(found) = namespaces::lookup(&self.store.read()?, name)? {
+        if let Some(found) = namespaces::lookup(&*self.store.read()?, name)? {
             let _ = id.set(found);
         }
         Ok(Memdb {
@@ -112,7 +112,7 @@ impl Memdb {
 
     /// Every namespace of the store with its conversation count, by name.
     pub fn namespaces(&self) -> Result<Vec<NamespaceInfo>> {
-        Ok(namespaces::list(&self.store.read()?)?
+        Ok(namespaces::list(&*self.store.read()?)?
             .into_iter()
             .map(|(name, _, conversations)| NamespaceInfo {
                 name,
@@ -128,7 +128,7 @@ impl Memdb {
             return Ok(id);
         }
         // A write through another handle may have created it since.
-        match namespaces::lookup(&self.store.read()?, &self.ns.name)? {
+        match namespaces::lookup(&*self.store.read()?, &self.ns.name)? {
             Some(found) => {
                 let _ = self.ns.id.set(found);
                 Ok(found)
@@ -141,14 +141,14 @@ impl Memdb {
     /// `txn` if it is new. The id is remembered only once the write has
     /// committed ([`Memdb::ns_committed`]), so an aborted write leaves no
     /// trace.
-    pub(crate) fn ns_write(&self, txn: &WriteTransaction) -> Result<u32> {
+    pub(crate) fn ns_write(&self, txn: &WriteTxn) -> Result<u32> {
         self.ns.write_id(txn)
     }
 
     /// After a write that may have created this handle's namespace.
     pub(crate) fn ns_committed(&self) -> Result<()> {
         if self.ns.id.get().is_none()
-            && let Some(found) = namespaces::lookup(&self.store.read()?, &self.ns.name)?
+            && let Some(found) = namespaces::lookup(&*self.store.read()?, &self.ns.name)?
         {
             let _ = self.ns.id.set(found);
             self.namespace_count.fetch_add(1, Ordering::SeqCst);

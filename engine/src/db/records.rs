@@ -26,6 +26,7 @@ use crate::db::embedding::Backlog;
 use crate::db::kind_spaces::{KindSpaces, describe_sum, sums_into};
 use crate::embed::ModelIdentity;
 use crate::error::{Error, Result};
+use crate::store::WriteTxn;
 use crate::store::embed_queue::{self, QueueWriter};
 use crate::store::records::{self as rows, RecordsView};
 use crate::store::vectors::VectorRows;
@@ -319,7 +320,7 @@ fn embed_text_of(r: &NewRecord) -> Option<String> {
 
 /// Writes rows and their vectors (into `space`) inside a write.
 fn write_rows<'a>(
-    txn: &redb::WriteTransaction,
+    txn: &WriteTxn,
     ops: &mut crate::store::OpBatch,
     space: Option<&VectorSpace>,
     rows: impl IntoIterator<Item = (u128, &'a ItemRecord, &'a Option<Vec<f32>>)>,
@@ -336,7 +337,7 @@ fn write_rows<'a>(
 /// Removes record `root` and its descendants with their vectors in
 /// `spaces`, inside a write; returns how many rows went.
 fn delete_subtree(
-    txn: &redb::WriteTransaction,
+    txn: &WriteTxn,
     ops: &mut crate::store::OpBatch,
     root: u128,
     spaces: &[VectorSpace],
@@ -1161,7 +1162,7 @@ impl Memdb {
             let Some(target) = self.record_space_for(ns, code, model, false, None)? else {
                 continue;
             };
-            if embed_queue::queued(&self.store.read()?, target.id)? == 0 {
+            if embed_queue::queued(&*self.store.read()?, target.id)? == 0 {
                 self.delete_vector_space(&old.name)?;
                 dropped += 1;
             }
@@ -1206,7 +1207,7 @@ impl Memdb {
     /// embedding by the configured model (0 without an embedder).
     pub fn count_record_pending(&self, kind: RecordKind) -> Result<u64> {
         match self.record_space(kind, false)? {
-            Some(space) => Ok(embed_queue::queued(&self.store.read()?, space.id)?),
+            Some(space) => Ok(embed_queue::queued(&*self.store.read()?, space.id)?),
             None => Ok(0),
         }
     }

@@ -118,7 +118,7 @@ pub(crate) fn allowed_scope(db: &Memdb, filter: &VectorFilter, ns_bound: bool) -
 /// from one snapshot (`txn`, `tables` opened on it).
 fn matching_conversations(
     db: &Memdb,
-    txn: &redb::ReadTransaction,
+    txn: &crate::store::Snapshot,
     tables: &FilterRows,
     scope: &Filter,
     conversation: Option<Uuid>,

@@ -26,6 +26,31 @@ use redb::{
 
 use crate::error::{Error, Result};
 
+/// A read snapshot of the store: what code outside `store/` holds while
+/// it reads several tables through the typed API (`store/*.rs` take it as
+/// the redb transaction it wraps). The seam a second store plugs into: no
+/// redb type is named outside `store/`.
+pub(crate) struct Snapshot(ReadTransaction);
+
+impl std::ops::Deref for Snapshot {
+    type Target = ReadTransaction;
+    fn deref(&self) -> &ReadTransaction {
+        &self.0
+    }
+}
+
+/// A write transaction of the store, lent to the closure of
+/// [`Store::write`]: code outside `store/` passes it to the typed API and
+/// never commits it (the store does, with the oplog entry).
+pub(crate) struct WriteTxn(WriteTransaction);
+
+impl std::ops::Deref for WriteTxn {
+    type Target = WriteTransaction;
+    fn deref(&self) -> &WriteTransaction {
+        &self.0
+    }
+}
+
 /// Newest schema version this build writes and reads.
 pub(crate) const SCHEMA_VERSION: u64 = 3;
 
@@ -339,8 +364,8 @@ impl Store {
         Ok(compacted)
     }
 
-    pub(crate) fn read(&self) -> Result<ReadTransaction> {
-        Ok(self.db().begin_read()?)
+    pub(crate) fn read(&self) -> Result<Snapshot> {
+        Ok(Snapshot(self.db().begin_read()?))
     }
 
     /// Runs `f` in one write transaction, appends the ops it records to the
@@ -349,7 +374,7 @@ impl Store {
     pub(crate) fn write<T>(
         &self,
         trim_upto: u64,
-        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+        f: impl FnOnce(&WriteTxn, &mut OpBatch) -> Result<T>,
     ) -> Result<Committed<T>> {
         self.write_with(redb::Durability::Immediate, trim_upto, f)
     }
@@ -364,7 +389,7 @@ impl Store {
     pub(crate) fn write_deferred<T>(
         &self,
         trim_upto: u64,
-        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+        f: impl FnOnce(&WriteTxn, &mut OpBatch) -> Result<T>,
     ) -> Result<Committed<T>> {
         self.write_with(redb::Durability::None, trim_upto, f)
     }
@@ -381,10 +406,11 @@ impl Store {
         &self,
         durability: redb::Durability,
         trim_upto: u64,
-        f: impl FnOnce(&WriteTransaction, &mut OpBatch) -> Result<T>,
+        f: impl FnOnce(&WriteTxn, &mut OpBatch) -> Result<T>,
     ) -> Result<Committed<T>> {
-        let mut txn = self.db().begin_write()?;
-        txn.set_durability(durability)
+        let mut txn = WriteTxn(self.db().begin_write()?);
+        txn.0
+            .set_durability(durability)
             .map_err(|e| Error::Store(format!("setting the transaction's durability: {e}")))?;
         let last = txn
             .open_table(META)?
@@ -413,7 +439,7 @@ impl Store {
             }
             last + 1
         };
-        txn.commit()?;
+        txn.0.commit()?;
         Ok(Committed {
             value,
             lsn,
@@ -427,20 +453,18 @@ impl Store {
     /// may be lost in a crash (the query cache). The next durable commit
     /// persists it; a crash before that loses only it, and the store stays
     /// consistent. The caller holds the engine's write lock.
-    pub(crate) fn write_volatile<T>(
-        &self,
-        f: impl FnOnce(&WriteTransaction) -> Result<T>,
-    ) -> Result<T> {
-        let mut txn = self.db().begin_write()?;
-        txn.set_durability(redb::Durability::None)
+    pub(crate) fn write_volatile<T>(&self, f: impl FnOnce(&WriteTxn) -> Result<T>) -> Result<T> {
+        let mut txn = WriteTxn(self.db().begin_write()?);
+        txn.0
+            .set_durability(redb::Durability::None)
             .map_err(|e| Error::Store(format!("non-durable transaction: {e}")))?;
         let value = f(&txn)?;
-        txn.commit()?;
+        txn.0.commit()?;
         Ok(value)
     }
 
     pub(crate) fn last_lsn(&self) -> Result<u64> {
-        last_lsn_in(&self.read()?)
+        last_lsn_in(&*self.read()?)
     }
 
     /// Oplog entries with LSN in `(after, ..]`, in order, or `None` when the

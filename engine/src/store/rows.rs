@@ -41,7 +41,7 @@ impl RowReader<'_> {
         if let Some(t) = self.tables.get() {
             return Ok(t);
         }
-        let opened = RowTables::open(&self.store.read()?)?;
+        let opened = RowTables::open(&*self.store.read()?)?;
         Ok(self.tables.get_or_init(|| opened))
     }
 

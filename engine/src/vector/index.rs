@@ -911,7 +911,7 @@ impl VectorIndexes {
 }
 
 fn all_spaces(store: &Store) -> Result<Vec<(String, SpaceRecord)>> {
-    store::vectors::spaces(&store.read()?)
+    store::vectors::spaces(&*store.read()?)
 }
 
 /// A generation written to disk but not yet recorded in redb.
