@@ -939,3 +939,77 @@ pub struct NamespaceOut {
     /// Conversations in it.
     pub conversations: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every field of `engine` (as JSON) is in `wire` with the same value:
+    /// a field added to an engine type and not to its wire twin fails here,
+    /// not in a client.
+    fn carries_every_field(what: &str, engine: Value, wire: Value) {
+        let (Value::Object(engine), Value::Object(wire)) = (engine, wire) else {
+            panic!("{what}: not JSON objects");
+        };
+        for (key, value) in &engine {
+            assert_eq!(wire.get(key), Some(value), "{what}: field {key}");
+        }
+    }
+
+    #[test]
+    fn wire_twins_carry_every_field_of_their_engine_types() {
+        let at = DateTime::parse_from_rfc3339("2026-12-07T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let message = Message {
+            id: Uuid::from_u128(1),
+            conversation_id: Uuid::from_u128(2),
+            role: "user".into(),
+            content: Content::Text("Lisbon in May".into()),
+            timestamp: at,
+            embedding_id: Some(Uuid::from_u128(1).to_string()),
+            metadata: json!({"k": 1}),
+        };
+        carries_every_field(
+            "MessageOut",
+            serde_json::to_value(&message).unwrap(),
+            serde_json::to_value(MessageOut::from(message.clone())).unwrap(),
+        );
+        let conversation = Conversation {
+            id: Uuid::from_u128(2),
+            label: "trip".into(),
+            folder: "/work".into(),
+            status: memdb::Status::Archived,
+            importance_score: 7,
+            pinned: false,
+            word_count: 3,
+            session_count: 1,
+            message_count: 1,
+            created_at: at,
+            updated_at: at,
+            metadata: json!({"k": 2}),
+        };
+        carries_every_field(
+            "ConversationOut",
+            serde_json::to_value(&conversation).unwrap(),
+            serde_json::to_value(ConversationOut::from(conversation.clone())).unwrap(),
+        );
+        let stats = memdb::Stats {
+            total_conversations: 4,
+            total_messages: 9,
+            total_words: 40,
+            active: 3,
+            archived: 1,
+            pinned: 1,
+            average_importance: 5.5,
+            by_folder: [("/work".to_string(), 4)].into(),
+            by_label: [("trip".to_string(), 2)].into(),
+        };
+        carries_every_field(
+            "StatsOut",
+            serde_json::to_value(&stats).unwrap(),
+            serde_json::to_value(StatsOut::from(stats.clone())).unwrap(),
+        );
+    }
+}
