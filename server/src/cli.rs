@@ -2,7 +2,7 @@
 //! environment variables over an optional TOML file, then [`run`].
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Parser};
 
@@ -284,49 +284,9 @@ impl ServeArgs {
     }
 }
 
-/// Installs the tracing subscriber (stderr; filter from `MEMDB_LOG`, default info).
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MEMDB_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
-/// The engine configuration for the chosen embedder, built by the engine
-/// (`memdb::select_embedder`, the CLI's too; a store embedded with one
-/// local model keeps it unless `MEMDB_LOCAL_MODEL` names another). `auto`
-/// without an installed model logs the engine's note and runs keyword
-/// only. `data` is the data directory the configuration is for.
-pub fn engine_config(c: &ServerConfig, data: &Path) -> Result<memdb::Config, ServerError> {
-    let settings = memdb::EmbedderSettings {
-        kind: c.embedder.into(),
-        models_dir: c.models_dir.clone(),
-        openai: c.openai.to_engine(),
-        stored: memdb::Memdb::stored_message_model(data),
-    };
-    let selected = memdb::select_embedder(&settings).map_err(|e| match e {
-        memdb::Error::InvalidInput { .. } => ServerError::Config(e.to_string()),
-        other => ServerError::Open(other),
-    })?;
-    if let Some(note) = &selected.note {
-        tracing::warn!("{note}");
-    }
-    let mut engine = match selected.embedder {
-        Some(e) => memdb::Config::with_embedder(e),
-        None => memdb::Config::default(),
-    };
-    engine.message_passage = c.message_passage;
-    engine
-        .set_store_cache_mb(c.store_cache_mb)
-        .map_err(|e| ServerError::Config(e.to_string()))?;
-    Ok(engine)
-}
-
 /// Opens the store and serves until SIGINT/SIGTERM; blocks the thread.
 pub fn run(config: ServerConfig) -> Result<(), ServerError> {
-    init_tracing();
+    crate::logs::init_tracing();
     if let Some(f) = &config.config_file {
         if config.discovered_sets.is_empty() {
             tracing::info!("configuration file {}", f.display());
@@ -348,7 +308,7 @@ pub fn run(config: ServerConfig) -> Result<(), ServerError> {
             .map(|d| d.join("memdb"))
             .ok_or_else(|| ServerError::Config("no data directory: pass --data".into()))?,
     };
-    let engine = engine_config(&config, &data)?;
+    let engine = crate::config::engine_config(&config, &data)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

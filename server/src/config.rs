@@ -506,6 +506,36 @@ impl ServerConfig {
     }
 }
 
+/// The engine configuration for the chosen embedder, built by the engine
+/// (`memdb::select_embedder`, the CLI's too; a store embedded with one
+/// local model keeps it unless `MEMDB_LOCAL_MODEL` names another). `auto`
+/// without an installed model logs the engine's note and runs keyword
+/// only. `data` is the data directory the configuration is for.
+pub fn engine_config(c: &ServerConfig, data: &Path) -> Result<memdb::Config, ServerError> {
+    let settings = memdb::EmbedderSettings {
+        kind: c.embedder.into(),
+        models_dir: c.models_dir.clone(),
+        openai: c.openai.to_engine(),
+        stored: memdb::Memdb::stored_message_model(data),
+    };
+    let selected = memdb::select_embedder(&settings).map_err(|e| match e {
+        memdb::Error::InvalidInput { .. } => ServerError::Config(e.to_string()),
+        other => ServerError::Open(other),
+    })?;
+    if let Some(note) = &selected.note {
+        tracing::warn!("{note}");
+    }
+    let mut engine = match selected.embedder {
+        Some(e) => memdb::Config::with_embedder(e),
+        None => memdb::Config::default(),
+    };
+    engine.message_passage = c.message_passage;
+    engine
+        .set_store_cache_mb(c.store_cache_mb)
+        .map_err(|e| ServerError::Config(e.to_string()))?;
+    Ok(engine)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -701,7 +731,7 @@ mod tests {
             },
             ..ServerConfig::default()
         };
-        let err = crate::cli::engine_config(&c, Path::new("/nonexistent")).unwrap_err();
+        let err = crate::config::engine_config(&c, Path::new("/nonexistent")).unwrap_err();
         assert!(matches!(err, ServerError::Config(_)), "{err}");
         let err = err.to_string();
         assert!(!err.contains('\n'), "{err}");
@@ -714,7 +744,7 @@ mod tests {
     /// the default is the engine's); 0 is a startup error naming the key.
     #[test]
     fn the_store_cache_comes_from_the_file_in_mib() {
-        let engine = crate::cli::engine_config(
+        let engine = crate::config::engine_config(
             &ServerConfig {
                 embedder: EmbedderChoice::None,
                 ..ServerConfig::default()
@@ -729,13 +759,13 @@ mod tests {
         let mut c: ServerConfig = toml::from_str("store_cache_mb = 64").unwrap();
         c.embedder = EmbedderChoice::None;
         assert_eq!(
-            crate::cli::engine_config(&c, Path::new("/nonexistent"))
+            crate::config::engine_config(&c, Path::new("/nonexistent"))
                 .unwrap()
                 .store_cache_bytes,
             64 << 20
         );
         c.store_cache_mb = 0;
-        let err = crate::cli::engine_config(&c, Path::new("/nonexistent")).unwrap_err();
+        let err = crate::config::engine_config(&c, Path::new("/nonexistent")).unwrap_err();
         assert!(matches!(err, ServerError::Config(_)), "{err}");
         assert!(err.to_string().contains("store_cache_mb"), "{err}");
     }

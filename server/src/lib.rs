@@ -49,6 +49,7 @@ pub mod guard;
 pub mod kuradb_tools;
 pub mod layers;
 pub mod listen;
+pub mod logs;
 pub mod mcp;
 pub mod memorg_tools;
 pub mod metrics;

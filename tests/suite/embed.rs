@@ -455,7 +455,7 @@ fn the_server_uses_the_local_model_by_default() {
         memdb_server::config::EmbedderChoice::Auto
     );
     let engine =
-        memdb_server::cli::engine_config(&installed, empty_store.path()).expect("engine config");
+        memdb_server::config::engine_config(&installed, empty_store.path()).expect("engine config");
     let e = engine.embedder.expect("the local model");
     assert_eq!(e.identity().provider, "local-onnx");
     let empty = tempfile::tempdir().unwrap();
@@ -463,7 +463,7 @@ fn the_server_uses_the_local_model_by_default() {
         models_dir: Some(empty.path().to_path_buf()),
         ..Default::default()
     };
-    let engine = memdb_server::cli::engine_config(&missing, empty_store.path())
+    let engine = memdb_server::config::engine_config(&missing, empty_store.path())
         .expect("no model is not an error");
     assert!(engine.embedder.is_none());
 }

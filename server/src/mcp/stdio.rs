@@ -140,7 +140,7 @@ fn forwarder_for(dir: &Path, locked: &memdb::Error) -> Result<Forwarder, ServerE
 /// Serves MCP on stdin/stdout over `data` until stdin closes or a signal
 /// arrives; blocks the thread.
 pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
-    crate::cli::init_tracing();
+    crate::logs::init_tracing();
     if let Some(ns) = &args.namespace {
         memdb::validate_namespace(ns).map_err(|e| ServerError::Config(e.to_string()))?;
     }
@@ -152,7 +152,7 @@ pub fn run(data: PathBuf, args: &McpArgs) -> Result<(), ServerError> {
     }
     settings.models_dir = args.models_dir.clone();
     settings.openai = args.openai.clone();
-    let engine = crate::cli::engine_config(&settings, &data)?;
+    let engine = crate::config::engine_config(&settings, &data)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
