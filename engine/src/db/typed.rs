@@ -1,6 +1,6 @@
 //! Typed record kinds over the generic record store (SPEC.md §13): a
-//! [`Kind`] names a record kind (its code, name and vector-sum rule) and
-//! the Rust type of its body, and [`Records`] reads and writes that kind
+//! [`Kind`] is the Rust type of a record kind's body, naming its kind (its
+//! code, name and vector-sum rule), and [`Records`] reads and writes that kind
 //! with the body as that type. The stored body is the type's JSON (serde),
 //! so the on-disk format is the generic record's; what changes is that a
 //! field is named once, in a struct, and a renamed field fails to compile
@@ -13,8 +13,8 @@
 
 use std::marker::PhantomData;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -22,12 +22,11 @@ use crate::db::Memdb;
 use crate::db::records::{NewRecord, Record, RecordChange, RecordKind};
 use crate::error::{Error, Result};
 
-/// A record kind with a typed body.
-pub trait Kind {
+/// A record kind's body type: the kind's own fields, stored as the
+/// record's JSON `body`, and the kind they belong to.
+pub trait Kind: Serialize + DeserializeOwned {
     /// The kind: its stored code, name and vector-sum rule.
     const KIND: RecordKind;
-    /// The kind's own fields, stored as the record's JSON `body`.
-    type Body: Serialize + DeserializeOwned;
 }
 
 /// A stored record of some kind with its body decoded.
@@ -47,7 +46,7 @@ impl<B> Typed<B> {
 }
 
 /// Decodes record `r`'s body as kind `K`'s (the kind must match).
-pub fn decode<K: Kind>(r: &Record) -> Result<K::Body> {
+pub fn decode<K: Kind>(r: &Record) -> Result<K> {
     if r.kind != K::KIND.code {
         return Err(Error::Corrupted {
             what: format!("record {}", r.id),
@@ -59,19 +58,19 @@ pub fn decode<K: Kind>(r: &Record) -> Result<K::Body> {
             ),
         });
     }
-    K::Body::deserialize(&r.body).map_err(|e| Error::Corrupted {
+    K::deserialize(&r.body).map_err(|e| Error::Corrupted {
         what: format!("{} {}", K::KIND.name, r.id),
         reason: format!("body: {e}"),
     })
 }
 
 /// Kind `K`'s body as the JSON object stored.
-pub fn encode<K: Kind>(body: &K::Body) -> Result<Value> {
+pub fn encode<K: Kind>(body: &K) -> Result<Value> {
     serde_json::to_value(body).map_err(|e| Error::Store(format!("{} body: {e}", K::KIND.name)))
 }
 
 /// Record `r` with its body decoded as kind `K`'s.
-pub fn typed<K: Kind>(r: Record) -> Result<Typed<K::Body>> {
+pub fn typed<K: Kind>(r: Record) -> Result<Typed<K>> {
     let body = decode::<K>(&r)?;
     Ok(Typed { record: r, body })
 }
@@ -94,7 +93,7 @@ impl Memdb {
 
 impl<K: Kind> Records<'_, K> {
     /// Every record of the kind, oldest first.
-    pub fn all(&self) -> Result<Vec<Typed<K::Body>>> {
+    pub fn all(&self) -> Result<Vec<Typed<K>>> {
         self.db
             .records_of_kind(K::KIND)?
             .into_iter()
@@ -103,13 +102,13 @@ impl<K: Kind> Records<'_, K> {
     }
 
     /// Record `id` (`NotFound` naming the kind when it is not one).
-    pub fn get(&self, id: Uuid) -> Result<Typed<K::Body>> {
+    pub fn get(&self, id: Uuid) -> Result<Typed<K>> {
         typed::<K>(self.db.get_record(K::KIND, id)?)
     }
 
     /// The records of the kind among `ids` that exist, in `ids` order;
     /// records of other kinds are left out.
-    pub fn get_many(&self, ids: &[Uuid]) -> Result<Vec<Typed<K::Body>>> {
+    pub fn get_many(&self, ids: &[Uuid]) -> Result<Vec<Typed<K>>> {
         self.db
             .get_records(ids)?
             .into_iter()
@@ -119,7 +118,7 @@ impl<K: Kind> Records<'_, K> {
     }
 
     /// The children of kind `K` of record `parent`.
-    pub fn children_of(&self, parent: Uuid) -> Result<Vec<Typed<K::Body>>> {
+    pub fn children_of(&self, parent: Uuid) -> Result<Vec<Typed<K>>> {
         self.db
             .record_children(parent, Some(K::KIND))?
             .into_iter()
@@ -129,7 +128,7 @@ impl<K: Kind> Records<'_, K> {
 
     /// Writes a record of the kind with id `id` (created, or replaced when
     /// it exists): `base` gives everything but the body.
-    pub fn put_as(&self, id: Uuid, base: NewRecord, body: &K::Body) -> Result<Typed<K::Body>> {
+    pub fn put_as(&self, id: Uuid, base: NewRecord, body: &K) -> Result<Typed<K>> {
         let new = NewRecord {
             body: encode::<K>(body)?,
             ..base
@@ -138,7 +137,7 @@ impl<K: Kind> Records<'_, K> {
     }
 
     /// Replaces record `id`'s body (and whatever else `change` sets).
-    pub fn update(&self, id: Uuid, change: RecordChange, body: &K::Body) -> Result<Typed<K::Body>> {
+    pub fn update(&self, id: Uuid, change: RecordChange, body: &K) -> Result<Typed<K>> {
         let change = RecordChange {
             body: Some(encode::<K>(body)?),
             ..change
@@ -147,7 +146,7 @@ impl<K: Kind> Records<'_, K> {
     }
 
     /// A new record of the kind for a batch write ([`Memdb::replace_children`]).
-    pub fn new_record(base: NewRecord, body: &K::Body) -> Result<NewRecord> {
+    pub fn new_record(base: NewRecord, body: &K) -> Result<NewRecord> {
         Ok(NewRecord {
             body: encode::<K>(body)?,
             ..base

@@ -227,10 +227,6 @@ pub struct RagResults {
     pub semantic: Option<Vec<SourceGroup>>,
 }
 
-/// Kind 20, a knowledge base's registry entry ([`KNOWLEDGE_BASE`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Base;
-
 /// A registry entry's body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BaseBody {
@@ -246,14 +242,9 @@ pub struct BaseBody {
     pub inbox: Vec<String>,
 }
 
-impl Kind for Base {
+impl Kind for BaseBody {
     const KIND: RecordKind = KNOWLEDGE_BASE;
-    type Body = BaseBody;
 }
-
-/// Kind 21, one source file ([`DOCUMENT`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Document;
 
 /// A document's body (SPEC.md §15.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -276,14 +267,9 @@ pub struct DocumentBody {
     pub failed: Option<String>,
 }
 
-impl Kind for Document {
+impl Kind for DocumentBody {
     const KIND: RecordKind = DOCUMENT;
-    type Body = DocumentBody;
 }
-
-/// Kind 22, one piece of a document ([`CHUNK`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Chunk;
 
 /// A chunk's body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -294,9 +280,8 @@ pub struct ChunkBody {
     pub total: u64,
 }
 
-impl Kind for Chunk {
+impl Kind for ChunkBody {
     const KIND: RecordKind = CHUNK;
-    type Body = ChunkBody;
 }
 
 fn default_owner() -> String {
@@ -335,7 +320,7 @@ impl<'a> KuraDb<'a> {
         let owner = self.db.namespace_name();
         Ok(self
             .registry()?
-            .records::<Base>()
+            .records::<BaseBody>()
             .all()?
             .into_iter()
             .filter(|r| r.body.owner == owner)
@@ -397,7 +382,10 @@ impl<'a> KuraDb<'a> {
             text: name,
             ..Default::default()
         };
-        let r = self.registry()?.records::<Base>().put_as(id, base, &body)?;
+        let r = self
+            .registry()?
+            .records::<BaseBody>()
+            .put_as(id, base, &body)?;
         Ok(kb_from(&r))
     }
 
@@ -412,7 +400,7 @@ impl<'a> KuraDb<'a> {
     pub fn list_all(&self) -> Result<Vec<KnowledgeBase>> {
         Ok(self
             .registry()?
-            .records::<Base>()
+            .records::<BaseBody>()
             .all()?
             .iter()
             .map(kb_from)
@@ -446,7 +434,7 @@ impl<'a> KuraDb<'a> {
         };
         let r = self
             .registry()?
-            .records::<Base>()
+            .records::<BaseBody>()
             .update(rec.record.id, change, &body)?;
         Ok(kb_from(&r))
     }
@@ -469,7 +457,7 @@ impl<'a> KuraDb<'a> {
     pub fn status(&self, name: &str) -> Result<KbStatus> {
         let kb = self.get(name)?;
         let h = self.contents(&kb)?;
-        let docs = h.records::<Document>().all()?;
+        let docs = h.records::<DocumentBody>().all()?;
         let failures = docs
             .iter()
             .filter_map(|d| {
@@ -520,24 +508,24 @@ mod tests {
     fn stored_bodies_decode_and_encode_unchanged() {
         let doc = json!({"source": "/in/a.txt", "size": 12, "mtime_ns": -5,
             "hash": "ab12", "total": 3, "dismissed": false});
-        let d = decode::<Document>(&record(DOCUMENT, doc.clone())).unwrap();
+        let d = decode::<DocumentBody>(&record(DOCUMENT, doc.clone())).unwrap();
         assert_eq!(
             (d.size, d.mtime_ns, d.total, d.failed.is_none()),
             (12, -5, 3, true)
         );
-        assert_eq!(encode::<Document>(&d).unwrap(), doc);
+        assert_eq!(encode::<DocumentBody>(&d).unwrap(), doc);
         let failed = json!({"source": "/in/b.pdf", "size": 1, "mtime_ns": 2,
             "hash": "", "total": 0, "dismissed": false, "failed": "parse: bad"});
-        let d = decode::<Document>(&record(DOCUMENT, failed.clone())).unwrap();
+        let d = decode::<DocumentBody>(&record(DOCUMENT, failed.clone())).unwrap();
         assert_eq!(d.failed.as_deref(), Some("parse: bad"));
-        assert_eq!(encode::<Document>(&d).unwrap(), failed);
+        assert_eq!(encode::<DocumentBody>(&d).unwrap(), failed);
         let chunk = json!({"chunk": 2, "total": 3});
-        let c = decode::<Chunk>(&record(CHUNK, chunk.clone())).unwrap();
+        let c = decode::<ChunkBody>(&record(CHUNK, chunk.clone())).unwrap();
         assert_eq!((c.chunk, c.total), (2, 3));
-        assert_eq!(encode::<Chunk>(&c).unwrap(), chunk);
+        assert_eq!(encode::<ChunkBody>(&c).unwrap(), chunk);
         // A registry entry from before owners: owned by `default`.
         let base = json!({"name": "docs", "namespace": "kb-0123456789ab", "inbox": ["/in"]});
-        let b = decode::<Base>(&record(KNOWLEDGE_BASE, base)).unwrap();
+        let b = decode::<BaseBody>(&record(KNOWLEDGE_BASE, base)).unwrap();
         assert_eq!(b.owner, "default");
         assert_eq!(b.inbox, vec!["/in".to_string()]);
     }
@@ -548,11 +536,11 @@ mod tests {
     fn a_wrong_kind_or_a_broken_body_is_corruption() {
         let chunk = record(CHUNK, json!({"chunk": 1, "total": 1}));
         assert!(matches!(
-            decode::<Document>(&chunk),
+            decode::<DocumentBody>(&chunk),
             Err(Error::Corrupted { .. })
         ));
         let broken = record(DOCUMENT, json!({"source": "/in/a.txt", "size": "big"}));
-        match decode::<Document>(&broken) {
+        match decode::<DocumentBody>(&broken) {
             Err(Error::Corrupted { what, reason }) => {
                 assert!(what.starts_with("document "), "{what}");
                 assert!(

@@ -11,7 +11,7 @@ use crate::db::Memdb;
 use crate::db::records::{RecordFilter, RecordSignals};
 use crate::error::{Error, Result};
 use crate::kuradb::{
-    CHUNK, Chunk, ChunkMatch, DISMISSED, DOCUMENT, Document, KuraDb, RagResults, RagTarget,
+    CHUNK, ChunkBody, ChunkMatch, DISMISSED, DOCUMENT, DocumentBody, KuraDb, RagResults, RagTarget,
     SourceGroup, semantic_cut,
 };
 
@@ -113,10 +113,10 @@ fn semantic(h: &Memdb, query: &str, chunks: &RecordFilter, limit: usize) -> Resu
 }
 
 fn group_by_source(h: &Memdb, chunk_ids: &[Uuid]) -> Result<Vec<SourceGroup>> {
-    let chunks = h.records::<Chunk>().get_many(chunk_ids)?;
+    let chunks = h.records::<ChunkBody>().get_many(chunk_ids)?;
     let parents: Vec<Uuid> = chunks.iter().filter_map(|c| c.record.parent).collect();
     let docs: HashMap<Uuid, String> = h
-        .records::<Document>()
+        .records::<DocumentBody>()
         .get_many(&parents)?
         .into_iter()
         .map(|d| (d.id(), d.body.source))

@@ -15,8 +15,8 @@ use crate::kuradb::chunk::{self, FileKind};
 use crate::kuradb::parse::{self, Parsed};
 use crate::kuradb::source::{self, ReadFailure};
 use crate::kuradb::{
-    CHUNK, Chunk, ChunkBody, DISMISSED, DOCUMENT, Document, DocumentBody, KuraDb, MAX_REASON_CHARS,
-    MAX_WALK_DEPTH, SyncProgress, SyncReport,
+    CHUNK, ChunkBody, DISMISSED, DOCUMENT, DocumentBody, KuraDb, MAX_REASON_CHARS, MAX_WALK_DEPTH,
+    SyncProgress, SyncReport,
 };
 
 /// A file as a sync sees it.
@@ -103,7 +103,7 @@ fn doc_record(body: &DocumentBody, tags: Vec<String>) -> Result<(RecordKind, New
         tags,
         ..Default::default()
     };
-    Ok((DOCUMENT, Records::<Document>::new_record(base, body)?))
+    Ok((DOCUMENT, Records::<DocumentBody>::new_record(base, body)?))
 }
 
 fn chunk_records(texts: &[String], dismissed: bool) -> Result<Vec<NewRecord>> {
@@ -126,7 +126,7 @@ fn chunk_records(texts: &[String], dismissed: bool) -> Result<Vec<NewRecord>> {
                 chunk: i as u64 + 1,
                 total,
             };
-            Records::<Chunk>::new_record(base, &body)
+            Records::<ChunkBody>::new_record(base, &body)
         })
         .collect()
 }
@@ -159,7 +159,7 @@ impl KuraDb<'_> {
         report.unreadable = walked.unreadable.len() as u64;
         let seen = &walked.files;
         let docs: HashMap<String, Typed<DocumentBody>> = h
-            .records::<Document>()
+            .records::<DocumentBody>()
             .all()?
             .into_iter()
             .map(|d| (d.body.source.clone(), d))
@@ -302,7 +302,7 @@ fn record_failure(
                 failed: Some(reason),
                 ..d.body.clone()
             };
-            h.records::<Document>()
+            h.records::<DocumentBody>()
                 .update(d.id(), RecordChange::default(), &body)
                 .map(|_| ())
         }

@@ -98,10 +98,6 @@ fn parse_uuid(field: &'static str, s: &str) -> Result<Uuid> {
     Uuid::parse_str(s.trim()).map_err(|_| Error::invalid(field, format!("{s:?} is not a UUID")))
 }
 
-/// Kind 1, a session ([`SESSION`]).
-#[derive(Debug, Clone, Copy)]
-pub struct SessionKind;
-
 /// A session's body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionBody {
@@ -112,14 +108,9 @@ pub struct SessionBody {
     pub system_config: Value,
 }
 
-impl Kind for SessionKind {
+impl Kind for SessionBody {
     const KIND: RecordKind = SESSION;
-    type Body = SessionBody;
 }
-
-/// Kind 2, a Memorg conversation ([`CONVERSATION`]).
-#[derive(Debug, Clone, Copy)]
-pub struct ConversationKind;
 
 /// A conversation's body; a topic's too ([`TopicBody`] adds its entities).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,14 +121,9 @@ pub struct ConversationBody {
     pub summary: String,
 }
 
-impl Kind for ConversationKind {
+impl Kind for ConversationBody {
     const KIND: RecordKind = CONVERSATION;
-    type Body = ConversationBody;
 }
-
-/// Kind 3, a topic ([`TOPIC`]).
-#[derive(Debug, Clone, Copy)]
-pub struct TopicKind;
 
 /// A topic's body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,14 +137,9 @@ pub struct TopicBody {
     pub key_entities: Vec<Entity>,
 }
 
-impl Kind for TopicKind {
+impl Kind for TopicBody {
     const KIND: RecordKind = TOPIC;
-    type Body = TopicBody;
 }
-
-/// Kind 4, an exchange ([`EXCHANGE`]).
-#[derive(Debug, Clone, Copy)]
-pub struct ExchangeKind;
 
 /// An exchange's body: both messages, raw and parsed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -169,14 +150,9 @@ pub struct ExchangeBody {
     pub system_message: ExchangeMessage,
 }
 
-impl Kind for ExchangeKind {
+impl Kind for ExchangeBody {
     const KIND: RecordKind = EXCHANGE;
-    type Body = ExchangeBody;
 }
-
-/// Kind 5, a memory item ([`MEMORY_ITEM`]).
-#[derive(Debug, Clone, Copy)]
-pub struct MemoryItemKind;
 
 /// A memory item's body: its type as Memorg spells it, and the original
 /// string of a custom type (`null` otherwise).
@@ -189,9 +165,8 @@ pub struct MemoryItemBody {
     pub custom_type: Option<String>,
 }
 
-impl Kind for MemoryItemKind {
+impl Kind for MemoryItemBody {
     const KIND: RecordKind = MEMORY_ITEM;
-    type Body = MemoryItemBody;
 }
 
 fn empty_object() -> Value {
@@ -310,7 +285,7 @@ pub struct MemoryItem {
 }
 
 fn session_from(r: &Record) -> Result<Session> {
-    let b = decode::<SessionKind>(r)?;
+    let b = decode::<SessionBody>(r)?;
     Ok(Session {
         id: r.id,
         created_at: r.created_at,
@@ -322,7 +297,7 @@ fn session_from(r: &Record) -> Result<Session> {
 }
 
 fn conversation_from(r: &Record) -> Result<MemorgConversation> {
-    let b = decode::<ConversationKind>(r)?;
+    let b = decode::<ConversationBody>(r)?;
     Ok(MemorgConversation {
         id: r.id,
         session_id: r.parent.unwrap_or_default(),
@@ -335,7 +310,7 @@ fn conversation_from(r: &Record) -> Result<MemorgConversation> {
 }
 
 fn topic_from(r: &Record) -> Result<Topic> {
-    let b = decode::<TopicKind>(r)?;
+    let b = decode::<TopicBody>(r)?;
     Ok(Topic {
         id: r.id,
         conversation_id: r.parent.unwrap_or_default(),
@@ -349,7 +324,7 @@ fn topic_from(r: &Record) -> Result<Topic> {
 }
 
 fn exchange_from(r: &Record) -> Result<Exchange> {
-    let b = decode::<ExchangeKind>(r)?;
+    let b = decode::<ExchangeBody>(r)?;
     Ok(Exchange {
         id: r.id,
         topic_id: r.parent.unwrap_or_default(),
@@ -391,7 +366,7 @@ fn exchange_record(
             parsed_content: system,
         },
     };
-    Records::<ExchangeKind>::new_record(base, &body)
+    Records::<ExchangeBody>::new_record(base, &body)
 }
 
 /// The system prompt of [`model_entities`] (Memorg's query processor's
@@ -410,7 +385,7 @@ pub fn model_entities(model: &dyn ChatModel, text: &str) -> Result<Vec<Entity>> 
 /// A memory item's type from its body; an unknown type string reads as
 /// a custom type of that name (as Memorg's `MemoryType` does).
 fn item_kind_of(r: &Record) -> Result<ItemKind> {
-    let b = decode::<MemoryItemKind>(r)?;
+    let b = decode::<MemoryItemBody>(r)?;
     let mut k = ItemKind::parse(&b.item_type).unwrap_or(ItemKind {
         memory_type: MemoryType::Custom,
         custom_type: None,
@@ -621,7 +596,7 @@ impl Memorg<'_> {
             SESSION,
             NewRecord {
                 text: String::new(),
-                body: encode::<SessionKind>(&SessionBody {
+                body: encode::<SessionBody>(&SessionBody {
                     user_id: user.to_string(),
                     system_config: config,
                 })?,
@@ -664,7 +639,7 @@ impl Memorg<'_> {
             NewRecord {
                 parent: Some(session_id),
                 text: title.clone(),
-                body: encode::<ConversationKind>(&ConversationBody {
+                body: encode::<ConversationBody>(&ConversationBody {
                     title: title.clone(),
                     summary: String::new(),
                 })?,
@@ -717,7 +692,7 @@ impl Memorg<'_> {
             NewRecord {
                 parent: Some(conversation_id),
                 text,
-                body: encode::<TopicKind>(&TopicBody {
+                body: encode::<TopicBody>(&TopicBody {
                     title: title.to_string(),
                     summary: summary.to_string(),
                     key_entities: entities,
@@ -1070,7 +1045,7 @@ impl Memorg<'_> {
                 embed: true,
                 tags,
                 importance: importance.unwrap_or(0.0) as f32,
-                body: encode::<MemoryItemKind>(&MemoryItemBody {
+                body: encode::<MemoryItemBody>(&MemoryItemBody {
                     item_type: kind.memory_type.as_str().to_string(),
                     custom_type: kind.custom_type,
                 })?,
@@ -1312,7 +1287,7 @@ mod tests {
         let topic = json!({"title": "Rust", "summary": "borrowck", "key_entities": []});
         let t = topic_from(&record(TOPIC, topic.clone())).unwrap();
         assert_eq!(
-            encode::<TopicKind>(&TopicBody {
+            encode::<TopicBody>(&TopicBody {
                 title: t.title,
                 summary: t.summary,
                 key_entities: t.key_entities,
