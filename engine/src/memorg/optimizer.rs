@@ -942,7 +942,7 @@ impl<'a> Selection<'a> {
 }
 
 /// The greedy pass as it was before [`Selection`] (quadratic: every
-/// trial recounts the whole selection): the oracle of the differential
+/// trial recounts the whole selection), over the same sentence ranking: the oracle of the differential
 /// tests, and the "before" of `benches/benches/memorg.rs`.
 #[cfg(any(test, feature = "bench-internals"))]
 fn extractive_reference(
@@ -958,38 +958,10 @@ fn extractive_reference(
     if sents.len() <= 1 {
         return head_tail(content, target, counter);
     }
-    let mut freq: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for w in content_words(content) {
-        *freq.entry(w).or_default() += 1;
-    }
-    let names: Vec<String> = entities.iter().map(|e| e.name.to_lowercase()).collect();
-    let scored: Vec<(usize, f64)> = sents
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let lower = s.to_lowercase();
-            let words = content_words(s);
-            let tf = if words.is_empty() {
-                0.0
-            } else {
-                words
-                    .iter()
-                    .map(|w| freq.get(w).copied().unwrap_or(0) as f64)
-                    .sum::<f64>()
-                    / words.len() as f64
-            };
-            let ents = names
-                .iter()
-                .filter(|n| !n.is_empty() && lower.contains(n.as_str()))
-                .count();
-            let first = if i == 0 { 1.0 } else { 0.0 };
-            (i, 2.0 * ents as f64 + tf + first)
-        })
-        .collect();
-    let mut by_score = scored;
-    by_score.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // The same ranking as the fast pass: only the greedy pass differs.
+    let by_score = rank_sentences(content, &sents, entities)?;
     let mut chosen: Vec<usize> = Vec::new();
-    for (i, _) in by_score {
+    for i in by_score {
         let mut trial = chosen.clone();
         trial.push(i);
         trial.sort_unstable();
