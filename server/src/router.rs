@@ -85,14 +85,14 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 }
 
 /// The whole application over `state`.
-pub fn router(state: AppState) -> Router {
-    // The contract's OpenAPI document, built once for `/openapi.json`.
-    state.openapi.get_or_init(|| {
+pub fn router(mut state: AppState) -> Router {
+    // The contract's OpenAPI document, built on the first `/openapi.json`.
+    state.openapi = std::sync::Arc::new(std::sync::LazyLock::new(|| {
         serde_json::to_value(crate::openapi::document()).unwrap_or_else(|e| {
             tracing::error!(error = %e, "the OpenAPI document does not serialize");
             serde_json::Value::Null
         })
-    });
+    }));
     let mcp = crate::mcp::http_service(&state, state.mcp_shutdown.clone());
     let mcp = Router::new()
         .route_service(crate::auth::MCP_ROUTE, mcp)

@@ -33,10 +33,11 @@ pub struct AppState {
     pub chat: Option<Arc<dyn memdb::ChatModel>>,
     /// The OpenAI-compatible proxy's upstream (`--upstream-url`).
     pub proxy: Option<Arc<crate::proxy::Upstream>>,
-    /// The OpenAPI document `GET /openapi.json` serves, set once by the
-    /// router that assembles the contract (`router::router`): the state
-    /// sits below the contract and does not build it.
-    pub openapi: Arc<std::sync::OnceLock<serde_json::Value>>,
+    /// The OpenAPI document `GET /openapi.json` serves, built on its first
+    /// request by the builder the router that assembles the contract sets
+    /// (`router::router`): the state sits below the contract and does not
+    /// build it. `Null` until a router sets one.
+    pub openapi: Arc<std::sync::LazyLock<serde_json::Value, fn() -> serde_json::Value>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -77,7 +78,7 @@ impl AppState {
             config: Arc::new(config),
             mcp_shutdown: tokio_util::sync::CancellationToken::new(),
             mcp_sessions: Arc::new(crate::mcp::sessions::Sessions::default()),
-            openapi: Arc::new(std::sync::OnceLock::new()),
+            openapi: Arc::new(std::sync::LazyLock::new(|| serde_json::Value::Null)),
             db,
         }
     }

@@ -159,9 +159,11 @@ pub async fn metrics(State(s): State<AppState>) -> Result<Response, ApiError> {
         (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn openapi(State(s): State<AppState>) -> Response {
-    match s.openapi.get() {
-        Some(doc) => axum::Json(doc).into_response(),
-        None => ApiError::internal("the OpenAPI document was not built").into_response(),
+    match &**s.openapi {
+        serde_json::Value::Null => {
+            ApiError::internal("the OpenAPI document was not built").into_response()
+        }
+        doc => axum::Json(doc).into_response(),
     }
 }
 
