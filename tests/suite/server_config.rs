@@ -10,7 +10,7 @@
 
 use std::io::Read as _;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use crate::server_e2e::{free_port, wait_healthy};
@@ -50,6 +50,20 @@ fn answers_on(cwd: &Path, home: &Path, env: &[(&str, String)], args: &[String], 
     let _ = child.wait();
 }
 
+/// A scratch root holding `cwd/` and `home/.memdb/` (empty: no config file
+/// is found there until a test writes one), and the path of `data/`.
+fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let root = crate::tmp();
+    let (cwd, home, data) = (
+        root.path().join("cwd"),
+        root.path().join("home"),
+        root.path().join("data"),
+    );
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(home.join(".memdb")).unwrap();
+    (root, cwd, home, data)
+}
+
 fn file(listen_port: u16, data: &Path) -> String {
     format!(
         "listen = \"127.0.0.1:{listen_port}\"\napi_keys = [\"{KEY}\"]\ndata = {:?}\nrate_limit_per_second = 0.0\n",
@@ -59,14 +73,7 @@ fn file(listen_port: u16, data: &Path) -> String {
 
 #[test]
 fn config_file_discovery_sekha_aliases_and_precedence() {
-    let root = crate::tmp();
-    let (cwd, home, data) = (
-        root.path().join("cwd"),
-        root.path().join("home"),
-        root.path().join("data"),
-    );
-    std::fs::create_dir_all(home.join(".memdb")).unwrap();
-    std::fs::create_dir_all(&cwd).unwrap();
+    let (_root, cwd, home, data) = dirs();
 
     // ~/.memdb/config.toml when the directory has none.
     let home_port = free_port();
@@ -186,14 +193,7 @@ fn place(data: &Path, port: u16) -> Vec<String> {
 /// without it: the file is not read at all.
 #[test]
 fn a_planted_working_directory_config_changes_nothing() {
-    let root = crate::tmp();
-    let (cwd, home, data) = (
-        root.path().join("cwd"),
-        root.path().join("home"),
-        root.path().join("data"),
-    );
-    std::fs::create_dir_all(&cwd).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
+    let (_root, cwd, home, data) = dirs();
     std::fs::write(
         cwd.join("config.toml"),
         format!(
@@ -249,14 +249,7 @@ fn a_planted_working_directory_config_changes_nothing() {
 /// startup, whichever source sets them, naming both settings.
 #[test]
 fn kuradb_open_with_a_wildcard_refuses_to_start() {
-    let root = crate::tmp();
-    let (cwd, home, data) = (
-        root.path().join("cwd"),
-        root.path().join("home"),
-        root.path().join("data"),
-    );
-    std::fs::create_dir_all(&cwd).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
+    let (root, cwd, home, data) = dirs();
     let named = root.path().join("named.toml");
     std::fs::write(
         &named,
@@ -348,14 +341,7 @@ type Case = (
 /// `kuradb_open = true`; a flag beats the environment both ways.
 #[test]
 fn kuradb_open_is_turned_off_by_flag_and_environment() {
-    let root = crate::tmp();
-    let (cwd, home, data) = (
-        root.path().join("cwd"),
-        root.path().join("home"),
-        root.path().join("data"),
-    );
-    std::fs::create_dir_all(&cwd).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
+    let (root, cwd, home, data) = dirs();
     let named = root.path().join("open.toml");
     std::fs::write(
         &named,
@@ -404,14 +390,7 @@ fn kuradb_open_is_turned_off_by_flag_and_environment() {
 /// `--config` is not.
 #[test]
 fn a_discovered_config_that_sets_keys_is_named_at_warn() {
-    let root = crate::tmp();
-    let (cwd, home, data) = (
-        root.path().join("cwd"),
-        root.path().join("home"),
-        root.path().join("data"),
-    );
-    std::fs::create_dir_all(&cwd).unwrap();
-    std::fs::create_dir_all(home.join(".memdb")).unwrap();
+    let (_root, cwd, home, data) = dirs();
     let in_home = home.join(".memdb/config.toml");
     std::fs::write(
         &in_home,
