@@ -68,13 +68,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The redb store failed: an engine-level store condition, described.
+    /// The store failed: an engine-level store condition, described.
     #[error("store error: {0}")]
     Store(String),
-    /// redb itself failed (I/O, a full disk, a damaged page): the source is
-    /// kept for callers that walk `Error::source`.
+    /// The storage backend itself failed (I/O, a full disk, a damaged
+    /// page): the backend's error is kept for callers that walk
+    /// `Error::source`. `store/errors.rs` converts redb's errors into it.
     #[error("store error: {0}")]
-    Backend(#[source] Box<redb::Error>),
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The tantivy index failed.
     #[error("text index error: {0}")]
     TextIndex(String),
@@ -173,24 +174,6 @@ impl Error {
     }
 }
 
-macro_rules! store_error {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Self {
-                Error::Backend(Box::new(redb::Error::from(e)))
-            }
-        }
-    )*};
-}
-store_error!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError
-);
-
 impl From<tantivy::TantivyError> for Error {
     fn from(e: tantivy::TantivyError) -> Self {
         Error::TextIndex(e.to_string())
@@ -203,19 +186,5 @@ impl From<memdb_format::FormatError> for Error {
             what: "record".into(),
             reason: e.to_string(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backend_errors_keep_their_source() {
-        let e: Error = redb::StorageError::Corrupted("page 7".into()).into();
-        assert!(matches!(e, Error::Backend(_)));
-        assert!(e.to_string().starts_with("store error: "), "{e}");
-        let source = std::error::Error::source(&e).expect("a source");
-        assert!(source.to_string().contains("page 7"), "{source}");
     }
 }

@@ -761,8 +761,15 @@ mod tests {
         // Deleting the conversation deletes its summaries.
         db.delete_conversation(id).unwrap();
         let txn = db.snapshot().unwrap();
-        let t = txn.open_table(crate::store::SUMMARIES).unwrap();
-        assert_eq!(redb::ReadableTable::iter(&t).unwrap().count(), 0);
+        let left = crate::store::conversations::summaries(
+            &txn,
+            id.as_u128(),
+            0..=u8::MAX,
+            i64::MIN,
+            i64::MAX,
+        )
+        .unwrap();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub(crate) mod conversations;
 pub(crate) mod namespaces;
 
 pub(crate) mod embed_queue;
+mod errors;
 pub(crate) mod query_cache;
 pub(crate) mod records;
 pub(crate) mod rowcache;
