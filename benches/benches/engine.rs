@@ -17,6 +17,7 @@
 //! anywhere; the source is printed at start, and numbers from the two are not
 //! comparable.
 
+use memdb::Systems;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -53,7 +54,7 @@ fn bench_create(c: &mut Criterion, corpus: &Corpus) {
         b.iter(|| {
             let new = convs[i % convs.len()].clone();
             i += 1;
-            black_box(db.create_conversation(new).expect("create"))
+            black_box(db.sekha().create_conversation(new).expect("create"))
         })
     });
     g.finish();
@@ -66,10 +67,12 @@ fn build_store(corpus: &Corpus) -> (tempfile::TempDir, Memdb) {
         let mut new = c.to_new();
         // Spread conversations over four folders for the filtered listing.
         new.folder = Some(format!("{}/{}", corpus::FOLDER, i % 4));
-        db.create_conversation(new).expect("create");
+        db.sekha().create_conversation(new).expect("create");
     }
     // Commit the text index before timing searches.
-    db.search_text(&TextQuery::new("warmup")).expect("search");
+    db.sekha()
+        .search_text(&TextQuery::new("warmup"))
+        .expect("search");
     (dir, db)
 }
 
@@ -88,7 +91,7 @@ fn bench_search(c: &mut Criterion, db: &Memdb, corpus: &Corpus) {
             b.iter(|| {
                 let q = &qs[i % qs.len()];
                 i += 1;
-                black_box(db.search_text(q).expect("search"))
+                black_box(db.sekha().search_text(q).expect("search"))
             })
         });
     }
@@ -105,7 +108,8 @@ fn bench_list(c: &mut Criterion, db: &Memdb) {
     g.bench_function("first_page_50", |b| {
         b.iter(|| {
             black_box(
-                db.list_conversations(&Filter::default(), page)
+                db.sekha()
+                    .list_conversations(&Filter::default(), page)
                     .expect("list"),
             )
         })
@@ -115,7 +119,7 @@ fn bench_list(c: &mut Criterion, db: &Memdb) {
         ..Filter::default()
     };
     g.bench_function("folder_first_page_50", |b| {
-        b.iter(|| black_box(db.list_conversations(&folder, page).expect("list")))
+        b.iter(|| black_box(db.sekha().list_conversations(&folder, page).expect("list")))
     });
     g.finish();
 }

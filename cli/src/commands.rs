@@ -157,7 +157,7 @@ pub fn run(cli: Cli) -> Result<Output> {
         Command::Store { file } => {
             let new = input::new_conversation(&Source::from_arg(file.as_deref()))?;
             with_db(s.create()?, |db| {
-                let stored = db.create_conversation(new)?;
+                let stored = db.sekha().create_conversation(new)?;
                 embedder::drain(db)?;
                 Ok(Output::Stored(stored))
             })?
@@ -166,7 +166,7 @@ pub fn run(cli: Cli) -> Result<Output> {
             let id = options::conversation_id(&id)?;
             let messages = input::new_messages(&Source::from_arg(file.as_deref()))?;
             with_db(s.open_embedding_noted()?, |db| {
-                let messages = db.append_messages(id, messages)?;
+                let messages = db.sekha().append_messages(id, messages)?;
                 embedder::drain(db)?;
                 Ok(Output::Appended {
                     conversation_id: id,
@@ -179,9 +179,9 @@ pub fn run(cli: Cli) -> Result<Output> {
             let id = options::conversation_id(&id)?;
             with_db(open()?, |db| {
                 Ok(if no_messages {
-                    Output::Metadata(db.get_conversation(id)?)
+                    Output::Metadata(db.sekha().get_conversation(id)?)
                 } else {
-                    Output::Conversation(db.get_conversation_with_messages(id)?)
+                    Output::Conversation(db.sekha().get_conversation_with_messages(id)?)
                 })
             })?
         }
@@ -193,14 +193,15 @@ pub fn run(cli: Cli) -> Result<Output> {
             let filter = filter.to_filter()?;
             with_db(open()?, |db| {
                 Ok(Output::Page(
-                    db.list_conversations(&filter, Page { offset, limit })?,
+                    db.sekha()
+                        .list_conversations(&filter, Page { offset, limit })?,
                 ))
             })?
         }
         Command::Count { filter } => {
             let filter = filter.to_filter()?;
             with_db(open()?, |db| {
-                Ok(Output::Count(db.count_conversations(&filter)?))
+                Ok(Output::Count(db.sekha().count_conversations(&filter)?))
             })?
         }
         Command::Update {
@@ -222,7 +223,7 @@ pub fn run(cli: Cli) -> Result<Output> {
             with_db(open()?, |db| {
                 Ok(Output::Changed {
                     action: "updated",
-                    conversation: db.update_conversation(id, update)?,
+                    conversation: db.sekha().update_conversation(id, update)?,
                 })
             })?
         }
@@ -231,7 +232,7 @@ pub fn run(cli: Cli) -> Result<Output> {
             with_db(open()?, |db| {
                 Ok(Output::Changed {
                     action: "pinned",
-                    conversation: db.pin(id)?,
+                    conversation: db.sekha().pin(id)?,
                 })
             })?
         }
@@ -240,7 +241,7 @@ pub fn run(cli: Cli) -> Result<Output> {
             with_db(open()?, |db| {
                 Ok(Output::Changed {
                     action: "archived",
-                    conversation: db.archive(id)?,
+                    conversation: db.sekha().archive(id)?,
                 })
             })?
         }
@@ -249,7 +250,7 @@ pub fn run(cli: Cli) -> Result<Output> {
             with_db(open()?, |db| {
                 Ok(Output::Deleted {
                     id,
-                    messages_removed: db.delete_conversation(id)?,
+                    messages_removed: db.sekha().delete_conversation(id)?,
                 })
             })?
         }
@@ -258,7 +259,7 @@ pub fn run(cli: Cli) -> Result<Output> {
                 with_db(open()?, |db| Ok(Output::Storage(db.storage()?)))?
             } else {
                 let filter = filter.to_filter()?;
-                with_db(open()?, |db| Ok(Output::Stats(db.stats(&filter)?)))?
+                with_db(open()?, |db| Ok(Output::Stats(db.sekha().stats(&filter)?)))?
             }
         }
         Command::Export {
@@ -350,7 +351,7 @@ fn query(s: &Stores, args: QueryArgs) -> Result<Output> {
     let request = search_request(args)?;
     let (db, note) = s.open_embedding()?;
     with_db(db, |db| {
-        let results = db.search(&request)?;
+        let results = db.sekha().search(&request)?;
         // A hybrid query without a model runs as keyword search; the
         // engine's note says so, the CLI's (from the embedder
         // selection) says how to fix it, and replaces it.
@@ -417,7 +418,7 @@ fn import(
             }
         };
         return with_db(s.create()?, |db| {
-            let report = db.import_chat(parsed, &name)?;
+            let report = db.sekha().import_chat(parsed, &name)?;
             embedder::drain(db)?;
             Ok(Output::ChatImported(report))
         });
@@ -425,7 +426,7 @@ fn import(
     let export = input::export(&Source::from_arg(Some(&file)))?;
     with_db(s.create()?, |db| {
         let bar = embedder::bar("importing {bar:40} {pos}/{len} conversations ({eta})");
-        let report = db.import(
+        let report = db.sekha().import(
             export,
             ImportOptions { skip_existing },
             &mut |done, total| {
@@ -682,7 +683,10 @@ fn export(
 ) -> Result<(String, Option<usize>)> {
     // The engine's one renderer, from one snapshot.
     let mut doc = Vec::new();
-    let n = db.export_stream(selection)?.write(format, &mut doc)?;
+    let n = db
+        .sekha()
+        .export_stream(selection)?
+        .write(format, &mut doc)?;
     let doc = String::from_utf8(doc).context("the export is not UTF-8")?;
     Ok((doc, Some(n)))
 }

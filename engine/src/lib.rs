@@ -8,9 +8,9 @@
 //! - the **text index** (tantivy): one BM25 document per message and per
 //!   record, derived from the store, caught up from the oplog or rebuilt
 //!   after a crash; the **vector index** (HNSW generations + delta);
-//! - Sekha's operations: create, append, get, list, count, update, pin,
-//!   archive, delete, search, context assembly, summaries, pruning, stats,
-//!   export and import;
+//! - Sekha's operations ([`Sekha`], `db.sekha()`): create, append, get,
+//!   list, count, update, pin, archive, delete, search, context assembly,
+//!   summaries, pruning, stats, export and import;
 //! - Memorg's model ([`memorg`]: sessions, topics, exchanges, memory items,
 //!   `search_context`, the optimizer) and KuraDB's ([`kuradb`]: knowledge
 //!   bases over folders, their sync, watcher and search).
@@ -21,14 +21,14 @@
 //! replays from there. So a crash can cost an index some work, never data.
 //!
 //! ```
-//! use memdb::{Memdb, NewConversation, NewMessage, TextQuery};
+//! use memdb::{Memdb, NewConversation, NewMessage, Systems, TextQuery};
 //! let dir = tempfile::tempdir().unwrap();
 //! let db = Memdb::open(dir.path()).unwrap();
-//! let conv = db.create_conversation(
+//! let conv = db.sekha().create_conversation(
 //!     NewConversation::new("Rust", vec![NewMessage::new("user", "How do lifetimes work?")])
 //!         .in_folder("/work"),
 //! ).unwrap();
-//! let hits = db.search_text(&TextQuery::new("lifetimes")).unwrap();
+//! let hits = db.sekha().search_text(&TextQuery::new("lifetimes")).unwrap();
 //! assert_eq!(hits[0].message.conversation_id, conv.conversation.id);
 //! assert_eq!(hits[0].folder, "/work");
 //! ```
@@ -43,16 +43,15 @@
 
 mod cancel;
 mod config;
-mod conversations;
 mod db;
 mod embed;
 mod error;
-pub mod import;
 pub mod kuradb;
 mod llm;
 pub mod memorg;
 mod model;
 mod query;
+mod sekha;
 mod store;
 mod text;
 mod util;
@@ -60,30 +59,6 @@ mod vector;
 
 pub use cancel::{check_cancelled, with_cancel_flag};
 pub use config::{Config, DEFAULT_STORE_CACHE_BYTES};
-pub use conversations::context::{
-    AssembledContext, Citation, ContextMessage, ContextRequest, Ranking, RecallCounts,
-    RecallSource, pack, rank_score, recency,
-};
-pub use conversations::export::{
-    EXPORT_BATCH, EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ExportStream, ImportOptions,
-    ImportReport, Selection,
-};
-pub use conversations::proxy::{
-    CAPTURE_LABEL_CHARS, DEFAULT_CAPTURE_FOLDER, DEFAULT_PROXY_BUDGET, UNTITLED_CAPTURE,
-    capture_label, context_system_message, proxy_query,
-};
-pub use conversations::prune::{
-    PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
-    Recommendation,
-};
-pub use conversations::suggest::{
-    AutoLabel, ImportanceScore, LabelSuggestion, LabelSuggestions, auto_label_folder,
-    heuristic_importance,
-};
-pub use conversations::summary::{
-    Extractive, LlmSummarizer, ServedSummary, SummarizeRequest, Summarizer, Summary, SummaryInput,
-    SummaryLevel, SummarySource,
-};
 pub use db::Memdb;
 pub use db::embedding::{EmbedProgress, EmbedReport, EmbedWorker, EmbeddingStatus, SpaceModel};
 pub use db::namespace::{MAX_NAMESPACE_BYTES, NamespaceInfo, validate_namespace};
@@ -120,6 +95,32 @@ pub use query::{
     SESSION_MASS_TURNS, SESSION_TAIL_END, SHORT_TURN_WORDS, SPREAD_WINDOW, SearchMode,
     SearchRequest, SearchResults,
 };
+pub use sekha::Sekha;
+pub use sekha::context::{
+    AssembledContext, Citation, ContextMessage, ContextRequest, Ranking, RecallCounts,
+    RecallSource, pack, rank_score, recency,
+};
+pub use sekha::export::{
+    EXPORT_BATCH, EXPORT_FORMAT, EXPORT_VERSION, Export, ExportFormat, ExportStream, ImportOptions,
+    ImportReport, Selection,
+};
+pub use sekha::import;
+pub use sekha::proxy::{
+    CAPTURE_LABEL_CHARS, DEFAULT_CAPTURE_FOLDER, DEFAULT_PROXY_BUDGET, UNTITLED_CAPTURE,
+    capture_label, context_system_message, proxy_query,
+};
+pub use sekha::prune::{
+    PruneAction, PruneExecuteReport, PruneReport, PruneRequest, PruneRule, PruneSuggestion,
+    Recommendation,
+};
+pub use sekha::suggest::{
+    AutoLabel, ImportanceScore, LabelSuggestion, LabelSuggestions, auto_label_folder,
+    heuristic_importance,
+};
+pub use sekha::summary::{
+    Extractive, LlmSummarizer, ServedSummary, SummarizeRequest, Summarizer, Summary, SummaryInput,
+    SummaryLevel, SummarySource,
+};
 pub use text::budget::{
     QueryLimits, QueryShape, check as check_query, check_with as check_query_with,
 };
@@ -133,6 +134,9 @@ pub use vector::spaces::{SpaceSpec, VectorFilter, VectorHit, VectorSpace, Verify
 /// works in the handle's namespace and reaches the store through the
 /// core's API only. `use memdb::Systems` to call them as methods.
 pub trait Systems {
+    /// Sekha: conversations and messages, search, context assembly,
+    /// summaries, pruning, labels, export and chat-export import.
+    fn sekha(&self) -> Sekha<'_>;
     /// Memorg: sessions > conversations > topics > exchanges, memory items,
     /// `search_context` and the context optimizer.
     fn memorg(&self) -> memorg::system::Memorg<'_>;
@@ -141,6 +145,10 @@ pub trait Systems {
 }
 
 impl Systems for Memdb {
+    fn sekha(&self) -> Sekha<'_> {
+        Sekha::new(self)
+    }
+
     fn memorg(&self) -> memorg::system::Memorg<'_> {
         memorg::system::Memorg::new(self)
     }

@@ -28,7 +28,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Mutex, OnceLock};
 
-use memdb::{ConversationUpdate, Memdb, NewConversation, NewMessage, Status};
+use memdb::{ConversationUpdate, Memdb, NewConversation, NewMessage, Status, Systems};
 use uuid::Uuid;
 
 /// tokio's default thread stack (workers and the blocking pool).
@@ -149,7 +149,7 @@ fn create(db: &Memdb, i: usize) -> Uuid {
     let mut new = NewConversation::new(label, messages).in_folder(folder);
     new.importance_score = Some(importance);
     new.metadata = Some(serde_json::json!({ "source": "fuzz fixture" }));
-    db.create_conversation(new)
+    db.sekha().create_conversation(new)
         .expect("create a fixture conversation")
         .conversation
         .id
@@ -163,7 +163,7 @@ impl Fixture {
     pub fn restore(&mut self) {
         for i in 0..CONVERSATIONS.len() {
             let (label, folder, importance, _) = CONVERSATIONS[i];
-            match self.db.get_conversation(self.ids[i]) {
+            match self.db.sekha().get_conversation(self.ids[i]) {
                 Ok(c) => {
                     if c.label != label
                         || c.folder != folder
@@ -178,6 +178,7 @@ impl Fixture {
                             metadata: None,
                         };
                         self.db
+                            .sekha()
                             .update_conversation(self.ids[i], update)
                             .expect("restore a fixture conversation");
                     }

@@ -1,6 +1,6 @@
 //! Fuzzes the keyword query path: the query-complexity budget
-//! (`memdb::check_query`), text search (`Memdb::search_text`) and keyword
-//! mode of `Memdb::search`, against a small fixed store (common.rs); and
+//! (`memdb::check_query`), text search (`Sekha::search_text`) and keyword
+//! mode of `memdb::Sekha::search`, against a small fixed store (common.rs); and
 //! the natural-language reading (SPEC.md §16.2), which must answer any text
 //! within the length limit.
 //!
@@ -15,15 +15,15 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use memdb::{QueryLanguage, QueryLimits, SearchMode, SearchRequest, TextQuery};
+use memdb::{QueryLanguage, QueryLimits, SearchMode, SearchRequest, Systems, TextQuery};
 
 fuzz_target!(|data: &[u8]| {
     let s = String::from_utf8_lossy(data).into_owned();
     common::run(move |f| {
         let budget = memdb::check_query(&s);
-        let text = f.db.search_text(&TextQuery::new(s.as_str()));
+        let text = f.db.sekha().search_text(&TextQuery::new(s.as_str()));
         let keyword =
-            f.db.search(&SearchRequest::new(s.as_str()).mode(SearchMode::Keyword));
+            f.db.sekha().search(&SearchRequest::new(s.as_str()).mode(SearchMode::Keyword));
         if let Err(e) = &budget {
             assert!(
                 text.is_err(),
@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
         }
         // Natural language is never a syntax error: within the length
         // limit, a non-empty query answers.
-        let natural = f.db.search(
+        let natural = f.db.sekha().search(
             &SearchRequest::new(s.as_str())
                 .mode(SearchMode::Keyword)
                 .language(QueryLanguage::Natural),

@@ -26,7 +26,7 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use memdb::{ConversationUpdate, Extractive, PruneAction, SummarizeRequest};
+use memdb::{ConversationUpdate, Extractive, PruneAction, SummarizeRequest, Systems};
 use memdb_server::error::ApiError;
 use memdb_server::tools::{self, MemoryStoreArgs, MemoryUpdateArgs};
 use memdb_server::wire::{
@@ -108,8 +108,8 @@ fn handle(
         0 => {
             let b: CreateConversation = decode(body)?;
             b.into_new().and_then(|new| {
-                let c = db.create_conversation(new)?;
-                db.delete_conversation(c.conversation.id)?;
+                let c = db.sekha().create_conversation(new)?;
+                db.sekha().delete_conversation(c.conversation.id)?;
                 Ok(())
             })
         }
@@ -121,7 +121,7 @@ fn handle(
                 folder: b.folder,
                 ..Default::default()
             };
-            db.update_conversation(fixture, update)
+            db.sekha().update_conversation(fixture, update)
                 .map(drop)
                 .map_err(ApiError::from)
         }
@@ -132,7 +132,7 @@ fn handle(
                 folder: Some(b.folder),
                 ..Default::default()
             };
-            db.update_conversation(fixture, update)
+            db.sekha().update_conversation(fixture, update)
                 .map(drop)
                 .map_err(ApiError::from)
         }
@@ -152,7 +152,7 @@ fn handle(
                 level: level.into(),
                 now: None,
             };
-            db.summarize(&req, &Extractive)
+            db.sekha().summarize(&req, &Extractive)
                 .map(drop)
                 .map_err(ApiError::from)
         }
@@ -169,7 +169,7 @@ fn handle(
                 PruneActionWire::Archive => PruneAction::Archive,
                 PruneActionWire::Delete => PruneAction::Delete,
             };
-            db.prune_execute(&b.conversation_ids, action)
+            db.sekha().prune_execute(&b.conversation_ids, action)
                 .map(drop)
                 .map_err(ApiError::from)
         }
@@ -177,7 +177,7 @@ fn handle(
         5 => {
             let a: MemoryStoreArgs = decode(body)?;
             tools::memory_store(db, a).and_then(|d| {
-                db.delete_conversation(d.conversation_id)?;
+                db.sekha().delete_conversation(d.conversation_id)?;
                 Ok(())
             })
         }

@@ -321,7 +321,7 @@ pub fn run(config: ServerConfig) -> Result<(), ServerError> {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(ServerError::Bind)?;
-        crate::serve::serve(config, db, listener, crate::serve::shutdown_signal()).await
+        crate::serve::serve(config, db, listener, crate::listen::shutdown_signal()).await
     })
 }
 

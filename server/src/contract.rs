@@ -65,11 +65,11 @@ use crate::auth::Access;
 pub use crate::auth::Permission;
 use crate::error::{ApiError, ErrorBody};
 use crate::kuradb_tools;
-use crate::mcp::text;
 use crate::memorg_tools;
 use crate::routes::proxy;
 use crate::routes::{conversations, kuradb, mcp, orchestration, search, system, ui};
 use crate::state::AppState;
+use crate::tool_text as text;
 use crate::tools::{self, ToolDef};
 pub use crate::toolsets::{ToolSet, ToolSets};
 use crate::wire::{Envelope, EnvelopeError};
@@ -578,7 +578,7 @@ where
     }
 
     fn input_schema(&self) -> Arc<JsonObject> {
-        crate::mcp::schema::input_schema::<A>()
+        crate::tool_schema::input_schema::<A>()
     }
 
     fn rest_schema(&self) -> Value {

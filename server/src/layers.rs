@@ -5,7 +5,7 @@
 //! Each is a thin function over `AppState` and a leaf module that holds
 //! the logic without knowing the state or the routes: `auth.rs` (keys,
 //! namespaces), `guard.rs` (hosts, origins), `ratelimit.rs`, `metrics.rs`,
-//! `mcp/sessions.rs`. The read/write split is looked up in the contract
+//! `mcp_sessions.rs`. The read/write split is looked up in the contract
 //! tables here ([`contract::permission`]), so neither `auth` nor the
 //! contract imports the other's side.
 
@@ -24,7 +24,7 @@ use crate::auth::{
 use crate::contract;
 use crate::error::ApiError;
 use crate::guard::{forbidden, host_allowed, origin_allowed};
-use crate::mcp::sessions::SESSION_HEADER;
+use crate::mcp_sessions::SESSION_HEADER;
 use crate::metrics::method_label;
 use crate::state::AppState;
 

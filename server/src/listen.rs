@@ -180,12 +180,36 @@ pub async fn serve(
 }
 
 /// The listener's limits from the configuration.
-pub fn limits(config: &crate::ServerConfig) -> Limits {
+pub fn limits(config: &crate::config::ServerConfig) -> Limits {
     Limits {
         header_timeout: Duration::from_secs(config.header_timeout_secs),
         max_connections: config.max_connections,
         max_connections_per_ip: config.max_connections_per_ip,
         trusted: config.trusted_proxies.clone(),
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("SIGINT received"),
+        () = term => tracing::info!("SIGTERM received"),
     }
 }
 

@@ -8,7 +8,7 @@
 //! The routes themselves are in [`crate::routes::proxy`]. What the model is
 //! told (the injected system message), the capture label and the context
 //! itself come from the engine (`memdb::context_system_message`,
-//! `memdb::capture_label`, `Memdb::assemble_context`); nothing here ranks
+//! `memdb::capture_label`, `memdb::Sekha::assemble_context`); nothing here ranks
 //! or selects.
 //!
 //! Upstream answers are passed through as they are: status, content type

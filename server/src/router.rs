@@ -128,6 +128,7 @@ pub fn router(mut state: AppState) -> Router {
 
 #[cfg(test)]
 mod tests {
+    use memdb::Systems;
     use std::sync::Arc;
 
     use axum::body::Body;
@@ -151,6 +152,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = memdb::Memdb::open(dir.path()).unwrap();
         let id = db
+            .sekha()
             .create_conversation(memdb::NewConversation::new(
                 "Contract",
                 vec![memdb::NewMessage::new("user", "every route answers")],

@@ -1,7 +1,8 @@
-//! The one place the server asks the engine to search (`Memdb::search`):
+//! The one place the server asks the engine to search (`memdb::Sekha::search`):
 //! request fields in, engine hits, the mode actually used and the engine's
 //! notes out. Ranking and fusion are the engine's.
 
+use memdb::Systems;
 use memdb::{Filter, Memdb, QueryLanguage, SearchHit, SearchMode, SearchRequest, Status};
 use uuid::Uuid;
 
@@ -118,7 +119,7 @@ pub fn run(db: &Memdb, spec: Spec) -> Result<Outcome, ApiError> {
     req.min_similarity = spec.min_similarity;
     req.explain = spec.explain;
     req.weights = spec.weights;
-    let out = db.search(&req)?;
+    let out = db.sekha().search(&req)?;
     Ok(Outcome {
         hits: out.hits,
         mode: match out.mode {

@@ -1,5 +1,5 @@
 //! Running the server: [`serve`] on a listener until a shutdown signal
-//! ([`shutdown_signal`]), with the embedding worker and the knowledge-base
+//! ([`crate::listen::shutdown_signal`]), with the embedding worker and the knowledge-base
 //! watcher beside it, then the store closed; [`router`] for an embedder
 //! that serves the application itself.
 
@@ -96,28 +96,4 @@ pub async fn serve(
     }
     tracing::warn!("store still in use after shutdown; it is committed when dropped");
     Ok(())
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("SIGINT received"),
-        () = term => tracing::info!("SIGTERM received"),
-    }
 }

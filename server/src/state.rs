@@ -28,7 +28,7 @@ pub struct AppState {
     /// Cancelled at shutdown: ends the MCP sessions of `/mcp`.
     pub mcp_shutdown: tokio_util::sync::CancellationToken,
     /// The MCP sessions of `/mcp` and the keys that own them.
-    pub mcp_sessions: Arc<crate::mcp::sessions::Sessions>,
+    pub mcp_sessions: Arc<crate::mcp_sessions::Sessions>,
     /// The chat model of summaries, labels and importance (`--chat`).
     pub chat: Option<Arc<dyn memdb::ChatModel>>,
     /// The OpenAI-compatible proxy's upstream (`--upstream-url`).
@@ -77,7 +77,7 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             config: Arc::new(config),
             mcp_shutdown: tokio_util::sync::CancellationToken::new(),
-            mcp_sessions: Arc::new(crate::mcp::sessions::Sessions::default()),
+            mcp_sessions: Arc::new(crate::mcp_sessions::Sessions::default()),
             openapi: Arc::new(std::sync::LazyLock::new(|| serde_json::Value::Null)),
             db,
         }

@@ -10,6 +10,7 @@
 //! they read.
 
 use chrono::{DateTime, Utc};
+use memdb::Systems;
 use memdb::{ConversationUpdate, Filter, Memdb, NewConversation, NewMessage, Selection, Status};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -168,7 +169,7 @@ pub fn memory_store(db: &Memdb, args: MemoryStoreArgs) -> Result<StoreData, ApiE
             .unwrap_or_default();
         memdb::capture_label(&first)
     });
-    let created = db.create_conversation(NewConversation {
+    let created = db.sekha().create_conversation(NewConversation {
         label,
         folder: args.folder,
         importance_score,
@@ -182,6 +183,7 @@ pub fn memory_store(db: &Memdb, args: MemoryStoreArgs) -> Result<StoreData, ApiE
         // The conversation is stored: a failed suggestion keeps the first
         // message's label rather than failing the call.
         let a = db
+            .sekha()
             .auto_label(c.id, None, 0.0, !given_folder)
             .unwrap_or_else(|e| memdb::AutoLabel {
                 conversation_id: c.id,
@@ -410,8 +412,10 @@ pub fn memory_update(db: &Memdb, args: MemoryUpdateArgs) -> Result<UpdateData, A
             "give at least one of label, folder, importance_score, status",
         ));
     }
-    let before = db.get_conversation(args.conversation_id)?;
-    let after = db.update_conversation(args.conversation_id, update)?;
+    let before = db.sekha().get_conversation(args.conversation_id)?;
+    let after = db
+        .sekha()
+        .update_conversation(args.conversation_id, update)?;
     let mut updated_fields = Vec::new();
     if before.label != after.label {
         updated_fields.push("label".to_string());
@@ -520,7 +524,8 @@ fn context_data(c: memdb::ConversationWithMessages) -> ContextData {
 /// A conversation with its messages.
 pub fn memory_get_context(db: &Memdb, args: MemoryGetContextArgs) -> Result<ContextData, ApiError> {
     Ok(context_data(
-        db.get_conversation_with_messages(args.conversation_id)?,
+        db.sekha()
+            .get_conversation_with_messages(args.conversation_id)?,
     ))
 }
 
@@ -562,7 +567,7 @@ pub fn check_prune_args(args: &MemoryPruneArgs) -> Result<Option<f32>, ApiError>
 /// `age_days`, `importance_score`, `reason`, plus `estimated_token_savings`).
 pub fn memory_prune(db: &Memdb, args: MemoryPruneArgs) -> Result<Value, ApiError> {
     let importance = check_prune_args(&args)?;
-    let report = db.prune_suggestions(&memdb::PruneRequest {
+    let report = db.sekha().prune_suggestions(&memdb::PruneRequest {
         threshold_days: args.threshold_days,
         importance_threshold: importance,
         inactivity_days: None,
@@ -650,7 +655,7 @@ struct SekhaExportMetadata {
 /// Exports one conversation in sekha-mcp's shape (memdb's own export
 /// document is `GET /api/v1/export` and `memdb export`).
 pub fn memory_export(db: &Memdb, args: MemoryExportArgs) -> Result<ExportData, ApiError> {
-    let export = db.export(&Selection::One(args.conversation_id))?;
+    let export = db.sekha().export(&Selection::One(args.conversation_id))?;
     let markdown = match args.format {
         ToolExportFormat::Markdown => Some(export.to_markdown_with(args.include_metadata)),
         ToolExportFormat::Json => None,
@@ -718,5 +723,5 @@ pub fn memory_stats(db: &Memdb, args: MemoryStatsArgs) -> Result<StatsOut, ApiEr
         label: args.label,
         ..Filter::default()
     };
-    Ok(db.stats(&filter)?.into())
+    Ok(db.sekha().stats(&filter)?.into())
 }

@@ -9,6 +9,7 @@
 //! paths. With THREADS > 1 that many writers share the engine, so the kill
 //! lands inside group commits (SPEC.md §7.1.1); `hashing` adds the hashing
 //! embedder, so stores also embed inline.
+use memdb::Systems;
 use std::io::Write;
 
 use memdb::{ConversationUpdate, Memdb, NewConversation, NewMessage, TextQuery};
@@ -67,17 +68,18 @@ fn write_until_killed(db: &Memdb, seed: u64, out: &std::sync::Mutex<std::io::Std
                         format!("reply {k} to {token}"),
                     ));
                 }
-                db.create_conversation(
-                    NewConversation::new(format!("c{seed}-{i}"), msgs).in_folder("/crash"),
-                )
-                .map(|c| {
-                    last_conv = Some(c.conversation.id);
-                    c.messages[0].id
-                })
+                db.sekha()
+                    .create_conversation(
+                        NewConversation::new(format!("c{seed}-{i}"), msgs).in_folder("/crash"),
+                    )
+                    .map(|c| {
+                        last_conv = Some(c.conversation.id);
+                        c.messages[0].id
+                    })
             }
-            (6..=7, Some(id)) => db.append_messages(id, vec![msg]).map(|m| m[0].id),
+            (6..=7, Some(id)) => db.sekha().append_messages(id, vec![msg]).map(|m| m[0].id),
             (8, Some(id)) => {
-                let _ = db.update_conversation(
+                let _ = db.sekha().update_conversation(
                     id,
                     ConversationUpdate {
                         label: Some(format!("relabel{i}")),
@@ -87,7 +89,7 @@ fn write_until_killed(db: &Memdb, seed: u64, out: &std::sync::Mutex<std::io::Std
                 continue;
             }
             (_, Some(_)) => {
-                let _ = db.search_text(&TextQuery::new("crash"));
+                let _ = db.sekha().search_text(&TextQuery::new("crash"));
                 continue;
             }
         };

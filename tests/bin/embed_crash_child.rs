@@ -5,6 +5,7 @@
 //!
 //! Usage: `memdb-embed-crash-child DIR N`.
 
+use memdb::Systems;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ fn main() {
     };
     let mut out = std::io::stdout().lock();
     let empty = db
+        .sekha()
         .stats(&Default::default())
         .map(|s| s.total_messages == 0)
         .unwrap_or(false);
@@ -58,7 +60,7 @@ fn main() {
                 )
             })
             .collect();
-        if let Err(e) = db.create_conversations(convs) {
+        if let Err(e) = db.sekha().create_conversations(convs) {
             eprintln!("store: {e}");
             std::process::exit(1);
         }

@@ -9,7 +9,7 @@ fn create_get_append_roundtrip() {
     let d = tmp();
     let db = Memdb::open(d.path()).unwrap();
     let c = db
-        .create_conversation(NewConversation {
+        .sekha().create_conversation(NewConversation {
             label: "Trip planning".into(),
             folder: Some("/personal/travel/".into()),
             importance_score: None,
@@ -38,7 +38,7 @@ fn create_get_append_roundtrip() {
     assert_eq!(conv.word_count, 6 + 3);
     assert_eq!(conv.metadata["source"], "test");
 
-    let got = db.get_conversation_with_messages(conv.id).unwrap();
+    let got = db.sekha().get_conversation_with_messages(conv.id).unwrap();
     assert_eq!(got.messages.len(), 2);
     assert_eq!(
         got.messages[0].content.text(),
@@ -48,19 +48,24 @@ fn create_get_append_roundtrip() {
     assert!(matches!(got.messages[1].content, Content::Parts(ref p) if p.len() == 2));
 
     let added = db
+        .sekha()
         .append_messages(conv.id, vec![NewMessage::new("user", "Book flights")])
         .unwrap();
-    let after = db.get_conversation(conv.id).unwrap();
+    let after = db.sekha().get_conversation(conv.id).unwrap();
     assert_eq!(after.message_count, 3);
     assert!(after.updated_at >= conv.updated_at);
-    let msgs = db.get_conversation_with_messages(conv.id).unwrap().messages;
+    let msgs = db
+        .sekha()
+        .get_conversation_with_messages(conv.id)
+        .unwrap()
+        .messages;
     assert_eq!(
         msgs.last().unwrap().id,
         added[0].id,
         "messages are in time order"
     );
     assert_eq!(
-        db.get_message(added[0].id).unwrap().content.text(),
+        db.sekha().get_message(added[0].id).unwrap().content.text(),
         "Book flights"
     );
 }
@@ -76,12 +81,14 @@ fn messages_keep_given_timestamps_and_order() {
         ..NewMessage::new("user", text)
     };
     let c = db
+        .sekha()
         .create_conversation(NewConversation::new(
             "t",
             vec![mk("later", t1), mk("earlier", t0)],
         ))
         .unwrap();
     let msgs = db
+        .sekha()
         .get_conversation_with_messages(c.conversation.id)
         .unwrap()
         .messages;
@@ -98,10 +105,11 @@ fn list_filters_paging_and_order() {
     let b = conv(&db, "beta", "/work/rust", &["two"]);
     let c = conv(&db, "gamma", "/workshop", &["three"]);
     let e = conv(&db, "alpha", "/home", &["four"]);
-    db.archive(e.conversation.id).unwrap();
-    db.pin(b.conversation.id).unwrap();
+    db.sekha().archive(e.conversation.id).unwrap();
+    db.sekha().pin(b.conversation.id).unwrap();
 
     let all = db
+        .sekha()
         .list_conversations(&Filter::default(), Page::default())
         .unwrap();
     assert_eq!(all.total, 4);
@@ -114,6 +122,7 @@ fn list_filters_paging_and_order() {
 
     let ids = |f: Filter| -> Vec<uuid::Uuid> {
         let mut v: Vec<_> = db
+            .sekha()
             .list_conversations(&f, Page::default())
             .unwrap()
             .conversations
@@ -173,21 +182,25 @@ fn list_filters_paging_and_order() {
         }),
         sorted(vec![a.conversation.id, c.conversation.id])
     );
-    assert_eq!(db.count_conversations(&work).unwrap(), 2);
-    assert_eq!(db.count_conversations(&Filter::default()).unwrap(), 4);
+    assert_eq!(db.sekha().count_conversations(&work).unwrap(), 2);
+    assert_eq!(
+        db.sekha().count_conversations(&Filter::default()).unwrap(),
+        4
+    );
 
     let future = Filter {
         since: Some(chrono::Utc::now() + chrono::Duration::days(1)),
         ..Default::default()
     };
-    assert_eq!(db.count_conversations(&future).unwrap(), 0);
+    assert_eq!(db.sekha().count_conversations(&future).unwrap(), 0);
     let past = Filter {
         since: Some(chrono::Utc::now() - chrono::Duration::days(1)),
         ..Default::default()
     };
-    assert_eq!(db.count_conversations(&past).unwrap(), 4);
+    assert_eq!(db.sekha().count_conversations(&past).unwrap(), 4);
 
     let p1 = db
+        .sekha()
         .list_conversations(
             &Filter::default(),
             Page {
@@ -197,6 +210,7 @@ fn list_filters_paging_and_order() {
         )
         .unwrap();
     let p2 = db
+        .sekha()
         .list_conversations(
             &Filter::default(),
             Page {
@@ -222,6 +236,7 @@ fn update_pin_archive_delete() {
     let c = conv(&db, "old", "/a", &["hello world"]);
     let id = c.conversation.id;
     let u = db
+        .sekha()
         .update_conversation(
             id,
             ConversationUpdate {
@@ -236,6 +251,7 @@ fn update_pin_archive_delete() {
     );
     assert_eq!(u.folder, "/b");
     let u = db
+        .sekha()
         .update_conversation(
             id,
             ConversationUpdate {
@@ -246,39 +262,49 @@ fn update_pin_archive_delete() {
         )
         .unwrap();
     assert_eq!((u.label.as_str(), u.importance_score), ("new", 7));
-    assert!(db.pin(id).unwrap().pinned);
-    assert_eq!(db.archive(id).unwrap().status, Status::Archived);
+    assert!(db.sekha().pin(id).unwrap().pinned);
+    assert_eq!(db.sekha().archive(id).unwrap().status, Status::Archived);
     assert_eq!(
-        db.count_conversations(&Filter {
-            label: Some("old".into()),
-            ..Default::default()
-        })
-        .unwrap(),
+        db.sekha()
+            .count_conversations(&Filter {
+                label: Some("old".into()),
+                ..Default::default()
+            })
+            .unwrap(),
         0
     );
     assert_eq!(
-        db.count_conversations(&Filter {
-            folder: Some("/a".into()),
-            ..Default::default()
-        })
-        .unwrap(),
+        db.sekha()
+            .count_conversations(&Filter {
+                folder: Some("/a".into()),
+                ..Default::default()
+            })
+            .unwrap(),
         0
     );
-    assert_eq!(db.delete_conversation(id).unwrap(), 1);
+    assert_eq!(db.sekha().delete_conversation(id).unwrap(), 1);
     assert!(matches!(
-        db.get_conversation(id),
+        db.sekha().get_conversation(id),
         Err(Error::NotFound { .. })
     ));
     assert!(matches!(
-        db.get_message(c.messages[0].id),
+        db.sekha().get_message(c.messages[0].id),
         Err(Error::NotFound { .. })
     ));
     assert!(matches!(
-        db.delete_conversation(id),
+        db.sekha().delete_conversation(id),
         Err(Error::NotFound { .. })
     ));
-    assert_eq!(db.count_conversations(&Filter::default()).unwrap(), 0);
-    assert!(db.search_text(&TextQuery::new("hello")).unwrap().is_empty());
+    assert_eq!(
+        db.sekha().count_conversations(&Filter::default()).unwrap(),
+        0
+    );
+    assert!(
+        db.sekha()
+            .search_text(&TextQuery::new("hello"))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -288,8 +314,8 @@ fn stats_totals() {
     let a = conv(&db, "x", "/f1", &["a b c", "d"]);
     conv(&db, "y", "/f1", &["e"]);
     conv(&db, "x", "/f2", &["f g"]);
-    db.pin(a.conversation.id).unwrap();
-    let s = db.stats(&Filter::default()).unwrap();
+    db.sekha().pin(a.conversation.id).unwrap();
+    let s = db.sekha().stats(&Filter::default()).unwrap();
     assert_eq!(s.total_conversations, 3);
     assert_eq!(s.total_messages, 4);
     assert_eq!(s.total_words, 7);
@@ -299,6 +325,7 @@ fn stats_totals() {
     assert_eq!(s.by_folder["/f1"], 2);
     assert_eq!(s.by_label["x"], 2);
     let f1 = db
+        .sekha()
         .stats(&Filter {
             folder: Some("/f1".into()),
             ..Default::default()
@@ -318,9 +345,10 @@ fn export_import_round_trip() {
         &["first message", "second message"],
     );
     let b = conv(&db, "exported two", "/e/sub", &["third"]);
-    db.pin(b.conversation.id).unwrap();
+    db.sekha().pin(b.conversation.id).unwrap();
     conv(&db, "elsewhere", "/other", &["not exported"]);
     let export = db
+        .sekha()
         .export(&Selection::Matching(Filter {
             folder: Some("/e".into()),
             ..Default::default()
@@ -330,6 +358,7 @@ fn export_import_round_trip() {
     let json = serde_json::to_string(&export).unwrap();
 
     let md = db
+        .sekha()
         .export_to_string(&Selection::One(a.conversation.id), ExportFormat::Markdown)
         .unwrap();
     assert!(md.starts_with("# exported one"));
@@ -341,6 +370,7 @@ fn export_import_round_trip() {
     let parsed: Export = serde_json::from_str(&json).unwrap();
     let mut last = (0, 0);
     let report = db2
+        .sekha()
         .import(parsed.clone(), ImportOptions::default(), &mut |d, t| {
             last = (d, t)
         })
@@ -356,22 +386,27 @@ fn export_import_round_trip() {
     let text = db2.text_index_status();
     assert_eq!(text.committed_lsn, text.store_lsn, "{text:?}");
     assert_eq!(last, (2, 2), "progress ends at done == total");
-    let again = db2.export(&Selection::Matching(Filter::default())).unwrap();
+    let again = db2
+        .sekha()
+        .export(&Selection::Matching(Filter::default()))
+        .unwrap();
     let mut x = export.conversations.clone();
     let mut y = again.conversations.clone();
     x.sort_by_key(|c| c.conversation.id);
     y.sort_by_key(|c| c.conversation.id);
     assert_eq!(x, y, "export -> import -> export is the identity");
-    let hits = db2.search_text(&TextQuery::new("third")).unwrap();
+    let hits = db2.sekha().search_text(&TextQuery::new("third")).unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].folder, "/e/sub");
 
     // Importing again conflicts and writes nothing; skip_existing skips.
     assert!(matches!(
-        db2.import(parsed.clone(), ImportOptions::default(), &mut |_, _| {}),
+        db2.sekha()
+            .import(parsed.clone(), ImportOptions::default(), &mut |_, _| {}),
         Err(Error::Conflict(_))
     ));
     let r = db2
+        .sekha()
         .import(
             parsed,
             ImportOptions {
@@ -381,7 +416,10 @@ fn export_import_round_trip() {
         )
         .unwrap();
     assert_eq!((r.imported, r.skipped), (0, 2));
-    assert_eq!(db2.count_conversations(&Filter::default()).unwrap(), 2);
+    assert_eq!(
+        db2.sekha().count_conversations(&Filter::default()).unwrap(),
+        2
+    );
 }
 
 #[test]
@@ -412,6 +450,7 @@ fn concurrent_readers_and_writer() {
                     let text = format!("thread{t} item{i} concurrency");
                     let c = conv(db, "c", "/c", &[&text]);
                     let hits = db
+                        .sekha()
                         .search_text(&TextQuery::new(format!("\"thread{t} item{i}\"")))
                         .unwrap();
                     assert!(
@@ -433,12 +472,23 @@ fn batch_create_is_all_or_nothing() {
     let db = Memdb::open(d.path()).unwrap();
     let ok = |l: &str| NewConversation::new(l, vec![NewMessage::new("user", format!("batch {l}"))]);
     let created = db
+        .sekha()
         .create_conversations(vec![ok("a"), ok("b"), ok("c")])
         .unwrap();
     assert_eq!(created.len(), 3);
-    assert_eq!(db.count_conversations(&Filter::default()).unwrap(), 3);
-    assert_eq!(db.search_text(&TextQuery::new("batch")).unwrap().len(), 3);
+    assert_eq!(
+        db.sekha().count_conversations(&Filter::default()).unwrap(),
+        3
+    );
+    assert_eq!(
+        db.sekha()
+            .search_text(&TextQuery::new("batch"))
+            .unwrap()
+            .len(),
+        3
+    );
     let err = db
+        .sekha()
         .create_conversations(vec![
             ok("d"),
             NewConversation::new("", vec![NewMessage::new("user", "x")]),
@@ -449,7 +499,7 @@ fn batch_create_is_all_or_nothing() {
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        db.count_conversations(&Filter::default()).unwrap(),
+        db.sekha().count_conversations(&Filter::default()).unwrap(),
         3,
         "nothing of the failed batch was written"
     );
@@ -474,6 +524,7 @@ fn batched_export_matches_the_listing() {
         },
     ] {
         let listed: Vec<uuid::Uuid> = db
+            .sekha()
             .list_conversations(
                 &filter,
                 Page {
@@ -487,6 +538,7 @@ fn batched_export_matches_the_listing() {
             .map(|c| c.id)
             .collect();
         let exported: Vec<uuid::Uuid> = db
+            .sekha()
             .export_stream(&Selection::Matching(filter.clone()))
             .expect("export")
             .map(|c| c.expect("conversation").conversation.id)
@@ -508,6 +560,7 @@ fn storage_counts_every_table_and_optimize_compacts_the_store() {
     let mut ids = Vec::new();
     for i in 0..300 {
         let c = db
+            .sekha()
             .create_conversation(NewConversation::new(
                 format!("conversation {i}"),
                 vec![
@@ -531,7 +584,7 @@ fn storage_counts_every_table_and_optimize_compacts_the_store() {
     assert!(before.store_allocated_bytes <= before.store_file_bytes);
     assert!(before.text_index_bytes > 0);
     for id in &ids[10..] {
-        db.delete_conversation(*id).unwrap();
+        db.sekha().delete_conversation(*id).unwrap();
     }
     db.optimize().unwrap();
     let after = db.storage().unwrap();
@@ -547,10 +600,11 @@ fn storage_counts_every_table_and_optimize_compacts_the_store() {
     drop(db);
     let db = Memdb::open(d.path()).unwrap();
     assert!(db.check().unwrap().is_consistent());
-    let hits = db.search_text(&TextQuery::new("kept3")).unwrap();
+    let hits = db.sekha().search_text(&TextQuery::new("kept3")).unwrap();
     assert_eq!(hits.len(), 1);
     assert!(
-        db.search_text(&TextQuery::new("kept200"))
+        db.sekha()
+            .search_text(&TextQuery::new("kept200"))
             .unwrap()
             .is_empty()
     );

@@ -91,12 +91,13 @@ fn rejected_creates_write_nothing() {
         ),
     ];
     for (new, field) in cases {
-        let err = db.create_conversation(new).unwrap_err();
+        let err = db.sekha().create_conversation(new).unwrap_err();
         assert_eq!(invalid_field(err), field);
         unchanged(&db, &before);
     }
     // Appends are validated the same way, and as a whole.
     let err = db
+        .sekha()
         .append_messages(
             c.conversation.id,
             vec![
@@ -107,7 +108,8 @@ fn rejected_creates_write_nothing() {
         .unwrap_err();
     assert_eq!(invalid_field(err), "messages[1].content");
     assert!(matches!(
-        db.append_messages(uuid::Uuid::new_v4(), vec![NewMessage::new("user", "x")]),
+        db.sekha()
+            .append_messages(uuid::Uuid::new_v4(), vec![NewMessage::new("user", "x")]),
         Err(Error::NotFound { .. })
     ));
     unchanged(&db, &before);
@@ -143,31 +145,38 @@ fn rejected_updates_and_queries() {
         },
     ];
     for u in bad {
-        invalid_field(db.update_conversation(id, u).unwrap_err());
+        invalid_field(db.sekha().update_conversation(id, u).unwrap_err());
         unchanged(&db, &before);
     }
     assert!(matches!(
-        db.update_conversation(uuid::Uuid::new_v4(), ConversationUpdate::default()),
+        db.sekha()
+            .update_conversation(uuid::Uuid::new_v4(), ConversationUpdate::default()),
         Err(Error::NotFound { .. })
     ));
 
-    let q = |s: &str| db.search_text(&TextQuery::new(s));
+    let q = |s: &str| db.sekha().search_text(&TextQuery::new(s));
     assert_eq!(invalid_field(q("\"unbalanced quote").unwrap_err()), "query");
     assert_eq!(invalid_field(q("   ").unwrap_err()), "query");
     assert_eq!(invalid_field(q("nosuchfield:foo").unwrap_err()), "query");
     let mut big = TextQuery::new("text");
     big.limit = 0;
-    assert_eq!(invalid_field(db.search_text(&big).unwrap_err()), "limit");
+    assert_eq!(
+        invalid_field(db.sekha().search_text(&big).unwrap_err()),
+        "limit"
+    );
     big.limit = 100_000;
-    assert_eq!(invalid_field(db.search_text(&big).unwrap_err()), "limit");
+    assert_eq!(
+        invalid_field(db.sekha().search_text(&big).unwrap_err()),
+        "limit"
+    );
     let mut f = TextQuery::new("text");
     f.filter.folder = Some("relative".into());
     assert_eq!(
-        invalid_field(db.search_text(&f).unwrap_err()),
+        invalid_field(db.sekha().search_text(&f).unwrap_err()),
         "filter.folder"
     );
     assert!(matches!(
-        db.list_conversations(
+        db.sekha().list_conversations(
             &Filter::default(),
             Page {
                 offset: 0,
@@ -184,7 +193,10 @@ fn malformed_export_is_rejected_before_writing() {
     let d = tmp();
     let db = Memdb::open(d.path()).unwrap();
     let c = conv(&db, "src", "/", &["a"]);
-    let mut export = db.export(&Selection::One(c.conversation.id)).unwrap();
+    let mut export = db
+        .sekha()
+        .export(&Selection::One(c.conversation.id))
+        .unwrap();
     let d2 = tmp();
     let db2 = Memdb::open(d2.path()).unwrap();
     let before = db2.check().unwrap();
@@ -194,14 +206,16 @@ fn malformed_export_is_rejected_before_writing() {
     broken.conversation.label = String::new();
     export.conversations.push(broken);
     assert!(matches!(
-        db2.import(export.clone(), ImportOptions::default(), &mut |_, _| {}),
+        db2.sekha()
+            .import(export.clone(), ImportOptions::default(), &mut |_, _| {}),
         Err(Error::InvalidInput { .. })
     ));
     unchanged(&db2, &before);
     export.conversations.pop();
     export.version = 99;
     assert!(matches!(
-        db2.import(export, ImportOptions::default(), &mut |_, _| {}),
+        db2.sekha()
+            .import(export, ImportOptions::default(), &mut |_, _| {}),
         Err(Error::InvalidInput { .. })
     ));
     unchanged(&db2, &before);
@@ -227,7 +241,7 @@ fn fuzzer_found_queries_never_panic() {
         "a -0-0 *",
     ] {
         // A panic here fails the test; an error must be a typed one.
-        match db.search_text(&TextQuery::new(q)) {
+        match db.sekha().search_text(&TextQuery::new(q)) {
             Ok(_) | Err(Error::TextIndex(_) | Error::InvalidInput { .. }) => {}
             Err(e) => panic!("{q:?}: unexpected error {e}"),
         }

@@ -5,6 +5,7 @@
 //! the problem and store nothing; the watched import folder imports and
 //! moves a good file and leaves a bad one in place.
 
+use memdb::Systems;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -106,11 +107,12 @@ fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 fn count(db: &Memdb) -> u64 {
-    db.count_conversations(&Filter::default()).unwrap()
+    db.sekha().count_conversations(&Filter::default()).unwrap()
 }
 
 fn hits(db: &Memdb, q: &str) -> Vec<(String, String)> {
-    db.search_text(&TextQuery::new(q))
+    db.sekha()
+        .search_text(&TextQuery::new(q))
         .unwrap()
         .into_iter()
         .map(|h| (h.label.clone(), h.message.content.text()))
@@ -123,7 +125,7 @@ fn a_chatgpt_export_keeps_every_branch_and_its_times() {
     let files = tmp();
     let db = Memdb::open(d.path()).unwrap();
     let path = write(files.path(), "conversations.json", CHATGPT);
-    let r = db.import_chat_file(&path, None).unwrap();
+    let r = db.sekha().import_chat_file(&path, None).unwrap();
     assert_eq!(r.format, ChatFormat::ChatGpt);
     assert_eq!((r.conversations, r.messages, r.skipped), (2, 6, 0));
     assert_eq!(r.skipped_messages, 1, "the hidden empty system message");
@@ -131,7 +133,7 @@ fn a_chatgpt_export_keeps_every_branch_and_its_times() {
     // writer's memory through the embedding drain that follows.
     let text = db.text_index_status();
     assert_eq!(text.committed_lsn, text.store_lsn, "{text:?}");
-    let c = db.get_conversation_with_messages(r.ids[0]).unwrap();
+    let c = db.sekha().get_conversation_with_messages(r.ids[0]).unwrap();
     assert_eq!(c.conversation.label, "Sourdough starter");
     assert_eq!(c.conversation.folder, "/imports/chatgpt");
     assert_eq!(c.conversation.importance_score, 5);
@@ -163,7 +165,7 @@ fn a_chatgpt_export_keeps_every_branch_and_its_times() {
     assert!(m.metadata["imported_at"].is_string());
     assert_eq!(m.metadata["chatgpt_parent"], "u1");
     assert_eq!(m.metadata["chatgpt_node"], "a2");
-    let untitled = db.get_conversation(r.ids[1]).unwrap();
+    let untitled = db.sekha().get_conversation(r.ids[1]).unwrap();
     assert_eq!(untitled.label, "Untitled ChatGPT Conversation");
     // Both branches are searchable.
     assert_eq!(hits(&db, "twice").len(), 1);
@@ -176,7 +178,7 @@ fn a_chatgpt_export_keeps_every_branch_and_its_times() {
         "one.json",
         &serde_json::to_string(&one[1]).unwrap(),
     );
-    let r = db.import_chat_file(&single, None).unwrap();
+    let r = db.sekha().import_chat_file(&single, None).unwrap();
     assert_eq!((r.format, r.conversations), (ChatFormat::ChatGpt, 1));
 }
 
@@ -211,13 +213,13 @@ fn claude_markdown_and_text_exports_are_imported_and_searchable() {
     ];
     for (name, body, format, label, messages) in cases {
         let path = write(files.path(), name, body);
-        let r = db.import_chat_file(&path, None).unwrap();
+        let r = db.sekha().import_chat_file(&path, None).unwrap();
         assert_eq!(
             (r.format, r.conversations, r.messages),
             (format, 1, messages),
             "{name}"
         );
-        let c = db.get_conversation_with_messages(r.ids[0]).unwrap();
+        let c = db.sekha().get_conversation_with_messages(r.ids[0]).unwrap();
         assert_eq!(c.conversation.label, label, "{name}");
         assert_eq!(c.conversation.folder, format!("/imports/{format}"));
         assert!(
@@ -229,6 +231,7 @@ fn claude_markdown_and_text_exports_are_imported_and_searchable() {
     let tide = hits(&db, "Brest");
     assert_eq!(tide.len(), 2);
     let c = db
+        .sekha()
         .list_conversations(
             &Filter {
                 label: Some("Tide tables".into()),
@@ -241,6 +244,7 @@ fn claude_markdown_and_text_exports_are_imported_and_searchable() {
         )
         .unwrap();
     let c = db
+        .sekha()
         .get_conversation_with_messages(c.conversations[0].id)
         .unwrap();
     assert_eq!(
@@ -261,6 +265,7 @@ fn claude_markdown_and_text_exports_are_imported_and_searchable() {
     // A named format is used as given: this text file read as Markdown
     // has no Markdown message lines.
     let e = db
+        .sekha()
         .import_chat_file(
             &files.path().join("mongolia.txt"),
             Some(ChatFormat::Markdown),
@@ -325,7 +330,7 @@ fn malformed_exports_store_nothing_and_say_why() {
     ];
     for (name, body, want) in &cases {
         let path = write(files.path(), name, body);
-        let e = db.import_chat_file(&path, None).unwrap_err();
+        let e = db.sekha().import_chat_file(&path, None).unwrap_err();
         assert!(
             matches!(e, memdb::Error::InvalidInput { .. }),
             "{name}: {e:?}"
@@ -344,13 +349,15 @@ fn malformed_exports_store_nothing_and_say_why() {
     let bin = files.path().join("binary.json");
     std::fs::write(&bin, [0xff, 0xfe, 0x00, 0x41]).unwrap();
     assert!(
-        db.import_chat_file(&bin, None)
+        db.sekha()
+            .import_chat_file(&bin, None)
             .unwrap_err()
             .to_string()
             .contains("not UTF-8")
     );
     assert!(matches!(
-        db.import_chat_file(&files.path().join("missing.json"), None),
+        db.sekha()
+            .import_chat_file(&files.path().join("missing.json"), None),
         Err(memdb::Error::Io { .. })
     ));
     assert!(parse_file(&files.path().join("missing.json"), None).is_err());

@@ -4,6 +4,7 @@
 //! (SPEC.md §7.1.1) embedding inline, where every message also ends up with
 //! exactly one vector once the queue is drained.
 
+use memdb::Systems;
 use std::process::Command;
 use std::time::Duration;
 
@@ -92,7 +93,11 @@ fn kill_rounds(rounds: u64, threads: u32, hashing: bool) {
         let status = db.embedding_status().unwrap();
         let active = status.active.expect("an active space after embedding");
         assert_eq!(active.pending, 0, "{active:?}");
-        let messages = db.stats(&memdb::Filter::default()).unwrap().total_messages;
+        let messages = db
+            .sekha()
+            .stats(&memdb::Filter::default())
+            .unwrap()
+            .total_messages;
         let vectors = db.vector_stats(&active.space).unwrap().count;
         assert_eq!(
             vectors, messages,
@@ -102,10 +107,14 @@ fn kill_rounds(rounds: u64, threads: u32, hashing: bool) {
     for (id, token) in &acked {
         let id: uuid::Uuid = id.parse().unwrap();
         let msg = db
+            .sekha()
             .get_message(id)
             .unwrap_or_else(|e| panic!("acknowledged message {id} lost: {e}"));
         assert!(msg.content.text().contains(token.as_str()));
-        let hits = db.search_text(&TextQuery::new(token.as_str())).unwrap();
+        let hits = db
+            .sekha()
+            .search_text(&TextQuery::new(token.as_str()))
+            .unwrap();
         assert!(
             hits.iter().any(|h| h.message.id == id),
             "acknowledged message {id} ({token}) is not searchable"

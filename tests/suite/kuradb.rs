@@ -305,7 +305,10 @@ fn knowledge_bases_are_apart_from_each_other_and_from_conversations() {
         assert_eq!(sources(&q.semantic), [own]);
     }
     // Sekha's search of the default namespace never sees chunks.
-    let hits = db.search_text(&memdb::TextQuery::new("zebra")).unwrap();
+    let hits = db
+        .sekha()
+        .search_text(&memdb::TextQuery::new("zebra"))
+        .unwrap();
     assert!(hits.is_empty());
 }
 

@@ -43,6 +43,7 @@ mod ui;
 mod vector_crash;
 mod vectors;
 
+use memdb::Systems;
 use memdb::{Memdb, NewConversation, NewMessage};
 
 /// This package's directory (`tests/`), as `cargo test` names it when the
@@ -102,14 +103,15 @@ pub fn conv(
     folder: &str,
     texts: &[&str],
 ) -> memdb::ConversationWithMessages {
-    db.create_conversation(
-        NewConversation::new(
-            label,
-            texts.iter().map(|t| NewMessage::new("user", *t)).collect(),
+    db.sekha()
+        .create_conversation(
+            NewConversation::new(
+                label,
+                texts.iter().map(|t| NewMessage::new("user", *t)).collect(),
+            )
+            .in_folder(folder),
         )
-        .in_folder(folder),
-    )
-    .expect("create conversation")
+        .expect("create conversation")
 }
 
 /// Runs `cmd` (stdout piped) for `delay`, then SIGKILLs it and returns the

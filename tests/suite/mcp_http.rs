@@ -73,7 +73,7 @@ fn official_python_sdk_over_streamable_http() {
     });
     let dir = s.stop();
     let db = memdb::Memdb::open(dir.path()).expect("reopen");
-    let stats = db.stats(&memdb::Filter::default()).expect("stats");
+    let stats = db.sekha().stats(&memdb::Filter::default()).expect("stats");
     // The read-only session's memory_store wrote nothing.
     assert_eq!(stats.total_conversations, 2, "{stats:?}");
 }

@@ -151,7 +151,7 @@ fn official_python_sdk_over_stdio() {
     });
     // The client closed stdin: the server exited and released the store.
     let db = memdb::Memdb::open(data.path()).expect("reopen after the session");
-    let stats = db.stats(&memdb::Filter::default()).expect("stats");
+    let stats = db.sekha().stats(&memdb::Filter::default()).expect("stats");
     assert_eq!(stats.total_conversations, 2, "{stats:?}");
     assert_eq!(stats.total_messages, 5, "{stats:?}");
 }
@@ -282,7 +282,8 @@ fn malformed_json_rpc_on_stdio_keeps_the_server_answering() {
     // Nothing but the one valid conversation was written.
     let db = memdb::Memdb::open(data.path()).expect("reopen");
     assert_eq!(
-        db.stats(&memdb::Filter::default())
+        db.sekha()
+            .stats(&memdb::Filter::default())
             .expect("stats")
             .total_conversations,
         1

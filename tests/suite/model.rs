@@ -55,34 +55,34 @@ proptest! {
             match a {
                 Action::Create { messages, folder: f } => {
                     let msgs = (0..messages).map(|i| NewMessage::new("user", format!("common word{i}"))).collect();
-                    let c = h.create_conversation(NewConversation::new("l0", msgs).in_folder(folder(f))).unwrap();
+                    let c = h.sekha().create_conversation(NewConversation::new("l0", msgs).in_folder(folder(f))).unwrap();
                     model.insert(c.conversation.id, ModelConv { label: "l0".into(), folder: folder(f), messages, archived: false });
                 }
                 Action::Append { pick: p, messages } => if let Some(id) = pick(p) {
                     let msgs = (0..messages).map(|_| NewMessage::new("assistant", "common appended")).collect();
-                    h.append_messages(id, msgs).unwrap();
+                    h.sekha().append_messages(id, msgs).unwrap();
                     model.get_mut(&id).unwrap().messages += messages;
                 },
                 Action::Relabel { pick: p, label } => if let Some(id) = pick(p) {
-                    h.update_conversation(id, ConversationUpdate { label: Some(format!("l{label}")), ..Default::default() }).unwrap();
+                    h.sekha().update_conversation(id, ConversationUpdate { label: Some(format!("l{label}")), ..Default::default() }).unwrap();
                     model.get_mut(&id).unwrap().label = format!("l{label}");
                 },
                 Action::Move { pick: p, folder: f } => if let Some(id) = pick(p) {
-                    h.update_conversation(id, ConversationUpdate { folder: Some(folder(f)), ..Default::default() }).unwrap();
+                    h.sekha().update_conversation(id, ConversationUpdate { folder: Some(folder(f)), ..Default::default() }).unwrap();
                     model.get_mut(&id).unwrap().folder = folder(f);
                 },
                 Action::Archive { pick: p } => if let Some(id) = pick(p) {
-                    h.archive(id).unwrap();
+                    h.sekha().archive(id).unwrap();
                     model.get_mut(&id).unwrap().archived = true;
                 },
                 Action::Delete { pick: p } => if let Some(id) = pick(p) {
-                    h.delete_conversation(id).unwrap();
+                    h.sekha().delete_conversation(id).unwrap();
                     model.remove(&id);
                 },
                 Action::Search => {
                     let mut q = TextQuery::new("common");
                     q.limit = MAX_LIMIT;
-                    let n = h.search_text(&q).unwrap().len();
+                    let n = h.sekha().search_text(&q).unwrap().len();
                     prop_assert_eq!(n, model.values().map(|c| c.messages).sum::<usize>().min(MAX_LIMIT));
                 }
                 Action::Reopen => {
@@ -102,17 +102,17 @@ proptest! {
             q.limit = MAX_LIMIT;
             q.filter.label = Some(label.into());
             let want: usize = model.values().filter(|c| c.label == label).map(|c| c.messages).sum();
-            prop_assert_eq!(h.search_text(&q).unwrap().len(), want.min(MAX_LIMIT));
+            prop_assert_eq!(h.sekha().search_text(&q).unwrap().len(), want.min(MAX_LIMIT));
         }
         for f in 0..3u8 {
             let filter = Filter { folder: Some(folder(f)), ..Default::default() };
             let want = model.values().filter(|c| c.folder == folder(f)).count() as u64;
-            prop_assert_eq!(h.count_conversations(&filter).unwrap(), want);
+            prop_assert_eq!(h.sekha().count_conversations(&filter).unwrap(), want);
             let mut q = TextQuery::new("common");
             q.limit = MAX_LIMIT;
             q.filter = Filter { folder: Some(folder(f)), status: Some(Status::Archived), ..Default::default() };
             let want: usize = model.values().filter(|c| c.folder == folder(f) && c.archived).map(|c| c.messages).sum();
-            prop_assert_eq!(h.search_text(&q).unwrap().len(), want.min(MAX_LIMIT));
+            prop_assert_eq!(h.sekha().search_text(&q).unwrap().len(), want.min(MAX_LIMIT));
         }
     }
 }

@@ -4,6 +4,7 @@
 //! id. Runs with the lexical `Hashing` embedder so semantic search is real
 //! vector search without model files.
 
+use memdb::Systems;
 use std::sync::Arc;
 
 use memdb::{
@@ -17,12 +18,13 @@ fn open(dir: &std::path::Path) -> Memdb {
 }
 
 fn store(db: &Memdb, label: &str, text: &str) -> uuid::Uuid {
-    db.create_conversation(
-        NewConversation::new(label, vec![NewMessage::new("user", text)]).in_folder("/shared"),
-    )
-    .expect("create")
-    .conversation
-    .id
+    db.sekha()
+        .create_conversation(
+            NewConversation::new(label, vec![NewMessage::new("user", text)]).in_folder("/shared"),
+        )
+        .expect("create")
+        .conversation
+        .id
 }
 
 fn is_not_found<T: std::fmt::Debug>(r: Result<T, Error>) -> bool {
@@ -36,7 +38,12 @@ fn a_namespace_sees_only_its_own_records() {
     let acme = db.namespace("acme").unwrap();
     let beta = db.namespace("beta").unwrap();
     // Reads of a namespace nobody wrote to yet see nothing.
-    assert_eq!(acme.count_conversations(&Filter::default()).unwrap(), 0);
+    assert_eq!(
+        acme.sekha()
+            .count_conversations(&Filter::default())
+            .unwrap(),
+        0
+    );
 
     let d = store(&db, "shared", "the zebra migration plan for default");
     let a = store(&acme, "shared", "the zebra migration plan for acme");
@@ -54,6 +61,7 @@ fn a_namespace_sees_only_its_own_records() {
         let ns = handle.namespace_name().to_string();
         // Listing, counting, stats.
         let page = handle
+            .sekha()
             .list_conversations(&Filter::default(), Page::default())
             .unwrap();
         let ids: Vec<_> = page.conversations.iter().map(|c| c.id).collect();
@@ -63,9 +71,14 @@ fn a_namespace_sees_only_its_own_records() {
             label: Some("shared".into()),
             ..Filter::default()
         };
-        assert_eq!(handle.count_conversations(&by_label).unwrap(), 1, "{ns}");
+        assert_eq!(
+            handle.sekha().count_conversations(&by_label).unwrap(),
+            1,
+            "{ns}"
+        );
         assert_eq!(
             handle
+                .sekha()
                 .stats(&Filter::default())
                 .unwrap()
                 .total_conversations,
@@ -73,7 +86,10 @@ fn a_namespace_sees_only_its_own_records() {
         );
         // Search in every mode.
         handle.embed_pending(None, &mut |_| {}).unwrap();
-        let hits = handle.search_text(&TextQuery::new("zebra")).unwrap();
+        let hits = handle
+            .sekha()
+            .search_text(&TextQuery::new("zebra"))
+            .unwrap();
         assert_eq!(hits.len(), 1, "{ns}");
         assert_eq!(hits[0].message.conversation_id, own);
         for mode in [
@@ -82,6 +98,7 @@ fn a_namespace_sees_only_its_own_records() {
             SearchMode::Hybrid,
         ] {
             let found = handle
+                .sekha()
                 .search(&SearchRequest::new("zebra migration plan").mode(mode))
                 .unwrap();
             let convs: Vec<_> = found
@@ -93,33 +110,40 @@ fn a_namespace_sees_only_its_own_records() {
         }
         // Context assembly.
         let ctx = handle
+            .sekha()
             .assemble_context(&ContextRequest::new("zebra migration"))
             .unwrap();
         assert_eq!(ctx.conversation_ids, [own], "{ns}");
         // Export.
         let export = handle
+            .sekha()
             .export(&Selection::Matching(Filter::default()))
             .unwrap();
         assert_eq!(export.conversations.len(), 1, "{ns}");
         assert_eq!(export.conversations[0].conversation.id, own);
         // By id: another namespace's records do not exist here.
         for other in others {
-            assert!(is_not_found(handle.get_conversation(other)), "{ns}");
-            assert!(is_not_found(handle.get_conversation_with_messages(other)));
-            assert!(is_not_found(handle.export(&Selection::One(other))));
-            assert!(is_not_found(handle.pin(other)));
-            assert!(is_not_found(handle.archive(other)));
+            assert!(is_not_found(handle.sekha().get_conversation(other)), "{ns}");
             assert!(is_not_found(
-                handle.append_messages(other, vec![NewMessage::new("user", "x")])
+                handle.sekha().get_conversation_with_messages(other)
             ));
-            assert!(is_not_found(handle.delete_conversation(other)));
-            assert!(is_not_found(handle.list_summaries(other, None)));
+            assert!(is_not_found(handle.sekha().export(&Selection::One(other))));
+            assert!(is_not_found(handle.sekha().pin(other)));
+            assert!(is_not_found(handle.sekha().archive(other)));
+            assert!(is_not_found(
+                handle
+                    .sekha()
+                    .append_messages(other, vec![NewMessage::new("user", "x")])
+            ));
+            assert!(is_not_found(handle.sekha().delete_conversation(other)));
+            assert!(is_not_found(handle.sekha().list_summaries(other, None)));
         }
     }
     // Nothing above changed another namespace's record.
-    assert_eq!(db.get_conversation(d).unwrap().importance_score, 5);
+    assert_eq!(db.sekha().get_conversation(d).unwrap().importance_score, 5);
     assert_eq!(
-        acme.get_conversation_with_messages(a)
+        acme.sekha()
+            .get_conversation_with_messages(a)
             .unwrap()
             .messages
             .len(),
@@ -141,15 +165,19 @@ fn namespaces_survive_reopen_and_bad_names_are_refused() {
         db.close().unwrap();
     }
     let db = open(dir.path());
-    assert!(is_not_found(db.get_conversation(a)));
+    assert!(is_not_found(db.sekha().get_conversation(a)));
     let ns = db.namespace("user@example.com").unwrap();
-    assert_eq!(ns.get_conversation(a).unwrap().label, "l");
+    assert_eq!(ns.sekha().get_conversation(a).unwrap().label, "l");
     assert_eq!(
-        ns.search_text(&TextQuery::new("persisted")).unwrap().len(),
+        ns.sekha()
+            .search_text(&TextQuery::new("persisted"))
+            .unwrap()
+            .len(),
         1
     );
     assert!(
-        db.search_text(&TextQuery::new("persisted"))
+        db.sekha()
+            .search_text(&TextQuery::new("persisted"))
             .unwrap()
             .is_empty()
     );

@@ -9,6 +9,7 @@
 //! mode of the engine keep the query syntax. `memdb query` is covered in
 //! `cli/tests/cli.rs`.
 
+use memdb::Systems;
 use std::sync::{Arc, OnceLock};
 
 use memdb::{
@@ -170,7 +171,7 @@ fn a_question_in_the_base_form_finds_the_turn_in_the_past() {
         ("What did Ana buy for her mom?", "bought"),
         ("Who ran the bake sale?", "run"),
     ] {
-        let r = db.search(&SearchRequest::new(q)).expect("search");
+        let r = db.sekha().search(&SearchRequest::new(q)).expect("search");
         assert_eq!(
             r.hits.first().map(|h| h.label.as_str()),
             Some(label),
@@ -194,6 +195,7 @@ fn engine_answers_questions_in_every_configuration() {
                 .language(QueryLanguage::Natural),
         ] {
             let r = db
+                .sekha()
                 .search(&req)
                 .unwrap_or_else(|e| panic!("{q:?} ({:?}): {e}", req.mode));
             assert_eq!(r.mode, SearchMode::Keyword);
@@ -208,11 +210,13 @@ fn engine_answers_questions_in_every_configuration() {
     // Keyword mode reads the syntax by default: the same question is a
     // syntax error there.
     let e = db
+        .sekha()
         .search(&SearchRequest::new(QUESTIONS[0].0).mode(SearchMode::Keyword))
         .unwrap_err();
     assert!(e.to_string().contains("CS"), "{e}");
     assert!(
-        db.search(&SearchRequest::new("\"").mode(SearchMode::Keyword))
+        db.sekha()
+            .search(&SearchRequest::new("\"").mode(SearchMode::Keyword))
             .is_err()
     );
 
@@ -221,7 +225,10 @@ fn engine_answers_questions_in_every_configuration() {
     for (q, label) in QUESTIONS {
         let mut req = SearchRequest::new(*q);
         req.explain = true;
-        let r = db.search(&req).unwrap_or_else(|e| panic!("{q:?}: {e}"));
+        let r = db
+            .sekha()
+            .search(&req)
+            .unwrap_or_else(|e| panic!("{q:?}: {e}"));
         assert_eq!(r.mode, SearchMode::Hybrid);
         no_skip(&r.notes, q);
         let pos = r.hits.iter().position(|h| h.label == *label);
@@ -234,6 +241,7 @@ fn engine_answers_questions_in_every_configuration() {
         let explain = pos.and_then(|p| r.hits[p].explain);
         assert_eq!(explain.and_then(|e| e.keyword_rank), Some(1), "{q:?}");
         let r = db
+            .sekha()
             .search(&SearchRequest::new(*q).mode(SearchMode::Semantic))
             .unwrap_or_else(|e| panic!("{q:?}: {e}"));
         assert!(
@@ -249,11 +257,14 @@ fn questions_of_nothing_but_stop_words_or_punctuation() {
     let d = tmp();
     let db = corpus_db(d.path(), None);
     // No content word, no embedder: every word counts (stop words match).
-    let r = db.search(&SearchRequest::new("is it on the")).unwrap();
+    let r = db
+        .sekha()
+        .search(&SearchRequest::new("is it on the"))
+        .unwrap();
     assert!(!r.hits.is_empty());
     // No word at all: no keyword hit, a note, no error.
     for q in ["*", "\"", "( ) ?", "AND OR NOT"] {
-        let r = db.search(&SearchRequest::new(q)).unwrap();
+        let r = db.sekha().search(&SearchRequest::new(q)).unwrap();
         if q == "AND OR NOT" {
             // Three stop words: matched as words.
             assert!(r.hits.iter().any(|h| h.label == "logs"), "{q:?}");
@@ -264,13 +275,16 @@ fn questions_of_nothing_but_stop_words_or_punctuation() {
     }
     let d = tmp();
     let db = corpus_db(d.path(), Some(Arc::new(Hashing::new(64).expect("hashing"))));
-    let r = db.search(&SearchRequest::new("is it on the")).unwrap();
+    let r = db
+        .sekha()
+        .search(&SearchRequest::new("is it on the"))
+        .unwrap();
     assert!(
         r.notes.contains(&SearchNote::KeywordStopWordsOnly),
         "{:?}",
         r.notes
     );
-    let r = db.search(&SearchRequest::new("* ?")).unwrap();
+    let r = db.sekha().search(&SearchRequest::new("* ?")).unwrap();
     assert!(
         r.notes.contains(&SearchNote::KeywordNoWords),
         "{:?}",
@@ -375,7 +389,7 @@ proptest! {
             let req = SearchRequest::new(q.as_str())
                 .mode(mode)
                 .language(QueryLanguage::Natural);
-            match db.search(&req) {
+            match db.sekha().search(&req) {
                 Ok(r) => {
                     // Semantic mode has no keyword side and no budget (the
                     // surfaces bound its length; the embedder truncates).

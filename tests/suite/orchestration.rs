@@ -3,6 +3,7 @@
 //! assembly, summaries, pruning, label suggestions and importance scores.
 
 use chrono::{DateTime, Duration, Utc};
+use memdb::Systems;
 use memdb::{
     ContextRequest, Error, Extractive, Memdb, NewConversation, NewMessage, PruneAction,
     PruneRequest, Recommendation, Status, SummarizeRequest, SummaryLevel, TokenCounter,
@@ -29,7 +30,11 @@ fn aged(db: &Memdb, label: &str, folder: &str, importance: u8, days: i64, texts:
         .collect();
     let mut n = NewConversation::new(label, msgs).in_folder(folder);
     n.importance_score = Some(importance);
-    db.create_conversation(n).expect("create").conversation.id
+    db.sekha()
+        .create_conversation(n)
+        .expect("create")
+        .conversation
+        .id
 }
 
 #[test]
@@ -95,7 +100,7 @@ fn context_summaries_and_pruning_end_to_end() {
     req.excluded_folders = vec!["/home".into()];
     req.context_budget = 60;
     req.now = Some(now());
-    let ctx = db.assemble_context(&req).expect("assemble");
+    let ctx = db.sekha().assemble_context(&req).expect("assemble");
     assert_eq!(ctx.target_tokens, 51);
     assert!(ctx.token_count <= 51);
     assert!(ctx.conversation_ids.contains(&pinned));
@@ -116,6 +121,7 @@ fn context_summaries_and_pruning_end_to_end() {
 
     // Summaries: persisted, listed, served from a lower level.
     let s = db
+        .sekha()
         .summarize(
             &SummarizeRequest {
                 conversation_id: rust,
@@ -128,11 +134,12 @@ fn context_summaries_and_pruning_end_to_end() {
     assert!(s.persisted);
     assert_eq!(s.source_count, 2);
     let served = db
+        .sekha()
         .latest_summary(rust, SummaryLevel::Weekly)
         .expect("served");
     assert_eq!(served.served_level, SummaryLevel::Daily);
     assert_eq!(served.summary.id, s.id);
-    let bad = db.summarize(
+    let bad = db.sekha().summarize(
         &SummarizeRequest {
             conversation_id: rust,
             level: "hourly".into(),
@@ -141,10 +148,14 @@ fn context_summaries_and_pruning_end_to_end() {
         &Extractive,
     );
     assert!(matches!(bad, Err(Error::InvalidInput { ref field, .. }) if field == "level"));
-    assert_eq!(db.list_summaries(rust, None).expect("list").len(), 1);
+    assert_eq!(
+        db.sekha().list_summaries(rust, None).expect("list").len(),
+        1
+    );
 
     // Pruning: the old unimportant one is to archive, the pinned one kept.
     let report = db
+        .sekha()
         .prune_suggestions(&PruneRequest {
             threshold_days: 90,
             now: Some(now()),
@@ -162,24 +173,26 @@ fn context_summaries_and_pruning_end_to_end() {
     assert_eq!(rec(pinned), Some(Recommendation::Keep));
     assert_eq!(rec(rust), None);
     let done = db
+        .sekha()
         .prune_execute(&[old], PruneAction::Archive)
         .expect("execute");
     assert_eq!(done.archived, vec![old]);
     assert_eq!(
-        db.get_conversation(old).expect("get").status,
+        db.sekha().get_conversation(old).expect("get").status,
         Status::Archived
     );
 
     // Labels and importance.
-    let labels = db.suggest_labels(rust, None).expect("labels");
+    let labels = db.sekha().suggest_labels(rust, None).expect("labels");
     assert!(labels.suggestions.iter().all(|s| s.label != "Rust"));
     assert!(!labels.suggestions.is_empty());
     let msg = db
+        .sekha()
         .get_conversation_with_messages(rust)
         .expect("get")
         .messages[0]
         .id;
-    let score = db.score_message(msg, None).expect("score");
+    let score = db.sekha().score_message(msg, None).expect("score");
     assert!((1.0..=10.0).contains(&score.importance_score));
     assert_eq!(score.message_id, Some(msg));
 }
@@ -206,32 +219,39 @@ fn auto_label_applies_the_top_suggestion_with_sekhas_folder_rule() {
     );
     let id = c.conversation.id;
     let top = db
+        .sekha()
         .suggest_labels(id, None)
         .expect("suggest")
         .top_suggestion
         .expect("a suggestion");
     assert_eq!(top.label, "Rust: borrow checker");
 
-    let kept = db.auto_label(id, None, 1.0, true).expect("auto label");
+    let kept = db
+        .sekha()
+        .auto_label(id, None, 1.0, true)
+        .expect("auto label");
     assert!(!kept.applied, "{kept:?}");
-    assert_eq!(db.get_conversation(id).unwrap().label, "untitled");
+    assert_eq!(db.sekha().get_conversation(id).unwrap().label, "untitled");
     assert!(
         kept.notes.iter().any(|n| n.contains("unchanged")),
         "{kept:?}"
     );
 
-    let a = db.auto_label(id, None, 0.5, true).expect("auto label");
+    let a = db
+        .sekha()
+        .auto_label(id, None, 0.5, true)
+        .expect("auto label");
     assert!(a.applied, "{a:?}");
     assert_eq!(
         (a.label.as_str(), a.folder.as_str()),
         ("Rust: borrow checker", "/work")
     );
-    let stored = db.get_conversation(id).unwrap();
+    let stored = db.sekha().get_conversation(id).unwrap();
     assert_eq!((stored.label, stored.folder), (a.label, a.folder));
     assert_eq!(memdb::auto_label_folder("Kyoto trip"), "/personal");
 
     assert!(matches!(
-        db.auto_label(id, None, 1.5, false),
+        db.sekha().auto_label(id, None, 1.5, false),
         Err(memdb::Error::InvalidInput { .. })
     ));
 }

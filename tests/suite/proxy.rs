@@ -6,6 +6,7 @@
 //! status and body as they are, 502 unreachable, 504 too slow) with
 //! nothing stored.
 
+use memdb::Systems;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -161,7 +162,7 @@ fn the_openai_client_gets_answers_with_memdbs_context_and_the_exchange_is_stored
 
     let dir = server.stop();
     let db = memdb::Memdb::open(dir.path()).expect("reopen");
-    let stats = db.stats(&memdb::Filter::default()).expect("stats");
+    let stats = db.sekha().stats(&memdb::Filter::default()).expect("stats");
     // The seed, two exchanges with context and one without.
     assert_eq!(stats.total_conversations, 4, "{stats:?}");
 }

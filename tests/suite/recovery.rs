@@ -13,6 +13,7 @@ fn snapshot(db: &Memdb, queries: &[&str]) -> Vec<Vec<(uuid::Uuid, String)>> {
             // Compare whole result sets: the order of equal scores depends
             // on document order, which a rebuild may change.
             let mut hits: Vec<_> = db
+                .sekha()
                 .search_text(&q)
                 .unwrap()
                 .into_iter()
@@ -96,7 +97,13 @@ fn reindex_on_demand() {
     assert_eq!(snapshot(&db, QUERIES), before);
     // Writes after a reindex still land in the (new) index.
     conv(&db, "late", "/", &["omega after reindex"]);
-    assert_eq!(db.search_text(&TextQuery::new("omega")).unwrap().len(), 1);
+    assert_eq!(
+        db.sekha()
+            .search_text(&TextQuery::new("omega"))
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -111,7 +118,9 @@ fn stale_index_catches_up_from_the_oplog() {
     crate::copy_dir(&d.path().join("text"), &saved);
     let db = Memdb::open(d.path()).unwrap();
     let later = conv(&db, "later", "/", &["second batch"]);
-    db.delete_conversation(later.conversation.id).unwrap();
+    db.sekha()
+        .delete_conversation(later.conversation.id)
+        .unwrap();
     conv(&db, "latest", "/", &["third batch"]);
     let lsn = db.check().unwrap().store_lsn;
     db.close().unwrap();
@@ -123,9 +132,16 @@ fn stale_index_catches_up_from_the_oplog() {
     assert!(report.is_consistent(), "{report:?}");
     assert_eq!(report.text_index_lsn, lsn);
     assert_eq!(report.messages, 2);
-    assert_eq!(db.search_text(&TextQuery::new("batch")).unwrap().len(), 2);
+    assert_eq!(
+        db.sekha()
+            .search_text(&TextQuery::new("batch"))
+            .unwrap()
+            .len(),
+        2
+    );
     assert!(
-        db.search_text(&TextQuery::new("second"))
+        db.sekha()
+            .search_text(&TextQuery::new("second"))
             .unwrap()
             .is_empty()
     );
@@ -143,7 +159,7 @@ fn oplog_is_trimmed_once_the_index_checkpointed() {
     }
     // A search soft-commits the index (visible, not yet durable): a power
     // loss could still need those entries, so a write keeps them.
-    db.search_text(&TextQuery::new("m1")).unwrap();
+    db.sekha().search_text(&TextQuery::new("m1")).unwrap();
     conv(&db, "t", "/", &["one more"]);
     assert!(
         db.oplog_len().unwrap() >= 10,
@@ -169,7 +185,7 @@ fn commits_after_every_write_keep_few_segments() {
     let db = Memdb::open(d.path()).unwrap();
     for i in 0..120 {
         conv(&db, "t", "/", &[&format!("segment churn {i}")]);
-        db.search_text(&TextQuery::new("churn")).unwrap();
+        db.sekha().search_text(&TextQuery::new("churn")).unwrap();
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let mut report = db.check().unwrap();
@@ -185,7 +201,7 @@ fn commits_after_every_write_keep_few_segments() {
     );
     let mut query = TextQuery::new("churn");
     query.limit = 200;
-    assert_eq!(db.search_text(&query).unwrap().len(), 120);
+    assert_eq!(db.sekha().search_text(&query).unwrap().len(), 120);
 }
 
 #[test]
@@ -198,7 +214,7 @@ fn optimize_merges_into_one_durable_segment_with_the_same_results() {
     populate(&db);
     for i in 0..6 {
         conv(&db, "t", "/", &[&format!("segment churn {i} red fox")]);
-        db.search_text(&TextQuery::new("churn")).unwrap();
+        db.sekha().search_text(&TextQuery::new("churn")).unwrap();
     }
     let queries = ["fox", "red OR churn", "\"red fox\"", "churn -red"];
     let before = snapshot(&db, &queries);
@@ -223,7 +239,7 @@ fn a_background_checkpoint_makes_soft_commits_durable() {
     config.text_checkpoint_interval = std::time::Duration::from_millis(50);
     let db = Memdb::open_with(d.path(), config).unwrap();
     conv(&db, "t", "/", &["soft then durable"]);
-    db.search_text(&TextQuery::new("soft")).unwrap();
+    db.sekha().search_text(&TextQuery::new("soft")).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let mut status = db.text_index_status();
     while status.durable_lsn < status.committed_lsn && std::time::Instant::now() < deadline {
@@ -266,7 +282,7 @@ fn soft_commits_stay_in_memory_and_a_crash_replays_them() {
             conv(&db, "t", "/", &[&format!("power loss {i}")]);
             let mut query = TextQuery::new("power");
             query.limit = 50;
-            assert_eq!(db.search_text(&query).unwrap().len(), i + 1);
+            assert_eq!(db.sekha().search_text(&query).unwrap().len(), i + 1);
         }
         // Twenty soft commits, all searchable, none on disk.
         assert_eq!(segment_files(&text), on_disk);
@@ -284,7 +300,7 @@ fn soft_commits_stay_in_memory_and_a_crash_replays_them() {
     let mut query = TextQuery::new("power");
     query.limit = 50;
     assert_eq!(
-        db.search_text(&query).unwrap().len(),
+        db.sekha().search_text(&query).unwrap().len(),
         20,
         "replay from the oplog"
     );
@@ -322,6 +338,6 @@ fn a_marked_index_is_verified_and_a_damaged_one_rebuilt() {
     assert!(db.check().unwrap().is_consistent());
     let mut query = TextQuery::new("power");
     query.limit = 50;
-    assert_eq!(db.search_text(&query).unwrap().len(), 20);
+    assert_eq!(db.sekha().search_text(&query).unwrap().len(), 20);
     assert!(!text.join("memdb-unsynced").exists());
 }

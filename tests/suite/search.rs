@@ -7,7 +7,8 @@ use crate::{conv, tmp};
 
 /// Runs `q` and returns the hit texts in rank order.
 fn check(db: &Memdb, q: TextQuery) -> Vec<String> {
-    db.search_text(&q)
+    db.sekha()
+        .search_text(&q)
         .unwrap_or_else(|e| panic!("query {:?} failed: {e}", q.query))
         .into_iter()
         .map(|h| h.message.content.text())
@@ -89,7 +90,7 @@ fn ranking_and_syntax() {
     );
     assert_eq!(check(&db, q("today's")).len(), 1);
     // Scores are positive and descending.
-    let hits = db.search_text(&q("bread OR rust")).unwrap();
+    let hits = db.sekha().search_text(&q("bread OR rust")).unwrap();
     assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
     assert!(hits.iter().all(|h| h.score > 0.0));
 }
@@ -130,7 +131,7 @@ fn filters_scope_results() {
         .len(),
         1
     );
-    db.archive(home.conversation.id).unwrap();
+    db.sekha().archive(home.conversation.id).unwrap();
     assert_eq!(
         with(Filter {
             status: Some(Status::Archived),
@@ -146,7 +147,7 @@ fn filters_scope_results() {
         .len(),
         2
     );
-    db.pin(home.conversation.id).unwrap();
+    db.sekha().pin(home.conversation.id).unwrap();
     assert_eq!(
         with(Filter {
             pinned: Some(true),
@@ -200,19 +201,20 @@ fn hits_carry_conversation_scope_and_follow_updates() {
     let d = tmp();
     let db = Memdb::open(d.path()).unwrap();
     let c = conv(&db, "before", "/old", &["zebra crossing"]);
-    let h = &db.search_text(&q("zebra")).unwrap()[0];
+    let h = &db.sekha().search_text(&q("zebra")).unwrap()[0];
     assert_eq!((h.label.as_str(), h.folder.as_str()), ("before", "/old"));
     assert_eq!(h.message.conversation_id, c.conversation.id);
-    db.update_conversation(
-        c.conversation.id,
-        ConversationUpdate {
-            label: Some("after".into()),
-            folder: Some("/new".into()),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let h = &db.search_text(&q("zebra")).unwrap()[0];
+    db.sekha()
+        .update_conversation(
+            c.conversation.id,
+            ConversationUpdate {
+                label: Some("after".into()),
+                folder: Some("/new".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let h = &db.sekha().search_text(&q("zebra")).unwrap()[0];
     assert_eq!((h.label.as_str(), h.folder.as_str()), ("after", "/new"));
     let mut scoped = q("zebra");
     scoped.filter.folder = Some("/old".into());
@@ -232,7 +234,10 @@ fn paging_and_read_your_writes() {
     for i in 0..25 {
         let c = conv(&db, "p", "/", &[&format!("needle number {i}")]);
         // Every write is visible to the very next search.
-        let hits = db.search_text(&q(&format!("\"number {i}\""))).unwrap();
+        let hits = db
+            .sekha()
+            .search_text(&q(&format!("\"number {i}\"")))
+            .unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].message.conversation_id, c.conversation.id);
     }
@@ -262,30 +267,34 @@ fn cached_hits_never_outlive_a_concurrent_update() {
         for _ in 0..3 {
             s.spawn(|| {
                 while !done.load(std::sync::atomic::Ordering::Acquire) {
-                    let hits = db.search_text(&q("quokka")).unwrap();
+                    let hits = db.sekha().search_text(&q("quokka")).unwrap();
                     assert_eq!(hits.len(), 1);
                     assert!(hits[0].label.starts_with("label "));
                 }
             });
         }
         for i in 1..=200 {
-            db.update_conversation(
-                id,
-                ConversationUpdate {
-                    label: Some(format!("label {i}")),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            db.sekha()
+                .update_conversation(
+                    id,
+                    ConversationUpdate {
+                        label: Some(format!("label {i}")),
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
         }
         done.store(true, std::sync::atomic::Ordering::Release);
     });
     for _ in 0..3 {
-        assert_eq!(db.search_text(&q("quokka")).unwrap()[0].label, "label 200");
+        assert_eq!(
+            db.sekha().search_text(&q("quokka")).unwrap()[0].label,
+            "label 200"
+        );
     }
     let other = conv(&db, "other", "/", &["quokka in the other one"]);
-    db.delete_conversation(id).unwrap();
-    let hits = db.search_text(&q("quokka")).unwrap();
+    db.sekha().delete_conversation(id).unwrap();
+    let hits = db.sekha().search_text(&q("quokka")).unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].message.conversation_id, other.conversation.id);
 }
@@ -299,17 +308,18 @@ fn cached_rows_follow_delete_and_reimport_of_the_same_ids() {
     let db = Memdb::open(d.path()).unwrap();
     let c = conv(&db, "original", "/", &["wombat burrow depth"]);
     let id = c.conversation.id;
-    let hit = &db.search_text(&q("wombat")).unwrap()[0];
+    let hit = &db.sekha().search_text(&q("wombat")).unwrap()[0];
     assert_eq!(hit.label, "original");
-    let mut export = db.export(&Selection::One(id)).unwrap();
-    db.delete_conversation(id).unwrap();
-    assert!(db.search_text(&q("wombat")).unwrap().is_empty());
+    let mut export = db.sekha().export(&Selection::One(id)).unwrap();
+    db.sekha().delete_conversation(id).unwrap();
+    assert!(db.sekha().search_text(&q("wombat")).unwrap().is_empty());
     let item = &mut export.conversations[0];
     item.conversation.label = "restored".into();
     item.messages[0].content = Content::Text("wombat burrow width".into());
-    db.import(export, ImportOptions::default(), &mut |_, _| {})
+    db.sekha()
+        .import(export, ImportOptions::default(), &mut |_, _| {})
         .unwrap();
-    let hits = db.search_text(&q("wombat")).unwrap();
+    let hits = db.sekha().search_text(&q("wombat")).unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].message.id, c.messages[0].id, "same message id");
     assert_eq!(hits[0].label, "restored");

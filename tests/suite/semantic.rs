@@ -108,6 +108,7 @@ fn paraphrased_queries_find_their_topic_first() {
     for ((label, _, query), id) in TOPICS.iter().zip(&ids) {
         for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
             let r = db
+                .sekha()
                 .search(&SearchRequest::new(*query).mode(mode).limit(5))
                 .unwrap();
             assert_eq!(r.mode, mode, "notes: {:?}", r.notes);
@@ -123,6 +124,7 @@ fn paraphrased_queries_find_their_topic_first() {
         // index) cannot find it.
         let content: Vec<String> = words(query).into_iter().collect();
         let kw = db
+            .sekha()
             .search(&SearchRequest::new(content.join(" ")).mode(SearchMode::Keyword))
             .unwrap();
         assert!(kw.hits.iter().all(|h| h.message.conversation_id != *id));
@@ -148,7 +150,7 @@ fn explain_reports_the_vector_planner_choice_per_graph() {
 
     let semantic = SearchRequest::new("alpha").mode(SearchMode::Semantic);
     assert!(
-        db.search(&semantic).unwrap().plan.is_empty(),
+        db.sekha().search(&semantic).unwrap().plan.is_empty(),
         "no explain, no plan"
     );
     let mut req = semantic.clone();
@@ -163,7 +165,7 @@ fn explain_reports_the_vector_planner_choice_per_graph() {
     // Unfiltered: a plain graph search of the 60 compacted vectors; the
     // delta holds the 2 written since (its live-node check makes it a
     // predicate, and 2 nodes are searched exactly).
-    let all = db.search(&req).unwrap();
+    let all = db.sekha().search(&req).unwrap();
     let g = part(&all, IndexPart::Generation);
     assert_eq!(
         (g.path, g.nodes, g.allowed),
@@ -178,7 +180,7 @@ fn explain_reports_the_vector_planner_choice_per_graph() {
 
     // One conversation: its 2 messages of the 60, searched exactly.
     req.conversation_id = Some(ids[3]);
-    let one = db.search(&req).unwrap();
+    let one = db.sekha().search(&req).unwrap();
     let g = part(&one, IndexPart::Generation);
     assert_eq!(
         (g.path, g.allowed, g.estimated),
@@ -190,10 +192,10 @@ fn explain_reports_the_vector_planner_choice_per_graph() {
     // Hybrid carries the plan of its semantic side; keyword has none.
     let mut hybrid = SearchRequest::new("alpha");
     hybrid.explain = true;
-    assert!(!db.search(&hybrid).unwrap().plan.is_empty());
+    assert!(!db.sekha().search(&hybrid).unwrap().plan.is_empty());
     let mut keyword = SearchRequest::new("alpha").mode(SearchMode::Keyword);
     keyword.explain = true;
-    assert!(db.search(&keyword).unwrap().plan.is_empty());
+    assert!(db.sekha().search(&keyword).unwrap().plan.is_empty());
 }
 
 #[test]
@@ -217,7 +219,7 @@ fn hybrid_explains_and_fuses_both_rankings() {
     // Nor the session weight, which multiplies after them (tested in
     // the_session_pass_weighs_conversations_and_opens_the_tail_to_new_ones).
     req.weights.session_mass = 0.0;
-    let r = db.search(&req).unwrap();
+    let r = db.sekha().search(&req).unwrap();
     assert_eq!(r.mode, SearchMode::Hybrid);
     let top = &r.hits[0];
     assert_eq!(top.label, "pw");
@@ -242,6 +244,7 @@ fn hybrid_explains_and_fuses_both_rankings() {
     assert!(le.similarity.expect("similarity") > 0.3);
     // Semantic scores are similarities in [-1, 1], best first.
     let s = db
+        .sekha()
         .search(&SearchRequest::new("forgotten password").mode(SearchMode::Semantic))
         .unwrap();
     assert!(s.hits.windows(2).all(|w| w[0].score >= w[1].score));
@@ -262,14 +265,14 @@ fn filters_apply_to_semantic_and_hybrid_search() {
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
         let mut req = SearchRequest::new("borrow checker").mode(mode);
         req.filter.folder = Some("/home".into());
-        let r = db.search(&req).unwrap();
+        let r = db.sekha().search(&req).unwrap();
         assert_eq!(r.hits.len(), 1, "{mode:?}");
         assert_eq!(r.hits[0].message.conversation_id, home.conversation.id);
         let mut req = SearchRequest::new("borrow checker").mode(mode);
         req.conversation_id = Some(home.conversation.id);
         req.role = Some("assistant".into());
         assert!(
-            db.search(&req).unwrap().hits.is_empty(),
+            db.sekha().search(&req).unwrap().hits.is_empty(),
             "{mode:?} role filter"
         );
     }
@@ -280,7 +283,7 @@ fn bad_search_requests_are_clear_errors() {
     let d = tmp();
     let db = open(d.path(), hashing(64));
     conv(&db, "a", "/", &["hello world"]);
-    let err = |req: SearchRequest| db.search(&req).unwrap_err().to_string();
+    let err = |req: SearchRequest| db.sekha().search(&req).unwrap_err().to_string();
     assert!(err(SearchRequest::new("   ")).contains("query is empty"));
     assert!(err(SearchRequest::new("x").limit(0)).contains("limit"));
     assert!(err(SearchRequest::new("x").limit(1001)).contains("limit"));
@@ -295,7 +298,7 @@ fn bad_search_requests_are_clear_errors() {
     // the keyword side runs.
     let mut r = SearchRequest::new("hello \"world");
     r.explain = true;
-    let r = db.search(&r).unwrap();
+    let r = db.sekha().search(&r).unwrap();
     assert_eq!(r.mode, SearchMode::Hybrid);
     assert!(r.notes.is_empty(), "{:?}", r.notes);
     assert_eq!(r.hits.len(), 1);
@@ -303,6 +306,7 @@ fn bad_search_requests_are_clear_errors() {
     // Read as syntax, it is a syntax error: hybrid still answers from the
     // semantic ranking and says so; keyword mode refuses it.
     let r = db
+        .sekha()
         .search(&SearchRequest::new("hello \"world").language(QueryLanguage::Syntax))
         .unwrap();
     assert_eq!(r.mode, SearchMode::Hybrid);
@@ -312,7 +316,8 @@ fn bad_search_requests_are_clear_errors() {
             .any(|n| matches!(n, SearchNote::KeywordSkipped { .. }))
     );
     assert!(
-        db.search(&SearchRequest::new("hello \"world").mode(SearchMode::Keyword))
+        db.sekha()
+            .search(&SearchRequest::new("hello \"world").mode(SearchMode::Keyword))
             .is_err()
     );
 }
@@ -332,6 +337,7 @@ fn min_similarity_drops_semantic_candidates_under_the_floor() {
     conv(&db, "d", "/", &["sunny weather in paris today"]);
     let q = "rust borrow checker lifetimes";
     let all = db
+        .sekha()
         .search(&SearchRequest::new(q).mode(SearchMode::Semantic).limit(50))
         .unwrap();
     assert_eq!(all.hits.len(), 4, "without a floor every neighbour counts");
@@ -343,7 +349,7 @@ fn min_similarity_drops_semantic_candidates_under_the_floor() {
         .mode(SearchMode::Semantic)
         .limit(50)
         .min_similarity(floor);
-    let kept = db.search(&req).unwrap();
+    let kept = db.sekha().search(&req).unwrap();
     let ids = |r: &SearchResults| r.hits.iter().map(|h| h.message.id).collect::<Vec<_>>();
     assert_eq!(ids(&kept), ids(&all)[..2].to_vec());
     assert!(kept.hits.iter().all(|h| h.score >= floor));
@@ -353,7 +359,7 @@ fn min_similarity_drops_semantic_candidates_under_the_floor() {
     // with its real similarity and no semantic rank.
     let mut req = SearchRequest::new(q).limit(50).min_similarity(floor);
     req.explain = true;
-    let hybrid = db.search(&req).unwrap();
+    let hybrid = db.sekha().search(&req).unwrap();
     assert_eq!(hybrid.mode, SearchMode::Hybrid);
     assert!(
         hybrid.hits.iter().all(|h| h.label != "d"),
@@ -370,17 +376,19 @@ fn min_similarity_drops_semantic_candidates_under_the_floor() {
     assert_eq!(e.semantic_rank, None);
     let sim = e.similarity.expect("filled-in similarity");
     assert!(sim < floor, "{sim} vs floor {floor}");
-    let without = db.search(&SearchRequest::new(q).limit(50)).unwrap();
+    let without = db.sekha().search(&SearchRequest::new(q).limit(50)).unwrap();
     assert!(without.hits.iter().any(|h| h.label == "d"));
 
     // Out of range: a clear error; keyword mode ignores it with a note.
     for bad in [1.5, -1.01, f32::NAN] {
         let err = db
+            .sekha()
             .search(&SearchRequest::new(q).min_similarity(bad))
             .unwrap_err();
         assert!(err.to_string().contains("min_similarity"), "{err}");
     }
     let kw = db
+        .sekha()
         .search(
             &SearchRequest::new(q)
                 .mode(SearchMode::Keyword)
@@ -419,7 +427,7 @@ fn hybrid_scores_keyword_only_candidates_by_their_real_similarity() {
     // Keyword weight only: the keyword match ranks first whatever its
     // similarity, which the explanation must still report.
     req.weights.semantic = 0.0;
-    let r = db.search(&req).unwrap();
+    let r = db.sekha().search(&req).unwrap();
     let hit = &r.hits[0];
     assert_eq!(hit.message.conversation_id, far.conversation.id);
     let e = hit.explain.expect("explained");
@@ -434,7 +442,7 @@ fn hybrid_scores_keyword_only_candidates_by_their_real_similarity() {
     assert_eq!(v.len(), 256);
     let mut exact = SearchRequest::new(q).mode(SearchMode::Semantic);
     exact.conversation_id = Some(far.conversation.id);
-    let s = db.search(&exact).unwrap();
+    let s = db.sekha().search(&exact).unwrap();
     assert_eq!(s.hits[0].message.id, hit.message.id);
     assert!(
         (s.hits[0].score - sim).abs() < 1e-5,
@@ -443,6 +451,7 @@ fn hybrid_scores_keyword_only_candidates_by_their_real_similarity() {
     );
     // And it is below every semantic candidate (it was left out of them).
     let top = db
+        .sekha()
         .search(&SearchRequest::new(q).mode(SearchMode::Semantic).limit(50))
         .unwrap();
     assert!(top.hits.iter().all(|h| h.score > sim));
@@ -454,11 +463,12 @@ fn without_an_embedder_hybrid_is_keyword_and_semantic_is_an_error() {
     let d = tmp();
     let db = Memdb::open(d.path()).unwrap();
     conv(&db, "a", "/", &["hello world"]);
-    let r = db.search(&SearchRequest::new("hello")).unwrap();
+    let r = db.sekha().search(&SearchRequest::new("hello")).unwrap();
     assert_eq!(r.mode, SearchMode::Keyword);
     assert_eq!(r.hits.len(), 1);
     assert!(r.notes.contains(&SearchNote::NoEmbedder));
     let e = db
+        .sekha()
         .search(&SearchRequest::new("hello").mode(SearchMode::Semantic))
         .unwrap_err();
     assert!(e.to_string().contains("needs an embedding model"), "{e}");
@@ -489,7 +499,7 @@ fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
     assert_eq!(active.pending, 10);
     // Pending messages are still found by keyword, and the search says that
     // semantic ranking misses them.
-    let r = db.search(&SearchRequest::new("second")).unwrap();
+    let r = db.sekha().search(&SearchRequest::new("second")).unwrap();
     // The five keyword hits first; neighbour expansion brings each one's
     // previous turn after them.
     let texts: Vec<String> = r.hits.iter().map(|h| h.message.content.text()).collect();
@@ -516,6 +526,7 @@ fn a_store_without_vectors_is_backfilled_when_an_embedder_attaches() {
     assert_eq!(stats.count, 10);
     assert_eq!((stats.generation_nodes, stats.delta), (8, 2));
     let r = db
+        .sekha()
         .search(&SearchRequest::new("second message").mode(SearchMode::Semantic))
         .unwrap();
     assert!(r.notes.is_empty(), "{:?}", r.notes);
@@ -560,7 +571,7 @@ fn deletes_remove_queued_and_embedded_messages() {
     let b = conv(&db, "b", "/", &["beta one"]);
     db.embed_pending(Some(1), &mut |_| {}).unwrap();
     assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 2);
-    db.delete_conversation(a.conversation.id).unwrap();
+    db.sekha().delete_conversation(a.conversation.id).unwrap();
     let space = db.embedding_status().unwrap().active.unwrap();
     assert!(
         space.pending <= 1,
@@ -569,6 +580,7 @@ fn deletes_remove_queued_and_embedded_messages() {
     let report = db.embed_pending(None, &mut |_| {}).unwrap();
     assert_eq!(report.remaining, 0);
     let r = db
+        .sekha()
         .search(&SearchRequest::new("alpha one").mode(SearchMode::Semantic))
         .unwrap();
     assert!(
@@ -589,12 +601,13 @@ fn another_model_is_refused_until_rebuild_embeddings_switches() {
     }
     let db = open(d.path(), hashing(32));
     let e = db
+        .sekha()
         .search(&SearchRequest::new("apples").mode(SearchMode::Semantic))
         .unwrap_err();
     assert!(matches!(e, Error::ModelMismatch { .. }), "{e}");
     assert!(e.to_string().contains("rebuild-embeddings"));
     // Hybrid still answers by keyword and says why.
-    let r = db.search(&SearchRequest::new("apples")).unwrap();
+    let r = db.sekha().search(&SearchRequest::new("apples")).unwrap();
     assert_eq!(r.mode, SearchMode::Keyword);
     assert_eq!(r.hits.len(), 1);
     // New messages are queued for the old model's space; nothing is mixed.
@@ -618,6 +631,7 @@ fn another_model_is_refused_until_rebuild_embeddings_switches() {
         .collect();
     assert_eq!(names, vec![active.space.clone()]);
     let r = db
+        .sekha()
         .search(&SearchRequest::new("cherries").mode(SearchMode::Semantic))
         .unwrap();
     assert_eq!(r.hits[0].label, "b");
@@ -638,7 +652,8 @@ fn query_embeddings_are_cached_in_the_store() {
     let db = Memdb::open_with(d.path(), config.clone()).unwrap();
     conv(&db, "a", "/", &["hello world"]);
     let q = |t: &str| {
-        db.search(&SearchRequest::new(t).mode(SearchMode::Semantic))
+        db.sekha()
+            .search(&SearchRequest::new(t).mode(SearchMode::Semantic))
             .unwrap()
     };
     assert_eq!(db.query_cache_len().unwrap(), 0);
@@ -673,7 +688,7 @@ fn the_background_worker_embeds_bulk_imports() {
             )
         })
         .collect();
-    db.create_conversations(convs).unwrap();
+    db.sekha().create_conversations(convs).unwrap();
     let start = Instant::now();
     loop {
         let pending = db.embedding_status().unwrap().active.unwrap().pending;
@@ -711,14 +726,15 @@ fn concurrent_writers_and_the_worker_leave_the_index_equal_to_the_store() {
             let db = &db;
             s.spawn(move || {
                 for i in 0..EACH {
-                    db.create_conversation(NewConversation::new(
-                        format!("writer {t} conversation {i}"),
-                        vec![
-                            NewMessage::new("user", format!("writer{t} asks question{i}")),
-                            NewMessage::new("assistant", format!("answer{i} for writer{t}")),
-                        ],
-                    ))
-                    .unwrap();
+                    db.sekha()
+                        .create_conversation(NewConversation::new(
+                            format!("writer {t} conversation {i}"),
+                            vec![
+                                NewMessage::new("user", format!("writer{t} asks question{i}")),
+                                NewMessage::new("assistant", format!("answer{i} for writer{t}")),
+                            ],
+                        ))
+                        .unwrap();
                 }
             });
         }
@@ -741,7 +757,7 @@ fn concurrent_writers_and_the_worker_leave_the_index_equal_to_the_store() {
     for (t, i) in [(0, 0), (3, 17), (7, 39)] {
         let mut req = SearchRequest::new(format!("answer{i} for writer{t}"));
         req.mode = SearchMode::Semantic;
-        let hits = db.search(&req).unwrap().hits;
+        let hits = db.sekha().search(&req).unwrap().hits;
         assert_eq!(
             hits.first().map(|h| h.message.content.text()),
             Some(format!("answer{i} for writer{t}"))
@@ -807,12 +823,13 @@ fn sigkill_during_a_bulk_embed_resumes_and_embeds_each_message_once() {
     let status = db.embedding_status().unwrap();
     let active = status.active.unwrap();
     assert_eq!(active.pending, 0);
-    let stats = db.stats(&Filter::default()).unwrap();
+    let stats = db.sekha().stats(&Filter::default()).unwrap();
     assert_eq!(stats.total_messages, N as u64);
     // Every message has exactly one vector: the live count equals the
     // message count, and each message finds itself first.
     assert_eq!(db.vector_stats(&active.space).unwrap().count, N as u64);
     let page = db
+        .sekha()
         .list_conversations(
             &Filter::default(),
             Page {
@@ -822,7 +839,7 @@ fn sigkill_during_a_bulk_embed_resumes_and_embeds_each_message_once() {
         )
         .unwrap();
     for c in page.conversations {
-        let full = db.get_conversation_with_messages(c.id).unwrap();
+        let full = db.sekha().get_conversation_with_messages(c.id).unwrap();
         for m in full.messages {
             let v = db.get_vector(&active.space, m.id).unwrap().expect("vector");
             let hits = db
@@ -1060,7 +1077,7 @@ fn a_search_racing_a_rebuild_switch_keeps_its_space_until_it_ends() {
             let mut req = SearchRequest::new("sourdough starter feeding");
             req.mode = SearchMode::Hybrid;
             req.limit = 5;
-            db.search(&req)
+            db.sekha().search(&req)
         });
         // The search holds the old space and waits inside the model for
         // its query vector while the rebuild switches.
@@ -1108,11 +1125,12 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
     let session = |label: &str, date: &str, text: &str| {
         let mut m = NewMessage::new("user", format!("Ana: {text}"));
         m.metadata = Some(serde_json::json!({"turn_id": label, "session_date": date}));
-        db.create_conversation(NewConversation {
-            folder: Some("/ana".into()),
-            ..NewConversation::new(label, vec![m])
-        })
-        .unwrap();
+        db.sekha()
+            .create_conversation(NewConversation {
+                folder: Some("/ana".into()),
+                ..NewConversation::new(label, vec![m])
+            })
+            .unwrap();
     };
     // Two messages the words alone cannot tell apart; the May one is the
     // answer.
@@ -1123,7 +1141,7 @@ fn a_question_naming_a_period_favours_messages_dated_inside_it() {
     let ask = |q: &str| {
         let mut req = SearchRequest::new(q);
         req.explain = true;
-        db.search(&req).unwrap()
+        db.sekha().search(&req).unwrap()
     };
     // The first hit holds `word` and was boosted as dated in the period.
     let boosted_first = |q: &str, word: &str| {
@@ -1187,12 +1205,13 @@ fn a_conversation_s_metadata_dates_its_messages() {
     let session = |label: &str, conv_date: &str, msg_date: Option<&str>, text: &str| {
         let mut m = NewMessage::new("user", format!("Ana: {text}"));
         m.metadata = msg_date.map(|d| serde_json::json!({"date_time": d}));
-        db.create_conversation(NewConversation {
-            folder: Some("/ana".into()),
-            metadata: Some(serde_json::json!({"session": label, "date_time": conv_date})),
-            ..NewConversation::new(label, vec![m])
-        })
-        .unwrap();
+        db.sekha()
+            .create_conversation(NewConversation {
+                folder: Some("/ana".into()),
+                metadata: Some(serde_json::json!({"session": label, "date_time": conv_date})),
+                ..NewConversation::new(label, vec![m])
+            })
+            .unwrap();
     };
     session("S1", "3 July, 2018", None, "the hiking trip was long");
     session("S2", "20 May, 2018", None, "the hiking trip was wet");
@@ -1206,7 +1225,7 @@ fn a_conversation_s_metadata_dates_its_messages() {
     let ask = |q: &str| {
         let mut req = SearchRequest::new(q);
         req.explain = true;
-        db.search(&req).unwrap()
+        db.sekha().search(&req).unwrap()
     };
     let boosted: Vec<String> = ask("What did Ana say about the hiking trip in May 2018?")
         .hits
@@ -1236,12 +1255,12 @@ fn an_imported_chat_is_dated_by_its_export_times() {
     let db = open(dir.path(), hashing(128));
     let path = files.path().join("conversations.json");
     std::fs::write(&path, crate::chat_import::CHATGPT).unwrap();
-    db.import_chat_file(&path, None).unwrap();
+    db.sekha().import_chat_file(&path, None).unwrap();
     db.embed_pending(None, &mut |_| {}).unwrap();
     let ask = |q: &str| {
         let mut req = SearchRequest::new(q);
         req.explain = true;
-        let r = db.search(&req).unwrap();
+        let r = db.sekha().search(&req).unwrap();
         let hit = r
             .hits
             .iter()
@@ -1297,18 +1316,18 @@ fn a_relative_period_in_a_scope_too_wide_to_list_reads_the_candidates_dates() {
         "the hiking trip was wet",
     ));
     batch.push(dated("/other", "S3", "2 June, 2019", "bread again"));
-    db.create_conversations(batch).unwrap();
+    db.sekha().create_conversations(batch).unwrap();
     db.embed_pending(None, &mut |_| {}).unwrap();
     let mut req = SearchRequest::new("What about the hiking trip in May?");
     req.explain = true;
-    let r = db.search(&req).unwrap();
+    let r = db.sekha().search(&req).unwrap();
     let top = &r.hits[0];
     assert!(top.message.content.text().contains("wet"), "{r:?}");
     assert_eq!(top.explain.unwrap().period_boost, Some(PERIOD_BOOST));
     // Within a folder of two conversations, the scope's own timeline
     // (today 3 July 2018) gives the same.
     req.filter.folder = Some("/ana".into());
-    let r = db.search(&req).unwrap();
+    let r = db.sekha().search(&req).unwrap();
     assert!(r.hits[0].message.content.text().contains("wet"), "{r:?}");
     assert_eq!(r.hits[0].explain.unwrap().period_boost, Some(PERIOD_BOOST));
 }
@@ -1334,11 +1353,12 @@ fn a_question_naming_a_day_reaches_turns_outside_the_best_matches() {
                 m
             })
             .collect();
-        db.create_conversation(NewConversation {
-            folder: Some("/ana".into()),
-            ..NewConversation::new(label, messages)
-        })
-        .unwrap();
+        db.sekha()
+            .create_conversation(NewConversation {
+                folder: Some("/ana".into()),
+                ..NewConversation::new(label, messages)
+            })
+            .unwrap();
     };
     // 80 short turns on another day match the question's words better
     // than the answer does, on both sides: each list's first 50 are theirs.
@@ -1369,7 +1389,7 @@ fn a_question_naming_a_day_reaches_turns_outside_the_best_matches() {
         // No session weight: it would raise the 80 fillers' session over
         // the period's one turn (SPEC §18.3 says why it is not exempted).
         req.weights.session_mass = 0.0;
-        db.search(&req).unwrap()
+        db.sekha().search(&req).unwrap()
     };
     let stew = |r: &memdb::SearchResults| {
         r.hits
@@ -1480,6 +1500,7 @@ fn the_passage_rule_is_part_of_the_message_space() {
     }
     let semantic_top = |db: &Memdb| {
         let r = db
+            .sekha()
             .search(&SearchRequest::new("giraffes zoo").mode(SearchMode::Semantic))
             .unwrap();
         r.hits
@@ -1533,11 +1554,12 @@ fn an_appended_turn_re_embeds_the_turn_before_it_under_with_neighbours() {
     let alone = embed(&Passage::WithNeighbours.build(question, None, None));
     let before = db.get_vector(&space, first).unwrap().unwrap();
     assert!(cos(&before, &alone) > 0.9999);
-    db.append_messages(
-        created.conversation.id,
-        vec![NewMessage::new("user", reply)],
-    )
-    .unwrap();
+    db.sekha()
+        .append_messages(
+            created.conversation.id,
+            vec![NewMessage::new("user", reply)],
+        )
+        .unwrap();
     db.embed_pending(None, &mut |_| {}).unwrap();
     assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 0);
     let after = db.get_vector(&space, first).unwrap().unwrap();
@@ -1571,7 +1593,8 @@ fn a_turn_inserted_before_another_re_embeds_the_turn_after_it() {
     assert!(cos(&db.get_vector(&space, later.id).unwrap().unwrap(), &alone) > 0.9999);
     let mut earlier = NewMessage::new("user", question);
     earlier.timestamp = Some(later.timestamp - chrono::Duration::seconds(60));
-    db.append_messages(created.conversation.id, vec![earlier])
+    db.sekha()
+        .append_messages(created.conversation.id, vec![earlier])
         .unwrap();
     db.embed_pending(None, &mut |_| {}).unwrap();
     assert_eq!(db.embedding_status().unwrap().active.unwrap().pending, 0);
@@ -1603,7 +1626,7 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
     );
     let mut req = SearchRequest::new("giraffes at the zoo");
     req.explain = true;
-    let r = db.search(&req).unwrap();
+    let r = db.sekha().search(&req).unwrap();
     let reply = r
         .hits
         .iter()
@@ -1613,14 +1636,17 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
     assert!(r.hits[0].message.content.text().contains("giraffes"));
     req.weights.neighbours = 0.0;
     req.weights.second_neighbours = 0.0;
-    let off = db.search(&req).unwrap();
+    let off = db.sekha().search(&req).unwrap();
     assert!(
         off.hits
             .iter()
             .all(|h| h.explain.unwrap().neighbour_of.is_none())
     );
     req.weights.neighbours = 1.5;
-    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+    assert!(matches!(
+        db.sekha().search(&req),
+        Err(Error::InvalidInput { .. })
+    ));
 }
 
 /// The score explanation of the hit whose text starts with `opening`
@@ -1629,7 +1655,10 @@ fn hybrid_search_brings_the_reply_to_a_matching_turn() {
 fn assert_weight_refused(db: &Memdb, query: &str, set: impl FnOnce(&mut memdb::FusionWeights)) {
     let mut req = SearchRequest::new(query);
     set(&mut req.weights);
-    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+    assert!(matches!(
+        db.sekha().search(&req),
+        Err(Error::InvalidInput { .. })
+    ));
 }
 
 /// A "giraffes zoo" search explained, with neighbour expansion off (so a
@@ -1640,7 +1669,7 @@ fn ask_about_the_zoo(db: &Memdb, previous_turn: f32) -> SearchResults {
     req.explain = true;
     req.weights.previous_turn = previous_turn;
     without_expansion(&mut req.weights);
-    db.search(&req).unwrap()
+    db.sekha().search(&req).unwrap()
 }
 
 /// Turns off neighbour expansion (all three shares), so a test sees the
@@ -1691,7 +1720,7 @@ fn the_answer_to_a_matching_question_enters_with_its_own_share() {
         // The shares as expansion gives them: the question that only asks
         // keeps its score (the questions stage is tested on its own).
         req.weights.questions = 0.0;
-        let r = db.search(&req).unwrap();
+        let r = db.sekha().search(&req).unwrap();
         let share = |parent: &str, reply: &str| -> f32 {
             let fused = |t: &str| {
                 explained(&r, t)
@@ -1746,7 +1775,7 @@ fn the_turns_two_away_from_a_hit_enter_with_their_share() {
         req.explain = true;
         req.weights.second_neighbours = share;
         req.weights.speaker = 0.0;
-        db.search(&req).unwrap()
+        db.sekha().search(&req).unwrap()
     };
     let r = search(memdb::DEFAULT_SECOND_NEIGHBOURS);
     let parent = explained(&r, "Zara: the lighthouse").and_then(|e| e.fused);
@@ -1798,7 +1827,7 @@ fn a_turn_that_only_asks_loses_its_share() {
         // The session weight, a later stage, would rescale the scores
         // this test compares.
         req.weights.session_mass = 0.0;
-        db.search(&req).unwrap()
+        db.sekha().search(&req).unwrap()
     };
     let fused = |r: &SearchResults, t: &str| {
         explained(r, t)
@@ -1847,7 +1876,7 @@ fn a_short_turn_loses_a_share_unless_it_replies() {
         req.explain = true;
         req.weights.short_turns = share;
         without_expansion(&mut req.weights);
-        db.search(&req).unwrap()
+        db.sekha().search(&req).unwrap()
     };
     let on = search(memdb::DEFAULT_SHORT_TURNS);
     let off = search(0.0);
@@ -1916,14 +1945,14 @@ fn a_reply_matches_the_words_of_the_turn_before_it() {
     // What the turn before said counts, not who said it.
     let mut by_name = SearchRequest::new("Ana");
     by_name.explain = true;
-    let by_name = db.search(&by_name).unwrap();
+    let by_name = db.sekha().search(&by_name).unwrap();
     assert!(
         explained(&by_name, "Ben:").is_none_or(|e| e.keyword_score.is_none()),
         "{by_name:?}"
     );
     let mut kw = SearchRequest::new("giraffes zoo");
     kw.mode = SearchMode::Keyword;
-    let kw = db.search(&kw).unwrap();
+    let kw = db.sekha().search(&kw).unwrap();
     assert_eq!(kw.hits.len(), 1, "{kw:?}");
     assert_weight_refused(&db, "giraffes zoo", |w| w.previous_turn = 1.5);
 }
@@ -1945,7 +1974,8 @@ fn the_turn_before_follows_inserts_updates_and_rebuilds() {
     let later = &created.messages[0];
     let mut earlier = NewMessage::new("user", "Ana: did you visit the giraffes at the zoo");
     earlier.timestamp = Some(later.timestamp - chrono::Duration::seconds(60));
-    db.append_messages(created.conversation.id, vec![earlier])
+    db.sekha()
+        .append_messages(created.conversation.id, vec![earlier])
         .unwrap();
     assert!(
         reply_matches(&db),
@@ -1955,7 +1985,8 @@ fn the_turn_before_follows_inserts_updates_and_rebuilds() {
         label: Some("zoo trip".into()),
         ..ConversationUpdate::default()
     };
-    db.update_conversation(created.conversation.id, update)
+    db.sekha()
+        .update_conversation(created.conversation.id, update)
         .unwrap();
     assert!(
         reply_matches(&db),
@@ -1995,7 +2026,7 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
         req.weights.short_turns = 0.0;
         req.weights.session_mass = 0.0;
         req.weights.coverage = coverage;
-        let r = db.search(&req).unwrap();
+        let r = db.sekha().search(&req).unwrap();
         explained(&r, "the wrist")
             .and_then(|e| e.fused)
             .expect("the keyword match is found")
@@ -2007,7 +2038,7 @@ fn keyword_coverage_discounts_a_partial_keyword_match() {
     let drop = fused(partial, 0.0) - fused(partial, 1.0);
     assert!((drop - 2.0 / 3.0).abs() < 1e-4, "{drop}");
     // `explain` shows the weight the discount left; the default is 0.5.
-    let r = db.search(&SearchRequest {
+    let r = db.sekha().search(&SearchRequest {
         explain: true,
         ..SearchRequest::new(partial)
     });
@@ -2037,7 +2068,7 @@ fn a_question_leans_on_meaning() {
         if let Some(l) = lift {
             req.weights.question_lift = l;
         }
-        let r = db.search(&req).unwrap();
+        let r = db.sekha().search(&req).unwrap();
         assert_eq!(r.mode, SearchMode::Hybrid);
         r.hits[0].explain.unwrap().semantic_weight
     };
@@ -2060,7 +2091,7 @@ fn a_question_leans_on_meaning() {
         req.explain = true;
         req.weights.question_lift = lift;
         without_expansion(&mut req.weights);
-        let r = db.search(&req).unwrap();
+        let r = db.sekha().search(&req).unwrap();
         explained(&r, "the wrist")
             .and_then(|e| e.fused)
             .expect("found")
@@ -2095,7 +2126,7 @@ fn a_named_speaker_s_turns_lead() {
         req.explain = true;
         req.weights.neighbours = 0.0;
         req.weights.speaker = speaker;
-        db.search(&req).unwrap()
+        db.sekha().search(&req).unwrap()
     };
     let factor =
         |r: &SearchResults, opening: &str| explained(r, opening).and_then(|e| e.speaker_factor);
@@ -2143,12 +2174,12 @@ fn session_spread_puts_other_conversations_first() {
     let convs = |r: &memdb::SearchResults| -> Vec<uuid::Uuid> {
         r.hits.iter().map(|h| h.message.conversation_id).collect()
     };
-    let plain = db.search(&req).unwrap();
+    let plain = db.sekha().search(&req).unwrap();
     let by_plain = convs(&plain);
     // Unspread, the long conversation's three turns lead.
     assert_eq!(&by_plain[..3], &[long.conversation.id; 3], "{by_plain:?}");
     req.weights.per_conversation = 1;
-    let spread = db.search(&req).unwrap();
+    let spread = db.sekha().search(&req).unwrap();
     let by_spread = convs(&spread);
     let firsts: std::collections::HashSet<_> = by_spread[..3].iter().collect();
     assert_eq!(firsts.len(), 3, "{by_spread:?}");
@@ -2164,7 +2195,10 @@ fn session_spread_puts_other_conversations_first() {
     b.sort();
     assert_eq!(a, b);
     req.weights.per_conversation = 1_001;
-    assert!(matches!(db.search(&req), Err(Error::InvalidInput { .. })));
+    assert!(matches!(
+        db.sekha().search(&req),
+        Err(Error::InvalidInput { .. })
+    ));
 }
 
 /// The session pass (SPEC.md §18.3): the session weight multiplies every
@@ -2200,7 +2234,7 @@ fn the_session_pass_weighs_conversations_and_opens_the_tail_to_new_ones() {
     };
     req.weights.session_mass = 0.0;
     req.weights.session_tail = 0;
-    let plain = db.search(&req).unwrap();
+    let plain = db.sekha().search(&req).unwrap();
     assert_eq!(convs(&plain)[..10], [long.conversation.id; 10]);
     assert!(plain.hits.iter().all(|h| {
         let e = h.explain.unwrap();
@@ -2211,7 +2245,7 @@ fn the_session_pass_weighs_conversations_and_opens_the_tail_to_new_ones() {
     // conversations, place 10 to the long one's next turn.
     req.weights.session_tail = 4;
     req.weights.session_tail_ratio = 0.0;
-    let tail = db.search(&req).unwrap();
+    let tail = db.sekha().search(&req).unwrap();
     assert_eq!(ids(&tail)[..6], ids(&plain)[..6]);
     let tens: std::collections::HashSet<_> = convs(&tail)[..10].iter().copied().collect();
     assert_eq!(tens.len(), 4, "{:?}", convs(&tail));
@@ -2222,12 +2256,12 @@ fn the_session_pass_weighs_conversations_and_opens_the_tail_to_new_ones() {
     assert_eq!(tail.hits[9].message.id, plain.hits[6].message.id);
     // A ratio no weaker hit reaches moves nothing.
     req.weights.session_tail_ratio = 1.0;
-    assert_eq!(ids(&db.search(&req).unwrap()), ids(&plain));
+    assert_eq!(ids(&db.sekha().search(&req).unwrap()), ids(&plain));
 
     // The weight: the long conversation's factor is the largest, 1 + 0.5.
     req.weights.session_tail = 0;
     req.weights.session_mass = 0.5;
-    let weighed = db.search(&req).unwrap();
+    let weighed = db.sekha().search(&req).unwrap();
     let factor = |h: &memdb::SearchHit| h.explain.unwrap().session_factor.unwrap();
     for h in &weighed.hits {
         if h.message.conversation_id == long.conversation.id {
@@ -2254,6 +2288,7 @@ fn embedding_id_is_the_message_id_once_embedded() {
         let db = Memdb::open(d.path()).unwrap();
         let c = conv(&db, "plain", "/", &["no embedder here"]);
         let got = db
+            .sekha()
             .get_conversation_with_messages(c.conversation.id)
             .unwrap();
         assert_eq!(got.messages[0].embedding_id, None);
@@ -2263,6 +2298,7 @@ fn embedding_id_is_the_message_id_once_embedded() {
     let db = Memdb::open_with(d.path(), config).unwrap();
     let c = conv(&db, "queued", "/", &["first turn", "second turn"]);
     let got = db
+        .sekha()
         .get_conversation_with_messages(c.conversation.id)
         .unwrap();
     assert!(
@@ -2273,11 +2309,12 @@ fn embedding_id_is_the_message_id_once_embedded() {
     let report = db.embed_pending(None, &mut |_| {}).unwrap();
     assert_eq!(report.remaining, 0);
     let got = db
+        .sekha()
         .get_conversation_with_messages(c.conversation.id)
         .unwrap();
     for m in &got.messages {
         assert_eq!(m.embedding_id.as_deref(), Some(m.id.to_string().as_str()));
-        let one = db.get_message(m.id).unwrap();
+        let one = db.sekha().get_message(m.id).unwrap();
         assert_eq!(one.embedding_id, m.embedding_id);
     }
 }
@@ -2317,6 +2354,7 @@ fn a_long_message_is_the_mean_of_its_windows() {
     // Found by what only its last window says, over a message sharing a
     // word of it.
     let r = db
+        .sekha()
         .search(
             &SearchRequest::new("saffron from la mancha in spain")
                 .mode(SearchMode::Semantic)

@@ -2,6 +2,7 @@
 //! export, stats, the MCP tool shim, metrics, health and the OpenAPI
 //! document, checked through HTTP like a client would.
 
+use memdb::Systems;
 use serde_json::{Value, json};
 
 use crate::server_util::*;
@@ -567,9 +568,12 @@ fn shutdown_closes_the_store_and_data_survives() {
     let dir = s.stop();
     // The server released the directory lock: the store opens again.
     let db = memdb::Memdb::open(dir.path()).unwrap();
-    let c = db.get_conversation(id.parse().unwrap()).unwrap();
+    let c = db.sekha().get_conversation(id.parse().unwrap()).unwrap();
     assert_eq!(c.label, "Durable");
-    let hits = db.search_text(&memdb::TextQuery::new("persist")).unwrap();
+    let hits = db
+        .sekha()
+        .search_text(&memdb::TextQuery::new("persist"))
+        .unwrap();
     assert_eq!(hits.len(), 1);
 }
 

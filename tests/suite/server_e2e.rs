@@ -8,6 +8,7 @@
 //! The venv lives in `$HOME/.cache/memdb-venv/<hash of requirements.txt>`
 //! and is reused while the requirements file is unchanged.
 
+use memdb::Systems;
 use std::hash::{Hash, Hasher};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -187,7 +188,7 @@ fn sekha_sdk_and_mcp_clients_work_unchanged() {
         "memdb-server exit status after SIGTERM: {status}"
     );
     let db = memdb::Memdb::open(data.path()).expect("reopen after shutdown");
-    let stats = db.stats(&memdb::Filter::default()).expect("stats");
+    let stats = db.sekha().stats(&memdb::Filter::default()).expect("stats");
     assert_eq!(stats.total_conversations, 3, "{stats:?}");
     assert!(db.check().expect("check").is_consistent());
 }

@@ -50,6 +50,7 @@ fn every_rust_file_opens_with_a_module_comment() {
         "tests/bin",
         "benches/src",
         "fuzz/fuzz_targets",
+        "bindings/python/src",
     ] {
         files(&root.join(dir), ".rs", &mut rs);
     }
@@ -198,8 +199,17 @@ fn cited_paths(text: &str) -> Vec<String> {
 
 /// The top-level folders of the repository: a backticked span starting
 /// with one of them is a repository-relative path.
-const TOP_LEVEL: [&str; 9] = [
-    "engine/", "server/", "cli/", "format/", "benches/", "fuzz/", "tests/", "scripts/", ".ci/",
+const TOP_LEVEL: [&str; 10] = [
+    "engine/",
+    "server/",
+    "cli/",
+    "format/",
+    "benches/",
+    "fuzz/",
+    "tests/",
+    "scripts/",
+    ".ci/",
+    "bindings/",
 ];
 
 /// The backticked spans of `text` outside fenced code blocks that look like
@@ -756,6 +766,38 @@ fn import_cycles(src: &Path) -> Vec<Vec<PathBuf>> {
             (f.clone(), to)
         })
         .collect();
+    strongly_connected(&edges)
+}
+
+/// The import cycles among `src`'s top-level units (a folder, or a file
+/// directly under `src`): `a -> b` when a file of `a` names a file of `b`.
+/// A loop that no file-level cycle shows (a file of folder `a` naming
+/// folder `b`, another file of `b` naming `a`) is a loop across folders.
+fn folder_cycles(src: &Path) -> Vec<Vec<PathBuf>> {
+    let mut rs = Vec::new();
+    files(src, ".rs", &mut rs);
+    let unit = |f: &Path| -> PathBuf {
+        let rel = f.strip_prefix(src).unwrap_or(f);
+        rel.components()
+            .next()
+            .map_or_else(|| f.to_path_buf(), |c| src.join(c.as_os_str()))
+    };
+    let mut edges: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+    for f in &rs {
+        let from = unit(f);
+        let to: Vec<PathBuf> = module_refs(src, f, &engine_code(f))
+            .iter()
+            .map(|t| unit(t))
+            .filter(|t| *t != from)
+            .collect();
+        edges.entry(from).or_default().extend(to);
+    }
+    strongly_connected(&edges)
+}
+
+/// The cycles of a graph: Tarjan's strongly connected components of two or
+/// more nodes, each sorted.
+fn strongly_connected(edges: &BTreeMap<PathBuf, Vec<PathBuf>>) -> Vec<Vec<PathBuf>> {
     // Tarjan's strongly connected components; every one of two or more
     // files is a cycle.
     struct Walk<'a> {
@@ -800,7 +842,7 @@ fn import_cycles(src: &Path) -> Vec<Vec<PathBuf>> {
         }
     }
     let mut w = Walk {
-        edges: &edges,
+        edges,
         index: BTreeMap::new(),
         stack: Vec::new(),
         on_stack: BTreeSet::new(),
@@ -840,11 +882,55 @@ fn no_crate_has_an_import_cycle() {
     );
     assert_eq!(import_cycles(s), Vec::<Vec<PathBuf>>::new());
 
-    for crate_src in ["engine/src", "server/src", "cli/src", "format/src"] {
+    for crate_src in [
+        "engine/src",
+        "server/src",
+        "cli/src",
+        "format/src",
+        "bindings/python/src",
+    ] {
         let cycles = import_cycles(&root().join(crate_src));
         assert!(
             cycles.is_empty(),
             "import cycles in {crate_src}: {cycles:#?}"
+        );
+    }
+}
+
+#[test]
+fn no_two_folders_import_each_other() {
+    // The checker on a scratch tree: files without a loop between them,
+    // whose folders still name each other, are a loop across folders.
+    let scratch = tempfile::tempdir().unwrap();
+    let s = scratch.path();
+    std::fs::create_dir_all(s.join("mcp")).unwrap();
+    let put = |p: &str, text: &str| std::fs::write(s.join(p), text).unwrap();
+    put("lib.rs", "mod contract;\nmod mcp;\n");
+    put("mcp/mod.rs", "mod text;\nuse crate::contract::TOOLS;\n");
+    put("mcp/text.rs", "pub fn render() {}\n");
+    put("contract.rs", "pub static TOOLS: () = ();\n");
+    assert_eq!(folder_cycles(s), Vec::<Vec<PathBuf>>::new());
+    put(
+        "contract.rs",
+        "use crate::mcp::text::render;\npub static TOOLS: () = ();\n",
+    );
+    assert_eq!(import_cycles(s), Vec::<Vec<PathBuf>>::new());
+    assert_eq!(
+        folder_cycles(s),
+        vec![vec![s.join("contract.rs"), s.join("mcp")]]
+    );
+
+    for crate_src in [
+        "engine/src",
+        "server/src",
+        "cli/src",
+        "format/src",
+        "bindings/python/src",
+    ] {
+        let cycles = folder_cycles(&root().join(crate_src));
+        assert!(
+            cycles.is_empty(),
+            "folders of {crate_src} that import each other: {cycles:#?}"
         );
     }
 }

@@ -10,6 +10,7 @@
 //! else to a `ui-screenshots` folder in cargo's test scratch directory, so an
 //! ordinary test run leaves the work tree clean.
 
+use memdb::Systems;
 use std::path::{Path, PathBuf};
 
 use memdb::{Memdb, NewConversation, NewMessage};
@@ -191,7 +192,8 @@ fn seed(db: &Memdb) {
             .iter()
             .map(|(role, text)| NewMessage::new(*role, *text))
             .collect();
-        db.create_conversation(NewConversation::new(label, messages).in_folder(folder))
+        db.sekha()
+            .create_conversation(NewConversation::new(label, messages).in_folder(folder))
             .expect("seed conversation");
     };
     for i in 1..=25 {

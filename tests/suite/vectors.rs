@@ -223,7 +223,9 @@ fn scope_filters_select_messages() {
     });
     assert!(none.is_empty());
     // Deleting a conversation deletes its messages' vectors.
-    db.delete_conversation(work.conversation.id).unwrap();
+    db.sekha()
+        .delete_conversation(work.conversation.id)
+        .unwrap();
     assert_eq!(run(VectorFilter::default()), vec![home.messages[0].id]);
     assert!(db.get_vector("s", work.messages[0].id).unwrap().is_none());
 }
@@ -855,8 +857,8 @@ fn conversation_filters_through_postings_agree_with_exact_search() {
                     .unwrap();
                 assert_eq!(approx.len(), exact.len(), "{stage}, {name}: hit count");
                 for h in &approx {
-                    let m = db.get_message(h.record).unwrap();
-                    let c = db.get_conversation(m.conversation_id).unwrap();
+                    let m = db.sekha().get_message(h.record).unwrap();
+                    let c = db.sekha().get_conversation(m.conversation_id).unwrap();
                     assert!(
                         within(&c),
                         "{stage}, {name}: {} of {} is outside the filter",
@@ -882,18 +884,23 @@ fn conversation_filters_through_postings_agree_with_exact_search() {
     db.upsert_vectors("s", &extra_items).unwrap();
     // Deleted: a conversation in the generation (/f/0) and one in the
     // delta (/f/1); overwritten: a vector in each.
-    db.delete_conversation(convs[2].conversation.id).unwrap();
-    db.delete_conversation(convs[45].conversation.id).unwrap();
+    db.sekha()
+        .delete_conversation(convs[2].conversation.id)
+        .unwrap();
+    db.sekha()
+        .delete_conversation(convs[45].conversation.id)
+        .unwrap();
     db.upsert_vector("s", messages[0], &queries[3]).unwrap();
     db.upsert_vector("s", messages[1700], &queries[4]).unwrap();
-    db.update_conversation(
-        convs[1].conversation.id,
-        ConversationUpdate {
-            folder: Some("/f/0".into()),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    db.sekha()
+        .update_conversation(
+            convs[1].conversation.id,
+            ConversationUpdate {
+                folder: Some("/f/0".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     check(&db, "after changes");
     // The overwritten vector is found at its new place, the moved
     // conversation under its new folder, the new one at all.
@@ -936,7 +943,7 @@ fn conversation_filters_through_postings_agree_with_exact_search() {
                 h.similarity < 0.9999,
                 "the stale copy of message {old} came back: {h:?}"
             );
-            db.get_message(h.record).unwrap();
+            db.sekha().get_message(h.record).unwrap();
         }
     }
 

@@ -11,6 +11,7 @@
 //! filtered search, which builds the index's conversation postings.
 //! Reuses `--dir` when it already holds a seeded store.
 
+use memdb::Systems;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -54,11 +55,12 @@ fn main() -> Result<()> {
         for (i, c) in corpus.conversations.iter().enumerate() {
             batch.push(c.to_new().in_folder(folder_of(i)));
             if batch.len() == 2_000 {
-                db.create_conversations(std::mem::take(&mut batch))?;
+                db.sekha()
+                    .create_conversations(std::mem::take(&mut batch))?;
             }
         }
         if !batch.is_empty() {
-            db.create_conversations(batch)?;
+            db.sekha().create_conversations(batch)?;
         }
         db.embed_pending(None, &mut |_| {})?;
         let space = db
@@ -69,6 +71,7 @@ fn main() -> Result<()> {
         db.compact_vectors(&space)?;
     }
     let some_conversation = db
+        .sekha()
         .list_conversations(&Filter::default(), memdb::Page::default())?
         .conversations
         .first()
@@ -89,7 +92,7 @@ fn main() -> Result<()> {
         .limit(10);
     first.filter = folder("/b/0");
     let t = Instant::now();
-    db.search(&first)?;
+    db.sekha().search(&first)?;
     println!(
         "{}",
         serde_json::json!({"first_filtered_search_ms": t.elapsed().as_secs_f64() * 1e3})
@@ -116,7 +119,7 @@ fn main() -> Result<()> {
                     req.filter = filter.clone();
                     req.conversation_id = *conv;
                     let t = Instant::now();
-                    let r = db.search(&req)?;
+                    let r = db.sekha().search(&req)?;
                     if pass == 1 {
                         times.push(t.elapsed().as_secs_f64() * 1e6);
                         hits += r.hits.len();

@@ -9,7 +9,7 @@
 //!    with `--synthetic`, resized to `--messages` (repeating it if needed).
 //! 2. Imports it into SQLite (one transaction) and into memdb, by the bulk
 //!    path (`create_conversations` with batches of about 20,000 messages, as
-//!    `Memdb::import` batches) and, into a second store, by the per-call path
+//!    `memdb::Sekha::import` batches) and, into a second store, by the per-call path
 //!    (one `create_conversation` per conversation, each a durable commit).
 //!    Both imports end optimized for queries, as a bulk loader would leave
 //!    them: SQLite runs FTS5's `'optimize'` (one b-tree segment), memdb
@@ -27,6 +27,7 @@
 //!
 //! Absolute numbers on a shared machine are noisy; the ratios are the result.
 
+use memdb::Systems;
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -390,7 +391,10 @@ fn main() -> anyhow::Result<()> {
     let mut list = Vec::with_capacity(20);
     for _ in 0..20 {
         let t = Instant::now();
-        black_box(db.list_conversations(&Filter::default(), Page::default())?);
+        black_box(
+            db.sekha()
+                .list_conversations(&Filter::default(), Page::default())?,
+        );
         list.push(t.elapsed());
     }
     list.sort();
@@ -525,7 +529,8 @@ fn import_memdb(
         match mode {
             Mode::Each => {
                 let t = Instant::now();
-                db.create_conversation(c.to_new())
+                db.sekha()
+                    .create_conversation(c.to_new())
                     .with_context(|| format!("creating conversation {i} ({:?})", c.label))?;
                 calls.push(t.elapsed());
             }
@@ -538,7 +543,8 @@ fn import_memdb(
                         .drain(..)
                         .map(|c: &corpus::Conversation| c.to_new())
                         .collect();
-                    db.create_conversations(news)
+                    db.sekha()
+                        .create_conversations(news)
                         .with_context(|| format!("creating conversations up to {i}"))?;
                     calls.push(t.elapsed());
                     batch_messages = 0;
@@ -588,7 +594,7 @@ fn time_memdb(
     for q in set {
         let query = memdb_query(q, limit);
         let t = Instant::now();
-        let _ = black_box(db.search_text(black_box(&query)));
+        let _ = black_box(db.sekha().search_text(black_box(&query)));
         out.push((q.kind, t.elapsed()));
     }
     start.elapsed()
@@ -664,7 +670,7 @@ fn compare_results(
     let mut hits_s = 0usize;
     let mut first_errors = Vec::new();
     for q in set {
-        let m = match db.search_text(&memdb_query(q, limit)) {
+        let m = match db.sekha().search_text(&memdb_query(q, limit)) {
             Ok(h) => h
                 .into_iter()
                 .map(|h| h.message.content.text())

@@ -12,6 +12,7 @@
 //! `--seconds` with no peer in the process, so every sample in a profile is
 //! memdb's. Prints the import time and the query rate per kind.
 
+use memdb::Systems;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -82,12 +83,13 @@ fn main() -> anyhow::Result<()> {
             batch.push(c.to_new());
             n += c.messages.len();
             if n >= 20_000 {
-                db.create_conversations(std::mem::take(&mut batch))?;
+                db.sekha()
+                    .create_conversations(std::mem::take(&mut batch))?;
                 n = 0;
             }
         }
         if !batch.is_empty() {
-            db.create_conversations(batch)?;
+            db.sekha().create_conversations(batch)?;
         }
         db.flush()?;
     }
@@ -109,7 +111,7 @@ fn main() -> anyhow::Result<()> {
                 ..TextQuery::new(q.memdb.as_str())
             };
             let t = Instant::now();
-            let _ = black_box(db.search_text(black_box(&query))?);
+            let _ = black_box(db.sekha().search_text(black_box(&query))?);
             let k = QueryKind::ALL
                 .iter()
                 .position(|k| *k == q.kind)

@@ -8,6 +8,7 @@
 //! (it commits the text index first, and every few commits merges all
 //! segments). Prints one line per phase: count, mean, p50, p90, p99, max.
 
+use memdb::Systems;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -106,7 +107,8 @@ fn main() -> Result<()> {
 
     // Warm-up: page cache, first commit of anything left over.
     for _ in 0..20 {
-        db.search(&SearchRequest::new(texts[rng.below(texts.len())]))?;
+        db.sekha()
+            .search(&SearchRequest::new(texts[rng.below(texts.len())]))?;
     }
 
     let keyword_query = |rng: &mut Rng| {
@@ -130,7 +132,7 @@ fn main() -> Result<()> {
             let mut req = SearchRequest::new(q);
             req.mode = mode;
             let t = Instant::now();
-            db.search(&req)?;
+            db.sekha().search(&req)?;
             xs.push(t.elapsed());
         }
         report(name, xs);
@@ -143,14 +145,14 @@ fn main() -> Result<()> {
     for q in &queries {
         let mut req = SearchRequest::new(*q);
         req.mode = SearchMode::Semantic;
-        db.search(&req)?;
+        db.sekha().search(&req)?;
     }
     let mut xs = Vec::with_capacity(n);
     for q in &queries {
         let mut req = SearchRequest::new(*q);
         req.mode = SearchMode::Semantic;
         let t = Instant::now();
-        db.search(&req)?;
+        db.sekha().search(&req)?;
         xs.push(t.elapsed());
     }
     report("search semantic, cached query", xs);
@@ -163,7 +165,7 @@ fn main() -> Result<()> {
             req.preferred_labels = vec![labels[rng.below(labels.len())].to_string()];
         }
         let t = Instant::now();
-        db.assemble_context(&req)?;
+        db.sekha().assemble_context(&req)?;
         xs.push(t.elapsed());
     }
     report("assemble_context", xs);
@@ -180,12 +182,12 @@ fn main() -> Result<()> {
         let new =
             NewConversation::new(format!("{} (phases)", c.label), messages).in_folder("/load");
         let t = Instant::now();
-        db.create_conversation(new)?;
+        db.sekha().create_conversation(new)?;
         writes.push(t.elapsed());
         let mut req = SearchRequest::new(keyword_query(&mut rng));
         req.mode = SearchMode::Keyword;
         let t = Instant::now();
-        db.search(&req)?;
+        db.sekha().search(&req)?;
         after.push(t.elapsed());
     }
     report("create_conversation", writes);

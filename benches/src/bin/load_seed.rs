@@ -6,6 +6,7 @@
 //! replaying every vector into the in-memory delta. Prints one JSON line
 //! with the timings.
 
+use memdb::Systems;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -88,7 +89,8 @@ fn main() -> Result<()> {
         in_batch += c.messages.len();
         batch.push(c.to_new());
         if in_batch >= args.batch_messages || i + 1 == total {
-            db.create_conversations(std::mem::take(&mut batch))
+            db.sekha()
+                .create_conversations(std::mem::take(&mut batch))
                 .with_context(|| format!("creating conversations up to {i}"))?;
             in_batch = 0;
             eprintln!("stored {}/{total} conversations", i + 1);

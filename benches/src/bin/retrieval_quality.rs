@@ -22,6 +22,7 @@
 //!    least as good as the better single mode, and where hybrid lost or
 //!    gained targets against each single mode; `--json PATH` writes the same.
 
+use memdb::Systems;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -524,7 +525,10 @@ fn open_or_build(
         batch.push(c.to_new());
         batch_messages += c.messages.len();
         if batch_messages >= 20_000 || i + 1 == subset.conversations.len() {
-            for created in db.create_conversations(std::mem::take(&mut batch))? {
+            for created in db
+                .sekha()
+                .create_conversations(std::mem::take(&mut batch))?
+            {
                 ids.push(created.messages.iter().map(|m| m.id).collect::<Vec<_>>());
             }
             batch_messages = 0;
@@ -574,7 +578,7 @@ fn rank_of(
         .mode(setting.mode)
         .limit(10 + usize::from(exclude.is_some()));
     req.weights = setting.weights;
-    let res = db.search(&req)?;
+    let res = db.sekha().search(&req)?;
     let target = id_of(q.target);
     Ok(res
         .hits
@@ -603,6 +607,7 @@ fn ranking(
         .mode(mode)
         .limit(DEPTH + usize::from(exclude.is_some()));
     Ok(db
+        .sekha()
         .search(&req)?
         .hits
         .into_iter()
@@ -700,6 +705,7 @@ fn dump_query(
     let ranking = |query: &str, mode: SearchMode| -> anyhow::Result<Vec<(u128, f32)>> {
         let req = SearchRequest::new(query).mode(mode).limit(depth);
         Ok(db
+            .sekha()
             .search(&req)?
             .hits
             .into_iter()
@@ -735,7 +741,7 @@ fn dump_query(
         let req = SearchRequest::new(fill)
             .mode(SearchMode::Keyword)
             .limit(ids.len());
-        for h in db.search(&req)?.hits {
+        for h in db.sekha().search(&req)?.hits {
             bm25.insert(
                 h.message.id.as_u128().to_string(),
                 serde_json::json!(h.score),

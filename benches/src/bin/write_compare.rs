@@ -3,7 +3,7 @@
 //! For each writer count (default 1, 8 and 64), W threads store
 //! two-message conversations for a fixed time, each call durable when it
 //! returns:
-//! - **memdb**: `Memdb::create_conversation` on one shared engine (the
+//! - **memdb**: `memdb::Sekha::create_conversation` on one shared engine (the
 //!   embedder chosen by `--embedder`: `none`, `hashing` or `local`; with one,
 //!   each message is also embedded and its vector stored, inline or by the
 //!   worker, as the engine decides);
@@ -21,6 +21,7 @@
 //! cargo run --release -p memdb-benches --bin write_compare -- --writers 1,8,64 --seconds 5
 //! ```
 
+use memdb::Systems;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -230,11 +231,11 @@ fn run_memdb(
             vec![NewMessage::new("user", a), NewMessage::new("assistant", b)],
         )
         .in_folder("/bench");
-        db.create_conversation(new)?;
+        db.sekha().create_conversation(new)?;
         Ok(())
     })?;
     let run = summarize("memdb", writers, lat, elapsed);
-    let stats = db.stats(&memdb::Filter::default())?;
+    let stats = db.sekha().stats(&memdb::Filter::default())?;
     anyhow::ensure!(
         stats.total_conversations as usize == run.stores,
         "memdb holds {} conversations after {} acknowledged stores",

@@ -1267,6 +1267,7 @@ impl Drop for EmbedWorker {
 
 #[cfg(test)]
 mod tests {
+    use crate::Systems;
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -1365,14 +1366,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::with_embedder(Arc::new(Hashing::new(64).unwrap()));
         let db = Memdb::open_with(dir.path(), config).unwrap();
-        db.create_conversation(conversation("hello world")).unwrap();
+        db.sekha()
+            .create_conversation(conversation("hello world"))
+            .unwrap();
         let held = db.lock_writes();
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             s.spawn(|| {
                 let mut req = SearchRequest::new("cached while a writer works");
                 req.mode = SearchMode::Semantic;
-                let _ = done_tx.send(db.search(&req).map(|r| r.hits.len()));
+                let _ = done_tx.send(db.sekha().search(&req).map(|r| r.hits.len()));
             });
             // The search must finish while a writer holds the lock.
             let finished = done_rx.recv_timeout(Duration::from_secs(20));
@@ -1385,14 +1388,15 @@ mod tests {
             assert_eq!(stored, 0);
         });
         // The next write stores it inside its own transaction.
-        db.create_conversation(conversation("a writer comes by"))
+        db.sekha()
+            .create_conversation(conversation("a writer comes by"))
             .unwrap();
         assert!(!db.has_pending_cache());
         assert_eq!(db.query_cache_len().unwrap(), 1);
         // Without a writer around, a query stores its vector itself.
         let mut req = SearchRequest::new("nobody is writing now");
         req.mode = SearchMode::Semantic;
-        db.search(&req).unwrap();
+        db.sekha().search(&req).unwrap();
         assert!(!db.has_pending_cache());
         assert_eq!(db.query_cache_len().unwrap(), 2);
     }

@@ -22,7 +22,7 @@ use crate::vector::spaces::{
 /// Resolves a filter to the set of allowed record ids, or `None` when the
 /// filter allows everything.
 ///
-/// `ns_bound` (message spaces searched through [`Memdb::search`]) also
+/// `ns_bound` (message spaces searched through [`crate::Sekha::search`]) also
 /// limits the set to the messages of the handle's namespace, when the store
 /// has more than one: records of other namespaces are never candidates.
 pub(crate) fn allowed_records(

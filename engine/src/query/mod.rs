@@ -1,4 +1,4 @@
-//! One search entry point over messages, [`Memdb::search`], in three modes
+//! One search entry point over messages, `Query::search` (Sekha's [`crate::Sekha::search`]), in three modes
 //! (SPEC.md §"Search modes"): keyword (BM25 on the text index), semantic
 //! (the query's embedding against the message vector space) and hybrid
 //! (both rankings fused, by default by relative score with every
@@ -12,6 +12,7 @@
 //! turn (`speaker.rs`).
 
 mod fusion;
+mod hits;
 mod period;
 mod request;
 mod sessions;
@@ -136,11 +137,32 @@ fn similarity_ranking(hits: Vec<VectorHit>, req: &SearchRequest) -> Ranking {
         .collect()
 }
 
-impl Memdb {
+/// The search pipeline over one store handle (its namespace): made by
+/// the systems that search messages ([`crate::Sekha::search`]); it reads
+/// the core through the handle's crate-internal API.
+#[derive(Clone, Copy)]
+pub(crate) struct Query<'a> {
+    db: &'a Memdb,
+}
+
+impl<'a> Query<'a> {
+    pub(crate) fn new(db: &'a Memdb) -> Self {
+        Query { db }
+    }
+}
+
+impl std::ops::Deref for Query<'_> {
+    type Target = Memdb;
+    fn deref(&self) -> &Memdb {
+        self.db
+    }
+}
+
+impl Query<'_> {
     /// Searches messages by keyword, meaning, or both (see [`SearchMode`]).
     /// Hits are resolved to their message, label and folder; scores are
     /// higher-is-better in every mode.
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResults> {
+    pub(crate) fn search(&self, req: &SearchRequest) -> Result<SearchResults> {
         req.validate()?;
         let filter = normalize_filter(&req.filter)?;
         let natural = req.language.is_natural(req.mode);

@@ -11,9 +11,9 @@ use std::collections::{HashMap, HashSet};
 use chrono::NaiveDate;
 use uuid::Uuid;
 
+use super::Query;
 use super::Ranking;
 use super::fusion::sort_fused;
-use crate::db::Memdb;
 use crate::error::Result;
 use crate::model::types::{Filter, Message, ScoreExplain};
 use crate::store::conversations::ConversationsView;
@@ -84,7 +84,7 @@ impl ScopeDates {
     }
 }
 
-impl Memdb {
+impl Query<'_> {
     /// The dates of the conversations `filter` (and `conversation`, when
     /// given) selects; `None` when the scope holds more than
     /// [`MAX_PERIOD_SCOPE`] conversations.
@@ -152,7 +152,7 @@ pub(super) fn probe_anchor() -> NaiveDate {
     NaiveDate::from_ymd_opt(2000, 6, 15).unwrap_or_default()
 }
 
-impl Memdb {
+impl Query<'_> {
     /// The relative period ("last month") `query` names, resolved against
     /// the latest date among the candidates of both rankings: the fallback
     /// when the scope is too wide to read its own latest date

@@ -20,15 +20,15 @@
 
 use std::collections::HashMap;
 
+use super::Query;
 use super::fusion::sort_fused;
 use super::{FusionWeights, SESSION_MASS_TURNS, SESSION_TAIL_END, SPREAD_WINDOW};
-use crate::db::Memdb;
 use crate::error::Result;
 use crate::model::types::ScoreExplain;
 
 type Fused = Vec<(u128, f32, ScoreExplain)>;
 
-impl Memdb {
+impl Query<'_> {
     /// The session pass (module docs); `w.session_mass` 0 skips the
     /// weight, `w.session_tail` 0 the tail.
     pub(super) fn session_pass(&self, fused: &mut Fused, w: FusionWeights) -> Result<()> {

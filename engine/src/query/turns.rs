@@ -5,16 +5,16 @@
 
 use std::collections::HashMap;
 
+use super::Query;
 use super::fusion::sort_fused;
 use super::{FusionWeights, Ranking, SHORT_TURN_WORDS, SPREAD_WINDOW, speaker};
-use crate::db::Memdb;
 use crate::error::Result;
 use crate::model::types::ScoreExplain;
 
 /// Fused candidates whose neighbouring turns neighbour expansion adds.
 const NEIGHBOUR_PARENTS: usize = 10;
 
-impl Memdb {
+impl Query<'_> {
     /// Neighbour expansion (SPEC.md §18.3): the turns just before and after
     /// each of the first [`NEIGHBOUR_PARENTS`] fused candidates enter with
     /// `w.neighbours` of that candidate's score (or keep their own when

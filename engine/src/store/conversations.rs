@@ -367,7 +367,7 @@ pub(crate) fn matching_ids_in(
     Ok(ids)
 }
 
-/// [`Memdb::scan_matching`] over a given snapshot: visits the conversations
+/// [`crate::Sekha::scan_matching`] over a given snapshot: visits the conversations
 /// matching `filter` (normalized), newest `updated_at` first.
 pub(crate) fn scan_matching_in(
     txn: &redb::ReadTransaction,

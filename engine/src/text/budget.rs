@@ -9,7 +9,7 @@
 //! and refuses a query that nests too deep, has too many terms, too many
 //! regex or prefix terms, or a regex too large, before the parser sees it.
 //! Every search path of the engine calls it: text search, every mode of
-//! [`crate::Memdb::search`], and the parser itself (a second line of
+//! [`crate::Sekha::search`], and the parser itself (a second line of
 //! defense for future callers).
 //!
 //! The scan reads the query as the parser will: quoted phrases are one

@@ -1402,6 +1402,7 @@ fn sync_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Systems;
     use crate::{
         ConversationUpdate, ImportOptions, Memdb, NewConversation, NewMessage, Selection, TextQuery,
     };
@@ -1420,7 +1421,8 @@ mod tests {
 
     /// Hits of `token` as (message id, label).
     fn hits(db: &Memdb, token: &str) -> Vec<(Uuid, String)> {
-        db.search_text(&TextQuery::new(token))
+        db.sekha()
+            .search_text(&TextQuery::new(token))
             .unwrap()
             .into_iter()
             .map(|h| (h.message.id, h.label))
@@ -1445,6 +1447,7 @@ mod tests {
         {
             let db = Memdb::open_with(d.path().join("db"), config.clone()).unwrap();
             let created = db
+                .sekha()
                 .create_conversation(NewConversation::new(
                     "first",
                     tokens
@@ -1455,20 +1458,21 @@ mod tests {
                 .unwrap();
             let a = created.conversation.id;
             msg_ids = created.messages.iter().map(|m| m.id).collect::<Vec<_>>();
-            let export = db.export(&Selection::One(a)).unwrap();
+            let export = db.sekha().export(&Selection::One(a)).unwrap();
             let mut steps: Vec<Step> = vec![
                 Box::new(move |db| {
-                    db.delete_conversation(a).unwrap();
+                    db.sekha().delete_conversation(a).unwrap();
                 }),
                 {
                     let export = export.clone();
                     Box::new(move |db| {
-                        db.import(export.clone(), ImportOptions::default(), &mut |_, _| {})
+                        db.sekha()
+                            .import(export.clone(), ImportOptions::default(), &mut |_, _| {})
                             .unwrap();
                     })
                 },
                 Box::new(move |db| {
-                    db.delete_conversation(a).unwrap();
+                    db.sekha().delete_conversation(a).unwrap();
                 }),
                 {
                     let mut export = export.clone();
@@ -1478,24 +1482,27 @@ mod tests {
                         m.conversation_id = conv_b;
                     }
                     Box::new(move |db| {
-                        db.import(export.clone(), ImportOptions::default(), &mut |_, _| {})
+                        db.sekha()
+                            .import(export.clone(), ImportOptions::default(), &mut |_, _| {})
                             .unwrap();
                     })
                 },
                 Box::new(move |db| {
-                    db.update_conversation(
-                        conv_b,
-                        ConversationUpdate {
-                            label: Some("third".into()),
-                            ..Default::default()
-                        },
-                    )
-                    .unwrap();
+                    db.sekha()
+                        .update_conversation(
+                            conv_b,
+                            ConversationUpdate {
+                                label: Some("third".into()),
+                                ..Default::default()
+                            },
+                        )
+                        .unwrap();
                 }),
                 // Replayed after the relabel above, which re-adds every
                 // current message of B, this one included.
                 Box::new(move |db| {
-                    db.append_messages(conv_b, vec![NewMessage::new("user", "zqdelta")])
+                    db.sekha()
+                        .append_messages(conv_b, vec![NewMessage::new("user", "zqdelta")])
                         .unwrap();
                 }),
             ];
@@ -1574,11 +1581,12 @@ mod tests {
             let d = tempfile::tempdir().unwrap();
             {
                 let db = Memdb::open(d.path()).unwrap();
-                db.create_conversation(NewConversation::new(
-                    "forks",
-                    vec![NewMessage::new("user", "zqforked")],
-                ))
-                .unwrap();
+                db.sekha()
+                    .create_conversation(NewConversation::new(
+                        "forks",
+                        vec![NewMessage::new("user", "zqforked")],
+                    ))
+                    .unwrap();
             }
             let db = Memdb::open(d.path()).unwrap();
             assert!(
@@ -1627,7 +1635,8 @@ mod tests {
                     NewMessage::new("user", text.join(" "))
                 })
                 .collect();
-            db.create_conversation(NewConversation::new(format!("c{c}"), messages))
+            db.sekha()
+                .create_conversation(NewConversation::new(format!("c{c}"), messages))
                 .unwrap();
         }
         let all = Filter {
@@ -1646,15 +1655,16 @@ mod tests {
         ] {
             for offset in [0, 10] {
                 let run = |filter: &Filter| -> Vec<(Uuid, f32)> {
-                    db.search_text(&TextQuery {
-                        filter: filter.clone(),
-                        offset,
-                        ..TextQuery::new(q)
-                    })
-                    .unwrap()
-                    .into_iter()
-                    .map(|h| (h.message.id, h.score))
-                    .collect()
+                    db.sekha()
+                        .search_text(&TextQuery {
+                            filter: filter.clone(),
+                            offset,
+                            ..TextQuery::new(q)
+                        })
+                        .unwrap()
+                        .into_iter()
+                        .map(|h| (h.message.id, h.score))
+                        .collect()
                 };
                 let direct = run(&Filter::default());
                 let wrapped = run(&all);
@@ -1683,36 +1693,41 @@ mod tests {
                 NewConversation::new(label, vec![NewMessage::new("user", text)])
             };
             let a = db
+                .sekha()
                 .create_conversation(new("a", "zqfoxtrot"))
                 .unwrap()
                 .conversation
                 .id;
             let c = db
+                .sekha()
                 .create_conversation(new("c", "zqgolf"))
                 .unwrap()
                 .conversation
                 .id;
             db.flush().unwrap();
             copy_dir(&dir.join("text"), &snap);
-            db.update_conversation(
-                a,
-                ConversationUpdate {
-                    label: Some("a2".into()),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-            for i in 0..1030u32 {
-                db.update_conversation(
-                    c,
+            db.sekha()
+                .update_conversation(
+                    a,
                     ConversationUpdate {
-                        importance_score: Some((i % 9 + 1) as u8),
+                        label: Some("a2".into()),
                         ..Default::default()
                     },
                 )
                 .unwrap();
+            for i in 0..1030u32 {
+                db.sekha()
+                    .update_conversation(
+                        c,
+                        ConversationUpdate {
+                            importance_score: Some((i % 9 + 1) as u8),
+                            ..Default::default()
+                        },
+                    )
+                    .unwrap();
             }
-            db.append_messages(a, vec![NewMessage::new("user", "zqhotel")])
+            db.sekha()
+                .append_messages(a, vec![NewMessage::new("user", "zqhotel")])
                 .unwrap();
             let report = db.check().unwrap();
             assert!(report.is_consistent(), "live: {report:?}");

@@ -7,9 +7,9 @@
 //! same ones the REST shim `POST /mcp/tools/{tool}` calls. `tools/list` and
 //! `tools/call` are derived from that table: this module only checks access
 //! (the entry says read or write), runs the entry's function on the blocking
-//! pool and renders its result as text (the entry's function in [`text`])
+//! pool and renders its result as text (the entry's function in [`crate::tool_text`])
 //! plus structured content (the same data as the REST envelope's `data`).
-//! Input schemas come from the argument types ([`schema`]). When another process (a memdb-server) holds the data
+//! Input schemas come from the argument types ([`crate::tool_schema`]). When another process (a memdb-server) holds the data
 //! directory, `memdb mcp` forwards each call to that server ([`forward`]).
 //!
 //! Errors: unknown tools are JSON-RPC `invalid params` errors; bad
@@ -17,10 +17,7 @@
 //! `isError: true` and a message saying what was wrong.
 
 pub mod forward;
-pub mod schema;
-pub mod sessions;
 pub mod stdio;
-pub mod text;
 
 use std::sync::Arc;
 
@@ -317,7 +314,7 @@ impl ServerHandler for MemdbMcp {
 }
 
 /// The streamable HTTP MCP service for memdb-server's `/mcp` route, with
-/// the state's session manager ([`sessions`] binds sessions to keys and
+/// the state's session manager ([`crate::mcp_sessions`] binds sessions to keys and
 /// caps them). It stops its sessions when `shutdown` is cancelled (so open
 /// SSE streams do not hold the server's graceful shutdown). Host and Origin
 /// are validated for every listener by [`crate::guard`], so rmcp's own

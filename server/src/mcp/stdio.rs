@@ -234,7 +234,7 @@ async fn serve_stdio(handler: MemdbMcp) -> Result<(), ServerError> {
     };
     tokio::select! {
         () = serving => {}
-        () = crate::serve::shutdown_signal() => {}
+        () = crate::listen::shutdown_signal() => {}
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use memdb::Systems;
 use memdb::{ConversationUpdate, Filter, MAX_LIMIT, Page, Status};
 use uuid::Uuid;
 
@@ -28,7 +29,9 @@ pub async fn create(
     Json(body): Json<CreateConversation>,
 ) -> Result<(StatusCode, Json<ConversationOut>), ApiError> {
     let new = body.into_new()?;
-    let c = s.run(move |db| Ok(db.create_conversation(new)?)).await?;
+    let c = s
+        .run(move |db| Ok(db.sekha().create_conversation(new)?))
+        .await?;
     Ok((StatusCode::CREATED, Json(c.into())))
 }
 
@@ -45,7 +48,7 @@ pub async fn get(
     Path(id): Path<Uuid>,
 ) -> Result<Json<ConversationOut>, ApiError> {
     let c = s
-        .run(move |db| Ok(db.get_conversation_with_messages(id)?))
+        .run(move |db| Ok(db.sekha().get_conversation_with_messages(id)?))
         .await?;
     Ok(Json(c.into()))
 }
@@ -90,7 +93,7 @@ pub async fn list(
     let filter = list_filter(&p);
     let out = s
         .run(move |db| {
-            Ok(db.list_conversations(
+            Ok(db.sekha().list_conversations(
                 &filter,
                 Page {
                     offset,
@@ -128,7 +131,7 @@ pub async fn count(
         ..Filter::default()
     };
     let count = s
-        .run(move |db| Ok(db.count_conversations(&filter)?))
+        .run(move |db| Ok(db.sekha().count_conversations(&filter)?))
         .await?;
     Ok(Json(CountOut {
         count,
@@ -143,7 +146,7 @@ async fn update(
     update: ConversationUpdate,
 ) -> Result<Json<ConversationOut>, ApiError> {
     let c = s
-        .run(move |db| Ok(db.update_conversation(id, update)?))
+        .run(move |db| Ok(db.sekha().update_conversation(id, update)?))
         .await?;
     Ok(Json(c.into()))
 }
@@ -211,7 +214,7 @@ pub async fn pin(
     State(s): State<AppState>,
     Path(id): Path<Uuid>,
 ) -> Result<Json<ConversationOut>, ApiError> {
-    let c = s.run(move |db| Ok(db.pin(id)?)).await?;
+    let c = s.run(move |db| Ok(db.sekha().pin(id)?)).await?;
     Ok(Json(c.into()))
 }
 
@@ -227,7 +230,7 @@ pub async fn archive(
     State(s): State<AppState>,
     Path(id): Path<Uuid>,
 ) -> Result<Json<ConversationOut>, ApiError> {
-    let c = s.run(move |db| Ok(db.archive(id)?)).await?;
+    let c = s.run(move |db| Ok(db.sekha().archive(id)?)).await?;
     Ok(Json(c.into()))
 }
 
@@ -243,7 +246,9 @@ pub async fn delete(
     State(s): State<AppState>,
     Path(id): Path<Uuid>,
 ) -> Result<Json<DeleteOut>, ApiError> {
-    let n = s.run(move |db| Ok(db.delete_conversation(id)?)).await?;
+    let n = s
+        .run(move |db| Ok(db.sekha().delete_conversation(id)?))
+        .await?;
     Ok(Json(DeleteOut {
         conversation_id: id,
         deleted: true,

@@ -7,6 +7,7 @@
 //! and heuristics answer, and a failure is a note in the answer.
 
 use axum::extract::State;
+use memdb::Systems;
 use serde_json::Value;
 
 use crate::error::{ApiError, ErrorBody};
@@ -44,7 +45,7 @@ pub async fn assemble(
         Some(TokenCounting::Cl100kBase) => TokenCounter::Cl100kBase,
     };
     let out = s
-        .run(move |db| to_json(&db.assemble_context(&req)?))
+        .run(move |db| to_json(&db.sekha().assemble_context(&req)?))
         .await?;
     Ok(Json(out))
 }
@@ -75,7 +76,7 @@ pub async fn summarize(
         None => Box::new(Extractive),
     };
     let out = s
-        .run(move |db| to_json(&db.summarize(&req, summarizer.as_ref())?))
+        .run(move |db| to_json(&db.sekha().summarize(&req, summarizer.as_ref())?))
         .await?;
     Ok(Json(out))
 }
@@ -101,7 +102,7 @@ pub async fn prune_dry_run(
         limit: body.limit,
     };
     let out = s
-        .run(move |db| to_json(&db.prune_suggestions(&req)?))
+        .run(move |db| to_json(&db.sekha().prune_suggestions(&req)?))
         .await?;
     Ok(Json(out))
 }
@@ -123,7 +124,7 @@ pub async fn prune_execute(
     };
     let ids = body.conversation_ids;
     let out = s
-        .run(move |db| to_json(&db.prune_execute(&ids, action)?))
+        .run(move |db| to_json(&db.sekha().prune_execute(&ids, action)?))
         .await?;
     Ok(Json(out))
 }
@@ -142,7 +143,7 @@ pub async fn suggest_labels(
     let id = body.conversation_id;
     let chat = s.chat.clone();
     let out = s
-        .run(move |db| to_json(&db.suggest_labels(id, chat.as_deref())?))
+        .run(move |db| to_json(&db.sekha().suggest_labels(id, chat.as_deref())?))
         .await?;
     Ok(Json(out))
 }
@@ -161,7 +162,7 @@ pub async fn score_message(
     let id = body.message_id;
     let chat = s.chat.clone();
     let out = s
-        .run(move |db| to_json(&db.score_message(id, chat.as_deref())?))
+        .run(move |db| to_json(&db.sekha().score_message(id, chat.as_deref())?))
         .await?;
     Ok(Json(out))
 }

@@ -2,7 +2,7 @@
 //! `POST /v1/chat/completions` and `GET /v1/models`.
 //!
 //! A chat request is answered in five steps: (1) the last user message is
-//! the query of the engine's context assembly (`Memdb::assemble_context`,
+//! the query of the engine's context assembly (`memdb::Sekha::assemble_context`,
 //! as `POST /api/v1/context/assemble`, budget `--proxy-context-budget`);
 //! (2) the engine's system message for that context
 //! (`memdb::context_system_message`) goes in after the request's leading
@@ -16,6 +16,7 @@
 //! has it. Upstream error answers are passed through untouched and store
 //! nothing. The machinery (client, relay, report) is [`crate::proxy`].
 
+use memdb::Systems;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -159,8 +160,10 @@ fn store(
 ) -> Result<uuid::Uuid, memdb::Error> {
     let conv = exchange.conversation(answer);
     let made = match namespace {
-        Some(ns) if ns != db.namespace_name() => db.namespace(ns)?.create_conversation(conv)?,
-        _ => db.create_conversation(conv)?,
+        Some(ns) if ns != db.namespace_name() => {
+            db.namespace(ns)?.sekha().create_conversation(conv)?
+        }
+        _ => db.sekha().create_conversation(conv)?,
     };
     Ok(made.conversation.id)
 }
@@ -252,7 +255,10 @@ pub async fn chat_completions(
         req.excluded_folders = upstream.excluded_folders.clone();
         req.excluded_folders
             .extend(ext.excluded_folders.unwrap_or_default());
-        match s.run(move |db| Ok(db.assemble_context(&req))).await? {
+        match s
+            .run(move |db| Ok(db.sekha().assemble_context(&req)))
+            .await?
+        {
             Ok(ctx) => {
                 if let Some(system) = memdb::context_system_message(&ctx) {
                     if let Some(Value::Array(messages)) = body.get_mut("messages") {

@@ -3,6 +3,7 @@
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use memdb::Systems;
 use memdb::{ExportFormat, Filter, Memdb, Selection, TextQuery};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -76,8 +77,8 @@ fn health_checks(db: &Memdb) -> Checks {
     let mut probe = TextQuery::new("memdb");
     probe.limit = 1;
     Checks {
-        store: check(db.count_conversations(&Filter::default())),
-        text_index: check(db.search_text(&probe)),
+        store: check(db.sekha().count_conversations(&Filter::default())),
+        text_index: check(db.sekha().search_text(&probe)),
     }
 }
 
@@ -138,7 +139,7 @@ pub async fn metrics(State(s): State<AppState>) -> Result<Response, ApiError> {
                 vector_index_bytes: dir_size(&dir.join("vectors")),
                 oplog_entries: db.oplog_len()?,
                 embed_queue_entries: db.embed_queue_len()?,
-                conversations: db.count_conversations(&Filter::default())?,
+                conversations: db.sekha().count_conversations(&Filter::default())?,
             })
         })
         .await?;
@@ -186,7 +187,7 @@ pub async fn export(
     // One snapshot, taken before the answer starts: bad input is still a
     // 400, and deletes that commit while the body streams are not seen.
     let export = s
-        .run(move |db| Ok(db.export_stream(&Selection::Matching(filter))?))
+        .run(move |db| Ok(db.sekha().export_stream(&Selection::Matching(filter))?))
         .await?;
     // The body is the `ExportOut` object, written as it is produced:
     // `content` (the document, escaped as a JSON string), then `format` and
@@ -287,7 +288,7 @@ pub async fn memory_stats(
     // Dates bound conversations' `updated_at` here (SPEC §11).
     let filter = body.filters.to_filter()?;
     let out = s
-        .run(move |db| Ok(StatsOut::from(db.stats(&filter)?)))
+        .run(move |db| Ok(StatsOut::from(db.sekha().stats(&filter)?)))
         .await?;
     Ok(Json(out))
 }

@@ -5,6 +5,7 @@
 mod generation;
 mod schema2;
 
+use memdb::Systems;
 use memdb::{Filter, Memdb, Page, Status, TextQuery};
 use uuid::Uuid;
 
@@ -27,6 +28,7 @@ fn a_schema_2_store_migrates_into_the_default_namespace() {
         // not trusted.
         let db = Memdb::open(dir.path()).expect("open old store");
         let page = db
+            .sekha()
             .list_conversations(&Filter::default(), Page::default())
             .unwrap();
         let ids: Vec<Uuid> = page.conversations.iter().map(|c| c.id).collect();
@@ -36,30 +38,30 @@ fn a_schema_2_store_migrates_into_the_default_namespace() {
             pinned: Some(true),
             ..Filter::default()
         };
-        assert_eq!(db.count_conversations(&pinned).unwrap(), 1);
+        assert_eq!(db.sekha().count_conversations(&pinned).unwrap(), 1);
         let archived = Filter {
             status: Some(Status::Archived),
             ..Filter::default()
         };
-        assert_eq!(db.count_conversations(&archived).unwrap(), 1);
+        assert_eq!(db.sekha().count_conversations(&archived).unwrap(), 1);
         let home = Filter {
             folder: Some("/home".into()),
             ..Filter::default()
         };
-        assert_eq!(db.count_conversations(&home).unwrap(), 2);
-        let r = db.get_conversation_with_messages(rust).unwrap();
+        assert_eq!(db.sekha().count_conversations(&home).unwrap(), 2);
+        let r = db.sekha().get_conversation_with_messages(rust).unwrap();
         assert_eq!(r.conversation.label, "Rust lifetimes");
         assert!(r.conversation.pinned);
         assert_eq!(r.messages.len(), 2);
-        let b = db.get_conversation_with_messages(bread).unwrap();
+        let b = db.sekha().get_conversation_with_messages(bread).unwrap();
         assert!(
             b.messages[1].content.text().contains("1:1:1 ratio"),
             "content parts of a schema-2 row read back"
         );
-        let hits = db.search_text(&TextQuery::new("borrow")).unwrap();
+        let hits = db.sekha().search_text(&TextQuery::new("borrow")).unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].message.conversation_id, rust);
-        let hits = db.search_text(&TextQuery::new("starter")).unwrap();
+        let hits = db.sekha().search_text(&TextQuery::new("starter")).unwrap();
         assert_eq!(hits.len(), 2, "both sourdough messages are indexed");
         let spaces = db.namespaces().unwrap();
         assert_eq!(spaces.len(), 1);
@@ -73,11 +75,15 @@ fn a_schema_2_store_migrates_into_the_default_namespace() {
         assert!(report.extra_in_index.is_empty(), "{report:?}");
         // Writes after the migration keep the counts and indexes right.
         if round == 0 {
-            db.delete_conversation(bread).unwrap();
-            assert_eq!(db.count_conversations(&Filter::default()).unwrap(), 2);
-            assert_eq!(db.count_conversations(&home).unwrap(), 1);
+            db.sekha().delete_conversation(bread).unwrap();
+            assert_eq!(
+                db.sekha().count_conversations(&Filter::default()).unwrap(),
+                2
+            );
+            assert_eq!(db.sekha().count_conversations(&home).unwrap(), 1);
             assert!(
-                db.search_text(&TextQuery::new("starter"))
+                db.sekha()
+                    .search_text(&TextQuery::new("starter"))
                     .unwrap()
                     .is_empty()
             );

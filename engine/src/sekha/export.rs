@@ -12,9 +12,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::types::{ConversationWithMessages, Filter, Page};
+use crate::sekha::Sekha;
 use crate::store::conversations::{self, ConversationsView};
 
 /// The `format` tag of a JSON export.
@@ -37,7 +37,7 @@ pub struct Export {
     pub conversations: Vec<ConversationWithMessages>,
 }
 
-/// Output format of [`Memdb::export_to_string`].
+/// Output format of [`Sekha::export_to_string`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
@@ -98,7 +98,7 @@ pub struct ImportReport {
     pub skipped: u64,
 }
 
-impl Memdb {
+impl Sekha<'_> {
     /// Collects the selected conversations with their messages.
     pub fn export(&self, selection: &Selection) -> Result<Export> {
         let conversations = match selection {
@@ -148,13 +148,13 @@ impl Memdb {
     /// size. Order: newest `updated_at` first (the update-time index, read
     /// in batches from a cursor; filters are applied row by row).
     pub fn export_stream(&self, selection: &Selection) -> Result<ExportStream> {
-        let txn = self.snapshot()?;
-        let ns = self.ns_read()?;
+        let txn = self.db.snapshot()?;
+        let ns = self.db.ns_read()?;
         let (filter, pending) = match selection {
             Selection::One(id) => {
                 // Fails now, with NotFound, rather than mid-stream.
                 let (_, in_ns) = crate::store::vectors::conversation_with_messages_in(&txn, *id)?;
-                self.ns_check("conversation", *id, in_ns)?;
+                self.db.ns_check("conversation", *id, in_ns)?;
                 (None, VecDeque::from([id.as_u128()]))
             }
             Selection::Matching(filter) => (
@@ -210,6 +210,7 @@ impl Memdb {
                 ));
             }
             let prepared = self
+                .db
                 .prepare_import(c)
                 .map_err(|e| e.in_item("conversations", i))?;
             if self.conversation_exists(id)? {
@@ -232,7 +233,7 @@ impl Memdb {
             batch.push(p);
             if batch_messages >= IMPORT_BATCH_MESSAGES || todo.peek().is_none() {
                 let n = batch.len() as u64;
-                self.write_imports(std::mem::take(&mut batch))?;
+                self.db.write_imports(std::mem::take(&mut batch))?;
                 report.imported += n;
                 report.messages += batch_messages as u64;
                 batch_messages = 0;
@@ -242,7 +243,7 @@ impl Memdb {
         // Searchable by keyword on return, and the text writer's in-memory
         // segment freed before any embedding drain that follows (as a
         // knowledge-base sync ends, §15.2).
-        self.fresh_text()?;
+        self.db.fresh_text()?;
         Ok(report)
     }
 }
@@ -250,7 +251,7 @@ impl Memdb {
 /// Conversation ids an export reads from its snapshot at a time.
 pub const EXPORT_BATCH: usize = 256;
 
-/// An export read from one snapshot (see [`Memdb::export_stream`]).
+/// An export read from one snapshot (see [`Sekha::export_stream`]).
 pub struct ExportStream {
     txn: crate::store::Snapshot,
     /// The namespace exported.
@@ -313,7 +314,7 @@ impl ExportStream {
 
     /// Writes the whole export in `format` to `out`, one conversation at a
     /// time; returns how many conversations it wrote. The JSON is the
-    /// [`Export`] document, as [`Memdb::import`] reads it.
+    /// [`Export`] document, as [`Sekha::import`] reads it.
     pub fn write(self, format: ExportFormat, out: &mut dyn std::io::Write) -> Result<usize> {
         match format {
             ExportFormat::Json => self.write_json(out),

@@ -12,7 +12,7 @@
 
 use chrono::SecondsFormat;
 
-use crate::conversations::context::{AssembledContext, MAX_CONTEXT_QUERY_BYTES};
+use crate::sekha::context::{AssembledContext, MAX_CONTEXT_QUERY_BYTES};
 
 /// Characters of the first user message kept in a captured exchange's
 /// label before `...` is appended (sekha-proxy: 50).
@@ -103,6 +103,7 @@ pub fn context_system_message(ctx: &AssembledContext) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Systems;
 
     #[test]
     fn labels_follow_sekhas_rule_on_one_line() {
@@ -141,19 +142,22 @@ mod tests {
         use crate::{ContextRequest, Memdb, NewConversation, NewMessage};
         let dir = tempfile::tempdir().unwrap();
         let db = Memdb::open(dir.path()).unwrap();
-        db.create_conversation(
-            NewConversation::new(
-                "Deploy plan",
-                vec![NewMessage::new("user", "we deploy the cluster on fridays")],
+        db.sekha()
+            .create_conversation(
+                NewConversation::new(
+                    "Deploy plan",
+                    vec![NewMessage::new("user", "we deploy the cluster on fridays")],
+                )
+                .in_folder("/work"),
             )
-            .in_folder("/work"),
-        )
-        .unwrap();
+            .unwrap();
         let empty = db
+            .sekha()
             .assemble_context(&ContextRequest::new("zebra xylophone"))
             .unwrap();
         assert_eq!(context_system_message(&empty), None);
         let ctx = db
+            .sekha()
             .assemble_context(&ContextRequest::new("when do we deploy the cluster"))
             .unwrap();
         let text = context_system_message(&ctx).unwrap();

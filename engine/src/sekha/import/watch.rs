@@ -12,6 +12,7 @@
 //! place, its error logged once and reported, and not read again until
 //! its size or modification time changes.
 
+use crate::sekha::Sekha;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -144,7 +145,7 @@ pub fn import_folder(
             unsettled = true;
             continue;
         }
-        match db.import_chat_file(&path, folder.format) {
+        match Sekha::new(db).import_chat_file(&path, folder.format) {
             Ok(report) => {
                 let (moved_to, move_error) = match move_imported(&path, &folder.imported()) {
                     Ok(to) => (Some(to), None),

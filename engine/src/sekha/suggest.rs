@@ -13,10 +13,10 @@ use memdb_format::ConversationRecord;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::db::Memdb;
 use crate::error::Result;
 use crate::llm::ChatModel;
 use crate::model::records::record_text;
+use crate::sekha::Sekha;
 use crate::store::conversations::{self, ConversationsView};
 use crate::util::keywords::{code_fences, content_words, sentences, words};
 
@@ -59,7 +59,7 @@ pub struct LabelSuggestions {
     pub notes: Vec<String>,
 }
 
-/// What [`Memdb::auto_label`] did.
+/// What [`Sekha::auto_label`] did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AutoLabel {
     /// The conversation.
@@ -227,12 +227,13 @@ impl LabelStats {
 /// Label statistics, document frequencies and the number of sampled documents.
 type LabelCorpus = (BTreeMap<String, LabelStats>, HashMap<String, usize>, usize);
 
-impl Memdb {
+impl Sekha<'_> {
     fn conversation_text(&self, cid: u128) -> Result<(ConversationRecord, Vec<(String, String)>)> {
-        let txn = self.snapshot()?;
+        let txn = self.db.snapshot()?;
         let view = ConversationsView::open(&txn)?;
         let conv = view.require(cid)?;
-        self.ns_check("conversation", Uuid::from_u128(cid), conv.namespace)?;
+        self.db
+            .ns_check("conversation", Uuid::from_u128(cid), conv.namespace)?;
         let mut out = Vec::new();
         let mut total = 0usize;
         for mid in conversations::conversation_message_ids(&txn, cid)? {
@@ -251,12 +252,12 @@ impl Memdb {
     /// Label statistics over the store and document frequencies of content
     /// words over a sample of conversations (first message and label each).
     fn label_corpus(&self, except: u128) -> Result<LabelCorpus> {
-        let txn = self.snapshot()?;
+        let txn = self.db.snapshot()?;
         let view = ConversationsView::open(&txn)?;
         let mut labels: BTreeMap<String, LabelStats> = BTreeMap::new();
         let mut df: HashMap<String, usize> = HashMap::new();
         let mut docs = 0usize;
-        let ns = self.ns_read()?;
+        let ns = self.db.ns_read()?;
         for row in view.iter()? {
             let (cid, c) = row?;
             if c.namespace != ns {
@@ -749,6 +750,8 @@ fn heuristic_labels(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Systems;
+    use crate::db::Memdb;
     use crate::error::Error;
     use crate::model::types::{NewConversation, NewMessage};
     use std::sync::Mutex;
@@ -783,16 +786,17 @@ mod tests {
     }
 
     fn store_conv(db: &Memdb, label: &str, folder: &str, texts: &[(&str, &str)]) -> Uuid {
-        db.create_conversation(
-            NewConversation::new(
-                label,
-                texts.iter().map(|(r, t)| NewMessage::new(*r, *t)).collect(),
+        db.sekha()
+            .create_conversation(
+                NewConversation::new(
+                    label,
+                    texts.iter().map(|(r, t)| NewMessage::new(*r, *t)).collect(),
+                )
+                .in_folder(folder),
             )
-            .in_folder(folder),
-        )
-        .unwrap()
-        .conversation
-        .id
+            .unwrap()
+            .conversation
+            .id
     }
 
     #[test]
@@ -831,7 +835,7 @@ mod tests {
                 ),
             ],
         );
-        let s = db.suggest_labels(id, None).unwrap();
+        let s = db.sekha().suggest_labels(id, None).unwrap();
         assert_eq!(s.model, "heuristic");
         assert!(s.suggestions.len() <= MAX_SUGGESTIONS);
         let top = s.top_suggestion.clone().unwrap();
@@ -854,7 +858,7 @@ mod tests {
         );
         // Unknown conversation.
         assert!(matches!(
-            db.suggest_labels(Uuid::new_v4(), None),
+            db.sekha().suggest_labels(Uuid::new_v4(), None),
             Err(Error::NotFound { .. })
         ));
     }
@@ -883,7 +887,7 @@ mod tests {
             Ok(r#"Sure: [{"label":"Gardening","confidence":0.8,"reason":"plants"},{"label":"Herbs"}]"#.into()),
             Mutex::new(0),
         );
-        let s = db.suggest_labels(id, Some(&m)).unwrap();
+        let s = db.sekha().suggest_labels(id, Some(&m)).unwrap();
         assert_eq!(s.model, "fixed");
         assert_eq!(s.suggestions.len(), 2);
         assert_eq!(s.suggestions[0].label, "Gardening");
@@ -892,30 +896,35 @@ mod tests {
         assert_eq!(s.suggestions[1].confidence, 0.6); // new label without confidence
         // Sekha's comma list is read too.
         let m = Fixed(Ok("Herbs, Gardening".into()), Mutex::new(0));
-        let s = db.suggest_labels(id, Some(&m)).unwrap();
+        let s = db.sekha().suggest_labels(id, Some(&m)).unwrap();
         assert_eq!(s.suggestions[0].label, "Gardening");
         assert_eq!(s.suggestions[0].confidence, 0.9);
         // A failing model: heuristic, with a note.
         let m = Fixed(Err(Error::invalid("x", "y")), Mutex::new(0));
-        let s = db.suggest_labels(id, Some(&m)).unwrap();
+        let s = db.sekha().suggest_labels(id, Some(&m)).unwrap();
         assert_eq!(s.model, "heuristic");
         assert!(s.notes[0].contains("fixed failed"));
         // Scores: 0.3 · 5.5 + 0.7 · 9 = 7.95 → 8.0 (one decimal).
-        let mid = db.get_conversation_with_messages(id).unwrap().messages[0].id;
+        let mid = db
+            .sekha()
+            .get_conversation_with_messages(id)
+            .unwrap()
+            .messages[0]
+            .id;
         let m = Fixed(Ok("9 - a preference worth keeping".into()), Mutex::new(0));
-        let sc = db.score_message(mid, Some(&m)).unwrap();
+        let sc = db.sekha().score_message(mid, Some(&m)).unwrap();
         assert_eq!(sc.importance_score, 8.0);
         assert_eq!(sc.factors["llm"], 9.0);
         assert_eq!(sc.message_id, Some(mid));
         assert_eq!(sc.conversation_id, id);
         let m = Fixed(Ok("eleven".into()), Mutex::new(0));
-        let sc = db.score_message(mid, Some(&m)).unwrap();
+        let sc = db.sekha().score_message(mid, Some(&m)).unwrap();
         assert_eq!(sc.importance_score, 5.5);
         assert_eq!(sc.model, "heuristic");
-        let sc = db.score_conversation(id, None).unwrap();
+        let sc = db.sekha().score_conversation(id, None).unwrap();
         assert_eq!(sc.importance_score, 5.5);
         assert!(matches!(
-            db.score_message(Uuid::new_v4(), None),
+            db.sekha().score_message(Uuid::new_v4(), None),
             Err(Error::NotFound { .. })
         ));
     }

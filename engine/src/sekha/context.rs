@@ -25,12 +25,12 @@ use memdb_format::ConversationRecord;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::filter::folder_matches;
 use crate::model::types::{Content, Status, TextQuery};
 use crate::model::validate;
 use crate::query::{SearchMode, SearchRequest};
+use crate::sekha::Sekha;
 use crate::store::conversations::{self, ConversationsView};
 use crate::util::time::{from_micros, now, to_micros};
 use crate::util::tokens::TokenCounter;
@@ -278,7 +278,7 @@ struct Candidate {
     semantic_rank: usize,
 }
 
-impl Memdb {
+impl Sekha<'_> {
     /// Assembles context for `req` (SPEC.md §19.1). Reads only; writes nothing.
     pub fn assemble_context(&self, req: &ContextRequest) -> Result<AssembledContext> {
         let (preferred, excluded) = validate_request(req)?;
@@ -288,7 +288,7 @@ impl Memdb {
         // Phase 1: recall.
         let semantic =
             self.recall_semantic(&req.query, SEMANTIC_RECALL, req.min_similarity, &mut notes)?;
-        let (txn, rows) = self.row_snapshot()?;
+        let (txn, rows) = self.db.row_snapshot()?;
         let view = ConversationsView::open(&txn)?;
         let mut conv_cache: HashMap<u128, Option<Arc<ConversationRecord>>> = HashMap::new();
         let mut conv_of = |id: u128| -> Result<Option<Arc<ConversationRecord>>> {
@@ -347,7 +347,7 @@ impl Memdb {
         let target = pack(&[], req.context_budget).target;
         let per_conv_cap = target.max(1);
         // Pinned: importance ≥ 10, active.
-        let ns = self.ns_read()?;
+        let ns = self.db.ns_read()?;
         let pinned = conversations::pinned_ids(&txn, ns)?;
         for cid in pinned {
             let Some(c) = conv_of(cid)? else { continue };
@@ -507,7 +507,7 @@ impl Memdb {
                 })
                 .collect()
         };
-        if self.config().embedder.is_some() {
+        if self.db.config().embedder.is_some() {
             // The retrieval `/api/v1/query` runs (hybrid, with its passages,
             // periods and neighbour expansion), so the context holds what a
             // query finds; the similarity floor drops semantic candidates
@@ -603,6 +603,8 @@ fn validate_request(req: &ContextRequest) -> Result<(Vec<String>, Vec<String>)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Systems;
+    use crate::db::Memdb;
     use crate::model::types::{NewConversation, NewMessage};
 
     #[test]
@@ -702,7 +704,7 @@ mod tests {
         )
         .in_folder(folder);
         n.importance_score = Some(imp);
-        db.create_conversation(n).unwrap().conversation.id
+        db.sekha().create_conversation(n).unwrap().conversation.id
     }
 
     #[test]
@@ -754,7 +756,7 @@ mod tests {
         req.preferred_labels = vec!["Garden".into()];
         req.excluded_folders = vec!["/private".into()];
         req.now = Some(now);
-        let ctx = db.assemble_context(&req).unwrap();
+        let ctx = db.sekha().assemble_context(&req).unwrap();
         let order: Vec<Uuid> = ctx.messages.iter().map(|m| m.conversation_id).collect();
         assert_eq!(order, vec![p, l, a]);
         let expect_l = 2.0 + 0.3 * 2f64.powf(-2.0 / 7.0) + 1.0;
@@ -793,26 +795,26 @@ mod tests {
         let mut req = ContextRequest::new("alpha");
         req.preferred_labels = vec!["Pins".into()];
         req.now = Some(now);
-        let ctx = db.assemble_context(&req).unwrap();
+        let ctx = db.sekha().assemble_context(&req).unwrap();
         assert_eq!(ctx.messages.len(), 1);
         assert_eq!(ctx.recall.distinct, 1);
         assert_eq!(ctx.messages[0].sources.len(), 3);
         // 22 chars → 6 tokens; budget 7 → target 5: nothing fits.
         req.context_budget = 7;
-        let ctx = db.assemble_context(&req).unwrap();
+        let ctx = db.sekha().assemble_context(&req).unwrap();
         assert!(ctx.messages.is_empty());
         assert_eq!(ctx.token_count, 0);
         // Budget 8 → target 6: fits exactly.
         req.context_budget = 8;
-        let ctx = db.assemble_context(&req).unwrap();
+        let ctx = db.sekha().assemble_context(&req).unwrap();
         assert_eq!(ctx.token_count, 6);
         // Exact counting with cl100k_base gives a different, smaller count.
         req.token_counter = TokenCounter::Cl100kBase;
         if cfg!(feature = "tiktoken") {
-            let ctx = db.assemble_context(&req).unwrap();
+            let ctx = db.sekha().assemble_context(&req).unwrap();
             assert_eq!(ctx.token_count, 4);
         } else {
-            assert!(db.assemble_context(&req).is_err());
+            assert!(db.sekha().assemble_context(&req).is_err());
         }
     }
 
@@ -838,7 +840,7 @@ mod tests {
         );
         let mut req = ContextRequest::new("borrow checker");
         req.now = Some(now);
-        let ctx = db.assemble_context(&req).unwrap();
+        let ctx = db.sekha().assemble_context(&req).unwrap();
         assert!(
             !ctx.notes
                 .iter()
@@ -853,7 +855,7 @@ mod tests {
         assert_eq!(ctx.messages[0].sources, vec![RecallSource::Semantic]);
         assert_eq!(ctx.recall.semantic, 1);
         req.min_similarity = -1.0;
-        let ctx = db.assemble_context(&req).unwrap();
+        let ctx = db.sekha().assemble_context(&req).unwrap();
         assert_eq!(ctx.recall.semantic, 2);
     }
 
@@ -861,7 +863,7 @@ mod tests {
     fn bad_requests_are_invalid_input() {
         let dir = tempfile::tempdir().unwrap();
         let db = Memdb::open(dir.path()).unwrap();
-        let field = |r: &ContextRequest| match db.assemble_context(r) {
+        let field = |r: &ContextRequest| match db.sekha().assemble_context(r) {
             Err(Error::InvalidInput { field, .. }) => field,
             other => panic!("{other:?}"),
         };
@@ -879,7 +881,10 @@ mod tests {
         r.preferred_labels = vec!["".into()];
         assert_eq!(field(&r), "preferred_labels[0]");
         // A query with only punctuation recalls nothing and says so.
-        let ctx = db.assemble_context(&ContextRequest::new("?!")).unwrap();
+        let ctx = db
+            .sekha()
+            .assemble_context(&ContextRequest::new("?!"))
+            .unwrap();
         assert!(ctx.messages.is_empty());
         assert!(ctx.notes.iter().any(|n| n.contains("no words")));
     }

@@ -12,9 +12,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::types::{PINNED_IMPORTANCE, Status};
+use crate::sekha::Sekha;
 use crate::store::conversations::{self, ConversationsView};
 use crate::util::time::{from_micros, now, to_micros};
 
@@ -309,7 +309,7 @@ fn preview(view: &ConversationsView, sug: &PruneSuggestion) -> Result<String> {
     })
 }
 
-impl Memdb {
+impl Sekha<'_> {
     /// Pruning suggestions (SPEC.md §19.3). Reads only.
     pub fn prune_suggestions(&self, req: &PruneRequest) -> Result<PruneReport> {
         let check_days = |field: &str, d: u32, min: u32| {
@@ -342,7 +342,7 @@ impl Memdb {
         crate::model::filter::check_limit("limit", limit)?;
         let now = req.now.unwrap_or_else(now);
         let now_us = to_micros(now);
-        let txn = self.snapshot()?;
+        let txn = self.db.snapshot()?;
         let view = ConversationsView::open(&txn)?;
         let mut report = PruneReport {
             suggestions: Vec::new(),
@@ -359,7 +359,7 @@ impl Memdb {
             inactivity_days,
             now,
         };
-        let ns = self.ns_read()?;
+        let ns = self.db.ns_read()?;
         for row in view.iter()? {
             let (cid, c) = row?;
             if c.namespace != ns {
@@ -449,13 +449,13 @@ impl Memdb {
             .enumerate()
             .filter(|(_, id)| seen.insert(*id))
             .collect();
-        self.write(|txn, ops| {
+        self.db.write(|txn, ops| {
             let mut report = PruneExecuteReport::default();
             let mut targets = Vec::with_capacity(unique.len());
             {
                 for &(i, id) in &unique {
                     let rec = conversations::require_for_update(txn, id.as_u128())?;
-                    self.ns_check("conversation", id, rec.namespace)?;
+                    self.db.ns_check("conversation", id, rec.namespace)?;
                     if action == PruneAction::Delete && rec.importance >= PINNED_IMPORTANCE {
                         return Err(Error::invalid(
                             format!("conversation_ids[{i}]"),
@@ -496,6 +496,8 @@ impl Memdb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Systems;
+    use crate::db::Memdb;
     use crate::model::types::{NewConversation, NewMessage};
     use chrono::Duration;
 
@@ -561,7 +563,7 @@ mod tests {
         m.timestamp = Some(when);
         let mut n = NewConversation::new(label, vec![m]);
         n.importance_score = Some(imp);
-        db.create_conversation(n).unwrap().conversation.id
+        db.sekha().create_conversation(n).unwrap().conversation.id
     }
 
     #[test]
@@ -587,6 +589,7 @@ mod tests {
         };
         // Paged: the counts cover everything, the page holds `limit`.
         let page = db
+            .sekha()
             .prune_suggestions(&PruneRequest {
                 now: Some(now),
                 offset: 1,
@@ -594,7 +597,7 @@ mod tests {
                 ..PruneRequest::default()
             })
             .unwrap();
-        let all = db.prune_suggestions(&req).unwrap();
+        let all = db.sekha().prune_suggestions(&req).unwrap();
         assert_eq!(page.suggestions.len(), 1);
         assert_eq!(page.total_suggestions, all.total_suggestions);
         assert_eq!(
@@ -602,13 +605,14 @@ mod tests {
             all.suggestions[1].conversation_id
         );
         assert!(
-            db.prune_suggestions(&PruneRequest {
-                limit: Some(0),
-                ..PruneRequest::default()
-            })
-            .is_err()
+            db.sekha()
+                .prune_suggestions(&PruneRequest {
+                    limit: Some(0),
+                    ..PruneRequest::default()
+                })
+                .is_err()
         );
-        let r = db.prune_suggestions(&req).unwrap();
+        let r = db.sekha().prune_suggestions(&req).unwrap();
         assert_eq!(r.total_reviewed, 4);
         let ids: Vec<(Uuid, Recommendation)> = r
             .suggestions
@@ -642,34 +646,45 @@ mod tests {
         // Unknown id: NotFound and nothing archived.
         let missing = Uuid::new_v4();
         assert!(matches!(
-            db.prune_execute(&[old_low, missing], PruneAction::Archive),
+            db.sekha()
+                .prune_execute(&[old_low, missing], PruneAction::Archive),
             Err(Error::NotFound { .. })
         ));
-        assert_eq!(db.get_conversation(old_low).unwrap().status, Status::Active);
+        assert_eq!(
+            db.sekha().get_conversation(old_low).unwrap().status,
+            Status::Active
+        );
         // Pinned cannot be deleted.
         assert!(matches!(
-            db.prune_execute(&[idle, old_pin], PruneAction::Delete),
+            db.sekha().prune_execute(&[idle, old_pin], PruneAction::Delete),
             Err(Error::InvalidInput { field, .. }) if field == "conversation_ids[1]"
         ));
-        assert!(db.get_conversation(idle).is_ok());
+        assert!(db.sekha().get_conversation(idle).is_ok());
         // Archive (duplicates once), then the archived old one is a delete suggestion.
         let done = db
+            .sekha()
             .prune_execute(&[old_low, old_low], PruneAction::Archive)
             .unwrap();
         assert_eq!(done.archived, vec![old_low]);
         assert_eq!(
-            db.get_conversation(old_low).unwrap().status,
+            db.sekha().get_conversation(old_low).unwrap().status,
             Status::Archived
         );
-        let again = db.prune_execute(&[old_low], PruneAction::Archive).unwrap();
+        let again = db
+            .sekha()
+            .prune_execute(&[old_low], PruneAction::Archive)
+            .unwrap();
         assert_eq!(again.already_archived, vec![old_low]);
-        let r = db.prune_suggestions(&req).unwrap();
+        let r = db.sekha().prune_suggestions(&req).unwrap();
         assert_eq!(r.suggestions[0].conversation_id, old_low);
         assert_eq!(r.suggestions[0].recommendation, Recommendation::Delete);
-        let done = db.prune_execute(&[old_low], PruneAction::Delete).unwrap();
+        let done = db
+            .sekha()
+            .prune_execute(&[old_low], PruneAction::Delete)
+            .unwrap();
         assert_eq!(done.deleted, vec![old_low]);
         assert_eq!(done.messages_deleted, 1);
-        assert!(db.get_conversation(old_low).is_err());
+        assert!(db.sekha().get_conversation(old_low).is_err());
     }
 
     #[test]
@@ -706,7 +721,7 @@ mod tests {
                 "inactivity_days",
             ),
         ] {
-            match db.prune_suggestions(&req) {
+            match db.sekha().prune_suggestions(&req) {
                 Err(Error::InvalidInput { field: f, .. }) => assert_eq!(f, field),
                 other => panic!("{other:?}"),
             }

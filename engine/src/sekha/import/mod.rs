@@ -8,7 +8,7 @@
 //! turns a parsed file into conversations (label = title, folder
 //! `/imports/<format>`, importance 5, message metadata `{source,
 //! imported_at}`) and writes them all in one transaction
-//! ([`Memdb::import_chat_file`]): a file that fails to parse or validate
+//! ([`Sekha::import_chat_file`]): a file that fails to parse or validate
 //! stores nothing. The watched import folder is `watch.rs`.
 
 mod chatgpt;
@@ -23,10 +23,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::model::types::{Content, Conversation, ConversationWithMessages, Message, Status};
 use crate::model::validate::MAX_LABEL_BYTES;
+use crate::sekha::Sekha;
 use crate::util::time::now;
 
 /// Largest export file read (bytes): a bigger one is an error, not an
@@ -357,7 +357,7 @@ fn default_label(format: ChatFormat, path: &Path) -> String {
     }
 }
 
-impl Memdb {
+impl Sekha<'_> {
     /// Parses the export file at `path` (`format` `None`: detected) and
     /// stores its conversations in one transaction: label = title (or the
     /// format's default), folder `/imports/<format>`, importance 5,
@@ -374,7 +374,7 @@ impl Memdb {
         self.import_chat(parsed, path)
     }
 
-    /// Stores a parsed export (see [`Memdb::import_chat_file`]); `path`
+    /// Stores a parsed export (see [`Sekha::import_chat_file`]); `path`
     /// names it in the report, the metadata and errors.
     pub fn import_chat(&self, parsed: ParsedFile, path: &Path) -> Result<ChatImportReport> {
         let format = parsed.format;
@@ -452,7 +452,7 @@ impl Memdb {
                 },
                 messages,
             };
-            prepared.push(self.prepare_import(item).map_err(|e| {
+            prepared.push(self.db.prepare_import(item).map_err(|e| {
                 file_error(
                     path,
                     format!("{format} export: conversation {}: {e}", i + 1),
@@ -461,10 +461,10 @@ impl Memdb {
             report.ids.push(id);
         }
         report.conversations = prepared.len() as u64;
-        self.write_imports(prepared)?;
+        self.db.write_imports(prepared)?;
         // Searchable by keyword on return, the text writer's segment freed
-        // before an embedding drain (as `Memdb::import` ends).
-        self.fresh_text()?;
+        // before an embedding drain (as `Sekha::import` ends).
+        self.db.fresh_text()?;
         Ok(report)
     }
 }

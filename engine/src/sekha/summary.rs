@@ -20,10 +20,10 @@ use memdb_format::SummaryRecord;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::db::Memdb;
 use crate::error::{Error, Result};
 use crate::llm::ChatModel;
 use crate::model::records::record_text;
+use crate::sekha::Sekha;
 use crate::store::conversations::{self, ConversationsView};
 use crate::util::keywords;
 use crate::util::time::{from_micros, now, to_micros};
@@ -383,7 +383,7 @@ fn summary_from(conv: u128, key_id: u128, r: &SummaryRecord) -> Result<Summary> 
     })
 }
 
-impl Memdb {
+impl Sekha<'_> {
     /// Generates, persists and returns a summary of `req.level` (SPEC.md
     /// §19.2). A weekly with no dailies in its window first generates the
     /// daily; a monthly with no weeklies first generates the weekly. With
@@ -486,7 +486,8 @@ impl Memdb {
         };
         let id = crate::util::ids::new_id().as_u128();
         let key = conv.as_u128();
-        self.write(|txn, ops| conversations::put_summary(txn, ops, key, id, &rec))?;
+        self.db
+            .write(|txn, ops| conversations::put_summary(txn, ops, key, id, &rec))?;
         let mut s = summary_from(key, id, &rec)?;
         s.notes = notes;
         Ok(s)
@@ -498,7 +499,7 @@ impl Memdb {
         since: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<Vec<SummarySource>> {
-        let txn = self.snapshot()?;
+        let txn = self.db.snapshot()?;
         let view = ConversationsView::open(&txn)?;
         let key = conv.as_u128();
         let mut out = Vec::new();
@@ -527,7 +528,7 @@ impl Memdb {
     ) -> Result<Vec<SummarySource>> {
         let key = conv.as_u128();
         let l = level.code();
-        let txn = self.snapshot()?;
+        let txn = self.db.snapshot()?;
         let mut out = Vec::new();
         for (_, r) in
             conversations::summaries(&txn, key, l..=l, to_micros(since), to_micros(until))?
@@ -549,7 +550,7 @@ impl Memdb {
     ) -> Result<Vec<Summary>> {
         self.get_conversation(conversation_id)?;
         let key = conversation_id.as_u128();
-        let txn = self.snapshot()?;
+        let txn = self.db.snapshot()?;
         let (lo, hi) = match level {
             Some(l) => (l.code(), l.code()),
             None => (0, u8::MAX),
@@ -578,7 +579,7 @@ impl Memdb {
     ) -> Result<ServedSummary> {
         self.get_conversation(conversation_id)?;
         let key = conversation_id.as_u128();
-        let txn = self.snapshot()?;
+        let txn = self.db.snapshot()?;
         let mut cur = Some(level);
         while let Some(l) = cur {
             let c = l.code();
@@ -603,6 +604,8 @@ impl Memdb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Systems;
+    use crate::db::Memdb;
     use crate::model::types::{NewConversation, NewMessage};
     use std::sync::Mutex;
 
@@ -688,6 +691,7 @@ mod tests {
         })
         .collect();
         let id = db
+            .sekha()
             .create_conversation(NewConversation::new("Design", msgs))
             .unwrap()
             .conversation
@@ -708,13 +712,14 @@ mod tests {
         let (_d, db, id) = setup();
         // Nothing stored yet.
         assert!(matches!(
-            db.latest_summary(id, SummaryLevel::Monthly),
+            db.sekha().latest_summary(id, SummaryLevel::Monthly),
             Err(Error::NotFound {
                 what: "summary",
                 ..
             })
         ));
         let daily = db
+            .sekha()
             .summarize(&req(id, "daily", "2026-03-10T12:00:00Z"), &Extractive)
             .unwrap();
         assert!(daily.persisted);
@@ -722,23 +727,31 @@ mod tests {
         assert!(!daily.summary.contains("Old chatter"));
         assert_eq!(daily.model, "extractive");
         // A monthly request is served from the daily, and says so.
-        let served = db.latest_summary(id, SummaryLevel::Monthly).unwrap();
+        let served = db
+            .sekha()
+            .latest_summary(id, SummaryLevel::Monthly)
+            .unwrap();
         assert_eq!(served.served_level, SummaryLevel::Daily);
         assert_eq!(served.summary, daily);
         // Weekly from the daily; monthly from the weekly.
         let weekly = db
+            .sekha()
             .summarize(&req(id, "weekly", "2026-03-10T13:00:00Z"), &Extractive)
             .unwrap();
         assert_eq!(weekly.level, SummaryLevel::Weekly);
         assert_eq!(weekly.source_count, 1);
         let monthly = db
+            .sekha()
             .summarize(&req(id, "monthly", "2026-03-10T14:00:00Z"), &Extractive)
             .unwrap();
         assert_eq!(monthly.source_count, 1);
-        let served = db.latest_summary(id, SummaryLevel::Monthly).unwrap();
+        let served = db
+            .sekha()
+            .latest_summary(id, SummaryLevel::Monthly)
+            .unwrap();
         assert_eq!(served.served_level, SummaryLevel::Monthly);
         assert_eq!(served.summary.id, monthly.id);
-        let all = db.list_summaries(id, None).unwrap();
+        let all = db.sekha().list_summaries(id, None).unwrap();
         assert_eq!(
             all.iter().map(|s| s.level).collect::<Vec<_>>(),
             vec![
@@ -748,7 +761,8 @@ mod tests {
             ]
         );
         assert_eq!(
-            db.list_summaries(id, Some(SummaryLevel::Weekly))
+            db.sekha()
+                .list_summaries(id, Some(SummaryLevel::Weekly))
                 .unwrap()
                 .len(),
             1
@@ -757,9 +771,9 @@ mod tests {
         let dir = db.dir().to_path_buf();
         drop(db);
         let db = Memdb::open(&dir).unwrap();
-        assert_eq!(db.list_summaries(id, None).unwrap(), all);
+        assert_eq!(db.sekha().list_summaries(id, None).unwrap(), all);
         // Deleting the conversation deletes its summaries.
-        db.delete_conversation(id).unwrap();
+        db.sekha().delete_conversation(id).unwrap();
         let txn = db.snapshot().unwrap();
         let left = crate::store::conversations::summaries(
             &txn,
@@ -776,6 +790,7 @@ mod tests {
     fn weekly_without_dailies_generates_the_daily_first() {
         let (_d, db, id) = setup();
         let weekly = db
+            .sekha()
             .summarize(&req(id, "weekly", "2026-03-10T12:00:00Z"), &Extractive)
             .unwrap();
         assert!(weekly.persisted);
@@ -786,28 +801,31 @@ mod tests {
                 .any(|n| n.contains("no daily summaries"))
         );
         assert_eq!(
-            db.list_summaries(id, Some(SummaryLevel::Daily))
+            db.sekha()
+                .list_summaries(id, Some(SummaryLevel::Daily))
                 .unwrap()
                 .len(),
             1
         );
         // Nothing in the window: not persisted.
         let empty = db
+            .sekha()
             .summarize(&req(id, "daily", "2026-06-01T00:00:00Z"), &Extractive)
             .unwrap();
         assert!(!empty.persisted);
-        assert_eq!(db.list_summaries(id, None).unwrap().len(), 2);
+        assert_eq!(db.sekha().list_summaries(id, None).unwrap().len(), 2);
     }
 
     #[test]
     fn bad_requests_write_nothing() {
         let (_d, db, id) = setup();
         assert!(matches!(
-            db.summarize(&req(id, "yearly", "2026-03-10T12:00:00Z"), &Extractive),
+            db.sekha()
+                .summarize(&req(id, "yearly", "2026-03-10T12:00:00Z"), &Extractive),
             Err(Error::InvalidInput { .. })
         ));
         assert!(matches!(
-            db.summarize(
+            db.sekha().summarize(
                 &req(Uuid::new_v4(), "daily", "2026-03-10T12:00:00Z"),
                 &Extractive
             ),
@@ -816,7 +834,7 @@ mod tests {
                 ..
             })
         ));
-        assert!(db.list_summaries(id, None).unwrap().is_empty());
+        assert!(db.sekha().list_summaries(id, None).unwrap().is_empty());
     }
 
     /// A local chat model double: records prompts, answers from a script.
@@ -850,6 +868,7 @@ mod tests {
         });
         let s = LlmSummarizer::new(model.clone());
         let daily = db
+            .sekha()
             .summarize(&req(id, "daily", "2026-03-10T12:00:00Z"), &s)
             .unwrap();
         assert_eq!(daily.model, "scripted-model");
@@ -874,6 +893,7 @@ mod tests {
             seen: Mutex::new(Vec::new()),
         });
         let daily = db
+            .sekha()
             .summarize(
                 &req(id, "daily", "2026-03-10T12:00:00Z"),
                 &LlmSummarizer::new(model),
