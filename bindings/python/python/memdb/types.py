@@ -1,0 +1,342 @@
+"""Typed results: the engine's answers as dataclasses, ids as ``uuid.UUID``,
+timestamps as timezone-aware ``datetime`` (UTC).
+
+The native module hands back plain dicts; :func:`build` turns one into the
+dataclass named for it, field by field, by the field's annotation. Results
+without a dataclass of their own come back as :class:`Record`, which reads
+its keys as attributes and converts ids and timestamps by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Union, get_type_hints
+
+__all__ = [
+    "Conversation",
+    "ConversationPage",
+    "ConversationWithMessages",
+    "KnowledgeBase",
+    "KbStatus",
+    "Message",
+    "Record",
+    "SearchHit",
+    "SearchResults",
+    "Stats",
+    "SyncReport",
+    "VectorHit",
+    "build",
+    "parse_time",
+    "format_time",
+]
+
+
+_TIME = re.compile(r"^(?P<main>[^.]*?)(?:\.(?P<frac>\d+))?(?P<zone>[Zz]|[+-]\d\d:\d\d)?$")
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 timestamp as an aware ``datetime`` (Python 3.9 and 3.10
+    read neither ``Z`` nor fractions of other than 3 or 6 digits: both are
+    normalised first). A timestamp without an offset is UTC."""
+    m = _TIME.match(text.strip())
+    if not m:
+        raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
+    frac = m.group("frac")
+    zone = m.group("zone") or "+00:00"
+    if zone in ("Z", "z"):
+        zone = "+00:00"
+    main = m.group("main") + ("." + (frac + "000000")[:6] if frac else "")
+    return datetime.fromisoformat(main + zone)
+
+
+def format_time(value: Union[datetime, str]) -> str:
+    """A ``datetime`` as RFC 3339 for the engine; a naive one is UTC."""
+    if isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.isoformat()
+
+
+_ID_KEYS = ("id", "record")
+_TIME_KEYS = ("timestamp", "now", "since", "until")
+
+
+def _looks_like_id(key: str) -> bool:
+    return key in _ID_KEYS or key.endswith("_id")
+
+
+def _looks_like_time(key: str) -> bool:
+    return key in _TIME_KEYS or key.endswith("_at")
+
+
+class Record:
+    """A result without a dataclass of its own: its keys are attributes;
+    ``*_id`` keys are ``uuid.UUID`` and ``*_at`` keys ``datetime``; nested
+    dicts are Records too. ``to_dict()`` gives the plain data back."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Dict[str, Any]):
+        object.__setattr__(self, "_data", {k: _convert_by_name(k, v) for k, v in data.items()})
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __getitem__(self, name: str) -> Any:
+        return self._data[name]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("results are read-only")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Record) and other._data == self._data
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._data.items())
+        return f"Record({inner})"
+
+    def __dir__(self) -> List[str]:
+        return sorted(self._data)
+
+    def keys(self):
+        return self._data.keys()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {k: _plain(v) for k, v in self._data.items()}
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Record):
+        return v.to_dict()
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, uuid.UUID):
+        return str(v)
+    if isinstance(v, datetime):
+        return format_time(v)
+    return v
+
+
+def _convert_by_name(key: str, v: Any) -> Any:
+    if isinstance(v, str):
+        if _looks_like_id(key):
+            try:
+                return uuid.UUID(v)
+            except ValueError:
+                return v
+        if _looks_like_time(key):
+            try:
+                return parse_time(v)
+            except ValueError:
+                return v
+        return v
+    if isinstance(v, dict):
+        return Record(v)
+    if isinstance(v, list):
+        if key.endswith("_ids"):
+            return [_convert_by_name("id", x) for x in v]
+        return [_convert_by_name(key, x) if not isinstance(x, dict) else Record(x) for x in v]
+    return v
+
+
+def _convert(value: Any, hint: Any) -> Any:
+    if value is None:
+        return None
+    origin = getattr(hint, "__origin__", None)
+    args = getattr(hint, "__args__", ())
+    if origin is Union:
+        inner = [a for a in args if a is not type(None)]
+        return _convert(value, inner[0]) if len(inner) == 1 else value
+    if origin in (list, List):
+        return [_convert(v, args[0]) for v in value] if args else list(value)
+    if hint is uuid.UUID:
+        return uuid.UUID(value)
+    if hint is datetime:
+        return parse_time(value)
+    if dataclasses.is_dataclass(hint):
+        return build(hint, value)
+    if hint is Any and isinstance(value, dict):
+        return value
+    return value
+
+
+_HINTS: Dict[type, Dict[str, Any]] = {}
+
+
+def build(cls: type, data: Dict[str, Any]):
+    """``data`` (a dict from the native module) as dataclass ``cls``; keys
+    the class does not name are kept in ``extra`` when it has one, else
+    dropped (a newer engine may add fields)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        _HINTS[cls] = hints
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _convert(data[f.name], hints[f.name])
+    return cls(**kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Message:
+    """A stored message. ``content`` is text, or the multi-part list the
+    writer gave."""
+
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    role: str
+    content: Any
+    timestamp: datetime
+    metadata: Any = None
+    embedding_id: Optional[str] = None
+
+    @property
+    def text(self) -> str:
+        """The message's text (parts joined by newlines)."""
+        if isinstance(self.content, str):
+            return self.content
+        parts = []
+        for p in self.content or []:
+            if isinstance(p, dict) and isinstance(p.get("text"), str):
+                parts.append(p["text"])
+        return "\n".join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Conversation:
+    """A Sekha conversation (without its messages)."""
+
+    id: uuid.UUID
+    label: str
+    folder: str
+    status: str
+    importance_score: int
+    pinned: bool
+    word_count: int
+    session_count: int
+    message_count: int
+    created_at: datetime
+    updated_at: datetime
+    metadata: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ConversationWithMessages:
+    """A conversation and its messages, oldest first."""
+
+    conversation: Conversation
+    messages: List[Message]
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "ConversationWithMessages":
+        rest = {k: v for k, v in data.items() if k != "messages"}
+        return cls(
+            conversation=build(Conversation, rest),
+            messages=[build(Message, m) for m in data.get("messages", [])],
+        )
+
+    @property
+    def id(self) -> uuid.UUID:
+        return self.conversation.id
+
+
+@dataclasses.dataclass(frozen=True)
+class ConversationPage:
+    """One page of a listing and the total that matched."""
+
+    conversations: List[Conversation]
+    total: int
+    offset: int
+    limit: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchHit:
+    """A message that matched, with its conversation's label and folder;
+    ``score`` is higher-is-better in every mode."""
+
+    message: Message
+    label: str
+    folder: str
+    score: float
+    explain: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResults:
+    """Hits best first, the mode that ran, and the engine's notes."""
+
+    hits: List[SearchHit]
+    mode: str
+    notes: List[Any] = dataclasses.field(default_factory=list)
+    plan: List[Any] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """Totals over the conversations a filter selects."""
+
+    total_conversations: int
+    total_messages: int
+    total_words: int
+    active: int
+    archived: int
+    pinned: int
+    average_importance: float
+    by_folder: Dict[str, int]
+    by_label: Dict[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class KnowledgeBase:
+    """A KuraDB knowledge base over its inbox folders."""
+
+    name: str
+    namespace: str
+    inbox: List[str]
+    created_at: datetime
+    owner: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class KbStatus:
+    """What a knowledge base holds and what is still to embed."""
+
+    name: str
+    documents: int
+    dismissed: int
+    chunks: int
+    embedded: int
+    pending: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncReport:
+    """What one sync of a knowledge base did."""
+
+    scanned: int
+    parsed: int
+    unchanged: int
+    dismissed: int
+    revived: int
+    skipped: int
+    failed: int
+    chunks: int
+    unreadable: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class VectorHit:
+    """A record near a query vector; ``similarity`` is higher-is-better."""
+
+    id: uuid.UUID
+    similarity: float

@@ -1,0 +1,563 @@
+//! `Store`: an open data directory seen from one namespace. Each method is
+//! one engine call (`db.sekha()`, `db.kuradb()`, the core's vector API):
+//! arguments are converted first, then the call runs with the GIL released,
+//! then the result is converted back. The handle is shared freely across
+//! Python threads (the engine is `Send + Sync`); `close()` ends it for all.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use memdb::{
+    Config, ConversationUpdate, EmbedderKind, EmbedderSettings, Export, ExportFormat, Extractive,
+    Filter, ImportOptions, Memdb, NewConversation, NewMessage, Page, PruneAction, Selection,
+    SpaceSpec, Systems, VectorFilter, VectorSearch,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use uuid::Uuid;
+
+use crate::convert::{arg, id, out};
+use crate::errors;
+
+/// An open memdb store, in one namespace.
+#[pyclass(frozen, module = "memdb._native")]
+pub struct Store {
+    db: Mutex<Option<Memdb>>,
+    /// The data directory (readable after `close()`).
+    dir: PathBuf,
+    /// Why `auto` found no local model, when it did not.
+    note: Option<String>,
+}
+
+impl Store {
+    /// The engine handle (a cheap clone), or `Closed`.
+    fn db(&self) -> PyResult<Memdb> {
+        self.db
+            .lock()
+            .map_err(|_| errors::closed())?
+            .clone()
+            .ok_or_else(errors::closed)
+    }
+
+    /// Runs `f` on the engine with the GIL released.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Memdb) -> memdb::Result<T> + Send,
+    ) -> PyResult<T> {
+        let db = self.db()?;
+        py.detach(|| f(&db)).map_err(errors::to_py)
+    }
+}
+
+/// Runs `f` with the GIL released, calling `progress(done, total)` (with
+/// the GIL) as the engine reports; when `progress` raises, the call is
+/// cancelled at its next check and the callback's exception is raised.
+fn with_progress<T: Send>(
+    py: Python<'_>,
+    progress: Option<Py<PyAny>>,
+    f: impl FnOnce(&mut dyn FnMut(u64, u64)) -> memdb::Result<T> + Send,
+) -> PyResult<T> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let result = py.detach(|| {
+        memdb::with_cancel_flag(flag.clone(), || {
+            let mut report = |done: u64, total: u64| {
+                let Some(cb) = &progress else { return };
+                if flag.load(Ordering::Relaxed) {
+                    return;
+                }
+                let call = Python::attach(|py| cb.call1(py, (done, total)).map(drop));
+                if let Err(e) = call {
+                    flag.store(true, Ordering::Relaxed);
+                    if let Ok(mut slot) = raised.lock() {
+                        *slot = Some(e);
+                    }
+                }
+            };
+            f(&mut report)
+        })
+    });
+    if let Some(e) = raised.lock().ok().and_then(|mut s| s.take()) {
+        return Err(e);
+    }
+    result.map_err(errors::to_py)
+}
+
+/// The `openai` embedder's settings from `MEMDB_OPENAI_BASE_URL`,
+/// `MEMDB_OPENAI_MODEL` and `MEMDB_OPENAI_DIMENSION` (the key is read from
+/// `MEMDB_OPENAI_API_KEY` by the engine), as the CLI reads them.
+fn openai_from_env() -> PyResult<memdb::OpenAiSettings> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let dimension = match var("MEMDB_OPENAI_DIMENSION") {
+        Some(d) => Some(d.trim().parse::<u32>().map_err(|_| {
+            errors::invalid(
+                "MEMDB_OPENAI_DIMENSION",
+                format!("{d:?} is not a dimension"),
+            )
+        })?),
+        None => None,
+    };
+    Ok(memdb::OpenAiSettings {
+        base_url: var("MEMDB_OPENAI_BASE_URL"),
+        model: var("MEMDB_OPENAI_MODEL"),
+        dimension,
+    })
+}
+
+#[pymethods]
+impl Store {
+    /// Opens (creating if needed) the store in `path`. `embedder` is
+    /// `"auto"` (the local model when installed, else none), `"local"`,
+    /// `"hashing"`, `"none"` or `"openai"` (configured by the `MEMDB_OPENAI_*`
+    /// environment variables, as for the CLI); `models_dir` overrides where
+    /// the local model lives.
+    #[staticmethod]
+    #[pyo3(signature = (path, embedder = "auto", namespace = None, models_dir = None))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        embedder: &str,
+        namespace: Option<String>,
+        models_dir: Option<PathBuf>,
+    ) -> PyResult<Store> {
+        let kind: EmbedderKind = embedder.parse().map_err(errors::to_py)?;
+        let openai = openai_from_env()?;
+        let (db, note) = py
+            .detach(|| -> memdb::Result<(Memdb, Option<String>)> {
+                let selected = memdb::select_embedder(&EmbedderSettings {
+                    kind,
+                    models_dir,
+                    openai,
+                    stored: Memdb::stored_message_model(&path),
+                })?;
+                let mut config = Config::default();
+                config.embedder = selected.embedder;
+                let db = Memdb::open_with(&path, config)?;
+                let db = match namespace {
+                    Some(ns) => db.namespace(&ns)?,
+                    None => db,
+                };
+                Ok((db, selected.note))
+            })
+            .map_err(errors::to_py)?;
+        Ok(Store {
+            dir: db.dir().to_path_buf(),
+            db: Mutex::new(Some(db)),
+            note,
+        })
+    }
+
+    /// A handle on namespace `name` of the same store (created by its first
+    /// write).
+    fn namespace(&self, name: &str) -> PyResult<Store> {
+        let db = self.db()?.namespace(name).map_err(errors::to_py)?;
+        Ok(Store {
+            dir: self.dir.clone(),
+            db: Mutex::new(Some(db)),
+            note: self.note.clone(),
+        })
+    }
+
+    /// The namespace this handle reads and writes.
+    #[getter]
+    fn namespace_name(&self) -> PyResult<String> {
+        Ok(self.db()?.namespace_name().to_string())
+    }
+
+    /// The data directory (also after `close()`).
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.dir.clone()
+    }
+
+    /// Why there is no embedder, when `embedder="auto"` found no model.
+    #[getter]
+    fn embedder_note(&self) -> Option<String> {
+        self.note.clone()
+    }
+
+    /// Whether the store has an embedder (semantic and hybrid search).
+    #[getter]
+    fn has_embedder(&self) -> PyResult<bool> {
+        Ok(self.db()?.config().embedder.is_some())
+    }
+
+    /// Closes the store: every handle of it (namespaces included) is
+    /// closed; later calls raise `Closed`. Closing twice is a no-op.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let taken = self.db.lock().map_err(|_| errors::closed())?.take();
+        match taken {
+            Some(db) => py.detach(|| db.close()).map_err(errors::to_py),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `close()` was called on this handle.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.db.lock().map(|g| g.is_none()).unwrap_or(true)
+    }
+
+    /// Makes every returned write durable and checkpoints the text index.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, Memdb::flush)
+    }
+
+    /// Embeds everything waiting in the embedding queue (a settled store);
+    /// returns how many items were embedded.
+    #[pyo3(signature = (progress = None))]
+    fn embed_pending(&self, py: Python<'_>, progress: Option<Py<PyAny>>) -> PyResult<u64> {
+        let db = self.db()?;
+        let report = with_progress(py, progress, |cb| {
+            db.embed_pending(None, &mut |p| cb(p.done, p.total))
+        })?;
+        Ok(report.embedded)
+    }
+
+    // ----- Sekha ---------------------------------------------------------
+
+    /// Creates a conversation; `new` is `{label, messages, folder?,
+    /// importance_score?, metadata?}`.
+    fn create_conversation(&self, py: Python<'_>, new: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let new: NewConversation = arg("conversation", new)?;
+        let created = self.run(py, |db| db.sekha().create_conversation(new))?;
+        out(py, &created)
+    }
+
+    /// Appends messages (`[{role, content, timestamp?, metadata?}]`).
+    fn append_messages(
+        &self,
+        py: Python<'_>,
+        conversation_id: &Bound<'_, PyAny>,
+        messages: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let cid = id("conversation_id", conversation_id)?;
+        let messages: Vec<NewMessage> = arg("messages", messages)?;
+        let stored = self.run(py, |db| db.sekha().append_messages(cid, messages))?;
+        out(py, &stored)
+    }
+
+    /// A conversation, with its messages when `messages` is true.
+    #[pyo3(signature = (conversation_id, messages = false))]
+    fn get_conversation(
+        &self,
+        py: Python<'_>,
+        conversation_id: &Bound<'_, PyAny>,
+        messages: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let cid = id("conversation_id", conversation_id)?;
+        if messages {
+            let c = self.run(py, |db| db.sekha().get_conversation_with_messages(cid))?;
+            out(py, &c)
+        } else {
+            let c = self.run(py, |db| db.sekha().get_conversation(cid))?;
+            out(py, &c)
+        }
+    }
+
+    /// One message.
+    fn get_message(&self, py: Python<'_>, message_id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let mid = id("message_id", message_id)?;
+        let m = self.run(py, |db| db.sekha().get_message(mid))?;
+        out(py, &m)
+    }
+
+    /// A page of conversations matching `filter`, newest updated first.
+    fn list_conversations(
+        &self,
+        py: Python<'_>,
+        filter: &Bound<'_, PyAny>,
+        offset: usize,
+        limit: usize,
+    ) -> PyResult<Py<PyAny>> {
+        let filter: Filter = arg("filter", filter)?;
+        let page = Page { offset, limit };
+        let p = self.run(py, |db| db.sekha().list_conversations(&filter, page))?;
+        out(py, &p)
+    }
+
+    /// How many conversations match `filter`.
+    fn count_conversations(&self, py: Python<'_>, filter: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let filter: Filter = arg("filter", filter)?;
+        self.run(py, |db| db.sekha().count_conversations(&filter))
+    }
+
+    /// Applies `{label?, folder?, status?, importance_score?, metadata?}`.
+    fn update_conversation(
+        &self,
+        py: Python<'_>,
+        conversation_id: &Bound<'_, PyAny>,
+        update: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let cid = id("conversation_id", conversation_id)?;
+        let update: ConversationUpdate = arg("update", update)?;
+        let c = self.run(py, |db| db.sekha().update_conversation(cid, update))?;
+        out(py, &c)
+    }
+
+    /// Pins a conversation (importance 10).
+    fn pin(&self, py: Python<'_>, conversation_id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let cid = id("conversation_id", conversation_id)?;
+        let c = self.run(py, |db| db.sekha().pin(cid))?;
+        out(py, &c)
+    }
+
+    /// Archives a conversation.
+    fn archive(&self, py: Python<'_>, conversation_id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let cid = id("conversation_id", conversation_id)?;
+        let c = self.run(py, |db| db.sekha().archive(cid))?;
+        out(py, &c)
+    }
+
+    /// Deletes a conversation; returns how many messages went with it.
+    fn delete_conversation(
+        &self,
+        py: Python<'_>,
+        conversation_id: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let cid = id("conversation_id", conversation_id)?;
+        self.run(py, |db| db.sekha().delete_conversation(cid))
+    }
+
+    /// Searches messages; `request` is the engine's `SearchRequest`
+    /// (`{query, mode?, limit, filter?, explain?, ...}`).
+    fn search(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let req: memdb::SearchRequest = arg("request", request)?;
+        let r = self.run(py, |db| db.sekha().search(&req))?;
+        out(py, &r)
+    }
+
+    /// Assembles a context window; `request` is the engine's
+    /// `ContextRequest` (`{query, context_budget?, preferred_labels?, ...}`).
+    fn assemble_context(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let req: memdb::ContextRequest = arg("request", request)?;
+        let r = self.run(py, |db| db.sekha().assemble_context(&req))?;
+        out(py, &r)
+    }
+
+    /// Totals over the conversations matching `filter`.
+    fn stats(&self, py: Python<'_>, filter: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let filter: Filter = arg("filter", filter)?;
+        let s = self.run(py, |db| db.sekha().stats(&filter))?;
+        out(py, &s)
+    }
+
+    /// A daily/weekly/monthly summary of a conversation (extractive: no
+    /// chat model is configured in process).
+    fn summarize(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let req: memdb::SummarizeRequest = arg("request", request)?;
+        let s = self.run(py, |db| db.sekha().summarize(&req, &Extractive))?;
+        out(py, &s)
+    }
+
+    /// Conversations the pruning rules would archive or delete.
+    fn prune_suggestions(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let req: memdb::PruneRequest = arg("request", request)?;
+        let r = self.run(py, |db| db.sekha().prune_suggestions(&req))?;
+        out(py, &r)
+    }
+
+    /// Archives or deletes the given conversations.
+    fn prune_execute(
+        &self,
+        py: Python<'_>,
+        conversation_ids: &Bound<'_, PyList>,
+        action: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let ids = conversation_ids
+            .iter()
+            .enumerate()
+            .map(|(i, v)| id(&format!("conversation_ids[{i}]"), &v))
+            .collect::<PyResult<Vec<Uuid>>>()?;
+        let action: PruneAction = arg("action", action)?;
+        let r = self.run(py, |db| db.sekha().prune_execute(&ids, action))?;
+        out(py, &r)
+    }
+
+    /// Exports one conversation (`conversation_id`) or every one matching
+    /// `filter`, as `"json"` or `"markdown"` text.
+    #[pyo3(signature = (filter, conversation_id = None, format = "json"))]
+    fn export(
+        &self,
+        py: Python<'_>,
+        filter: &Bound<'_, PyAny>,
+        conversation_id: Option<&Bound<'_, PyAny>>,
+        format: &str,
+    ) -> PyResult<String> {
+        let selection = match conversation_id {
+            Some(c) => Selection::One(id("conversation_id", c)?),
+            None => Selection::Matching(arg("filter", filter)?),
+        };
+        let format: ExportFormat =
+            serde_json::from_value(serde_json::Value::String(format.to_string()))
+                .map_err(|e| errors::invalid("format", e))?;
+        self.run(py, |db| db.sekha().export_to_string(&selection, format))
+    }
+
+    /// Imports a JSON export (what `export(format="json")` wrote); with
+    /// `skip_existing`, conversations whose id exists are left alone.
+    #[pyo3(signature = (data, skip_existing = false, progress = None))]
+    fn import_export(
+        &self,
+        py: Python<'_>,
+        data: &str,
+        skip_existing: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let export: Export = serde_json::from_str(data).map_err(|e| errors::invalid("data", e))?;
+        let db = self.db()?;
+        let options = ImportOptions { skip_existing };
+        let r = with_progress(py, progress, |cb| {
+            db.sekha()
+                .import(export, options, &mut |done, total| cb(done, total))
+        })?;
+        out(py, &r)
+    }
+
+    // ----- KuraDB --------------------------------------------------------
+
+    /// Registers knowledge base `name` over the `inbox` folders.
+    fn kb_add(&self, py: Python<'_>, name: &str, inbox: Vec<PathBuf>) -> PyResult<Py<PyAny>> {
+        let kb = self.run(py, |db| db.kuradb().add(name, &inbox))?;
+        out(py, &kb)
+    }
+
+    /// The knowledge bases of this namespace.
+    fn kb_list(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let all = self.run(py, |db| db.kuradb().list())?;
+        out(py, &all)
+    }
+
+    /// One knowledge base.
+    fn kb_get(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        let kb = self.run(py, |db| db.kuradb().get(name))?;
+        out(py, &kb)
+    }
+
+    /// Renames a knowledge base.
+    fn kb_rename(&self, py: Python<'_>, old: &str, new: &str) -> PyResult<Py<PyAny>> {
+        let kb = self.run(py, |db| db.kuradb().rename(old, new))?;
+        out(py, &kb)
+    }
+
+    /// Removes a knowledge base and its documents; returns how many records
+    /// went with it.
+    fn kb_remove(&self, py: Python<'_>, name: &str) -> PyResult<u64> {
+        self.run(py, |db| db.kuradb().remove(name))
+    }
+
+    /// Documents, chunks and the embedding backlog of a knowledge base.
+    fn kb_status(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        let s = self.run(py, |db| db.kuradb().status(name))?;
+        out(py, &s)
+    }
+
+    /// Syncs a knowledge base with its inbox folders, calling
+    /// `progress(done, total)` as files are read.
+    #[pyo3(signature = (name, progress = None))]
+    fn kb_sync(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let db = self.db()?;
+        let r = with_progress(py, progress, |cb| {
+            db.kuradb()
+                .sync_with_progress(name, &mut |p| cb(p.done, p.total))
+        })?;
+        out(py, &r)
+    }
+
+    /// Searches a knowledge base (`target`: `"keyword"`, `"semantic"` or
+    /// `None` for both), hits grouped by source file.
+    #[pyo3(signature = (name, query, target = None, limit = 10))]
+    fn kb_search(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        query: &str,
+        target: Option<&str>,
+        limit: usize,
+    ) -> PyResult<Py<PyAny>> {
+        let target = match target {
+            Some(t) => memdb::kuradb::RagTarget::parse(t).map_err(errors::to_py)?,
+            None => None,
+        };
+        let r = self.run(py, |db| db.kuradb().search(name, query, target, limit))?;
+        out(py, &r)
+    }
+
+    // ----- vectors -------------------------------------------------------
+
+    /// Creates a vector space (`{name, dimension, metric, m?,
+    /// ef_construction?}`).
+    fn create_vector_space(&self, py: Python<'_>, spec: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let spec: SpaceSpec = arg("spec", spec)?;
+        let s = self.run(py, |db| db.create_vector_space(&spec))?;
+        out(py, &s)
+    }
+
+    /// Writes vectors: `ids[i]` gets `vectors[i]` (rows of floats).
+    fn upsert_vectors(
+        &self,
+        py: Python<'_>,
+        space: &str,
+        ids: &Bound<'_, PyList>,
+        vectors: Vec<Vec<f32>>,
+    ) -> PyResult<()> {
+        if ids.len() != vectors.len() {
+            return Err(errors::invalid(
+                "vectors",
+                format!("{} ids but {} vectors", ids.len(), vectors.len()),
+            ));
+        }
+        let items = ids
+            .iter()
+            .enumerate()
+            .map(|(i, v)| id(&format!("ids[{i}]"), &v))
+            .zip(vectors)
+            .map(|(id, v)| id.map(|id| (id, v)))
+            .collect::<PyResult<Vec<(Uuid, Vec<f32>)>>>()?;
+        self.run(py, |db| db.upsert_vectors(space, &items))
+    }
+
+    /// The `k` nearest vectors to `query`: `[(id, similarity)]`, best first.
+    #[pyo3(signature = (space, query, k = 10, ef = None))]
+    fn search_vectors(
+        &self,
+        py: Python<'_>,
+        space: &str,
+        query: Vec<f32>,
+        k: usize,
+        ef: Option<usize>,
+    ) -> PyResult<Vec<(String, f32)>> {
+        let mut params = VectorSearch {
+            k,
+            ..VectorSearch::default()
+        };
+        if let Some(ef) = ef {
+            params.ef = ef;
+        }
+        let hits = self.run(py, |db| {
+            db.search_vectors(space, &query, params, &VectorFilter::default())
+        })?;
+        Ok(hits
+            .into_iter()
+            .map(|h| (h.record.to_string(), h.similarity))
+            .collect())
+    }
+
+    fn __repr__(&self) -> String {
+        match self.db.lock().ok().and_then(|g| g.clone()) {
+            Some(db) => format!(
+                "Store(path={:?}, namespace={:?})",
+                db.dir(),
+                db.namespace_name()
+            ),
+            None => "Store(closed)".to_string(),
+        }
+    }
+}

@@ -1,0 +1,325 @@
+"""Tests of the memdb Python package against the real engine (built by
+pip from the checkout): Sekha, KuraDB and vectors through the typed API,
+the error classes, the GIL released across threads, progress callbacks,
+and the real local embedding model (installed by scripts/install-model.sh).
+
+Run: scripts/test-python.sh (part of scripts/test.sh).
+"""
+
+import os
+import tempfile
+import threading
+import time
+import unittest
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import memdb
+from memdb import types
+
+
+class Store(unittest.TestCase):
+    embedder = "hashing"
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.db = memdb.open(os.path.join(self.tmp.name, "store"), embedder=self.embedder)
+
+    def tearDown(self):
+        self.db.close()
+        self.tmp.cleanup()
+
+
+class SekhaTests(Store):
+    def test_create_get_list_update_delete(self):
+        s = self.db.sekha
+        ts = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
+        c = s.create_conversation(
+            "Rust",
+            [("user", "How do lifetimes work?", ts), {"role": "assistant", "content": "Scopes."}],
+            folder="/work/rust",
+            importance=7,
+            metadata={"source": "test"},
+        )
+        self.assertIsInstance(c.id, uuid.UUID)
+        self.assertIsInstance(c.conversation.created_at, datetime)
+        self.assertEqual(c.conversation.created_at.tzinfo, timezone.utc)
+        self.assertEqual([m.role for m in c.messages], ["user", "assistant"])
+        self.assertEqual(c.messages[0].timestamp, ts)
+        self.assertEqual(c.messages[0].text, "How do lifetimes work?")
+        self.assertEqual(c.conversation.metadata, {"source": "test"})
+
+        got = s.get(c.id)
+        self.assertEqual(got, c.conversation)
+        self.assertIn("Conversation(", repr(got))
+        added = s.append(str(c.id), [("user", "Thanks!")])
+        self.assertEqual(added[0].conversation_id, c.id)
+        self.assertEqual(len(s.get_with_messages(c.id).messages), 3)
+        self.assertEqual(s.get_message(added[0].id).text, "Thanks!")
+
+        s.create_conversation("Cooking", [("user", "Paella rice")], folder="/home")
+        page = s.list(folder="/work")
+        self.assertEqual(page.total, 1)
+        self.assertEqual(page.conversations[0].label, "Rust")
+        self.assertEqual(s.count(), 2)
+        self.assertEqual(s.count(folder="/home"), 1)
+
+        u = s.update(c.id, label="Rust ownership")
+        self.assertEqual(u.label, "Rust ownership")
+        self.assertEqual(u.folder, "/work/rust")
+        self.assertTrue(s.pin(c.id).pinned)
+        self.assertEqual(s.archive(c.id).status, "archived")
+        self.assertEqual(s.count(status="archived"), 1)
+        stats = s.stats()
+        self.assertEqual(stats.total_conversations, 2)
+        self.assertEqual(stats.total_messages, 4)
+
+        self.assertEqual(s.delete(c.id), 3)
+        with self.assertRaises(memdb.NotFound) as e:
+            s.get(c.id)
+        self.assertEqual(e.exception.what, "conversation")
+        self.assertEqual(e.exception.id, str(c.id))
+
+    def test_search_modes_and_filters(self):
+        s = self.db.sekha
+        s.create_conversation("Trips", [("user", "Lisbon in March, book the flights")], folder="/home")
+        s.create_conversation("Work", [("user", "The quarterly report is due Friday")], folder="/work")
+        kw = s.search("Lisbon", mode="keyword")
+        self.assertEqual(kw.mode, "keyword")
+        self.assertEqual([h.label for h in kw.hits], ["Trips"])
+        self.assertIsInstance(kw.hits[0].message.id, uuid.UUID)
+        self.assertGreater(kw.hits[0].score, 0)
+        hy = s.search("Lisbon flights", mode="hybrid", explain=True)
+        self.assertEqual(hy.hits[0].label, "Trips")
+        self.assertIsNotNone(hy.hits[0].explain)
+        self.assertEqual(s.search("report", mode="keyword", folder="/home").hits, [])
+        self.assertEqual(len(s.search("report", mode="keyword", folder="/work").hits), 1)
+
+    def test_context_export_import_summary_prune(self):
+        s = self.db.sekha
+        c = s.create_conversation(
+            "Trips",
+            [("user", "Lisbon in March"), ("assistant", "Book the flights early.")],
+        )
+        ctx = s.context("Lisbon", budget=500)
+        self.assertLessEqual(ctx.token_count, 500)
+        self.assertIn(c.id, ctx.conversation_ids)
+        self.assertTrue(any("Lisbon" in str(m.content) for m in ctx.messages))
+
+        data = s.export(c.id)
+        md = s.export(format="markdown")
+        self.assertIn("Lisbon", md)
+        other = memdb.open(os.path.join(self.tmp.name, "copy"), embedder="none")
+        try:
+            report = other.sekha.import_export(data)
+            self.assertEqual(report.imported, 1)
+            copied = other.sekha.get_with_messages(c.id)
+            self.assertEqual([m.text for m in copied.messages], [m.text for m in c.messages])
+            again = other.sekha.import_export(data, skip_existing=True)
+            self.assertEqual(again.imported, 0)
+            self.assertEqual(again.skipped, 1)
+        finally:
+            other.close()
+
+        summary = s.summarize(c.id, "daily")
+        self.assertEqual(summary.conversation_id, c.id)
+        self.assertTrue(summary.summary)
+        report = s.prune([c.id], "archive")
+        self.assertEqual(s.get(c.id).status, "archived")
+        self.assertIsInstance(report, types.Record)
+
+    def test_namespaces_are_separate(self):
+        a = self.db.namespace("tenant-a")
+        a.sekha.create_conversation("Secret", [("user", "only for tenant a")])
+        self.assertEqual(a.namespace_name, "tenant-a")
+        self.assertEqual(a.sekha.count(), 1)
+        self.assertEqual(self.db.sekha.count(), 0)
+        self.assertEqual(self.db.sekha.search("tenant", mode="keyword").hits, [])
+
+
+class ErrorTests(Store):
+    def test_invalid_input_names_its_field(self):
+        with self.assertRaises(memdb.InvalidInput) as e:
+            self.db.sekha.create_conversation("x", [("user", "")])
+        self.assertEqual(e.exception.field, "messages[0].content")
+        self.assertIsInstance(e.exception, memdb.MemdbError)
+        self.assertEqual(memdb.InvalidInput.__module__, "memdb")
+        with self.assertRaises(memdb.InvalidInput) as e:
+            self.db.sekha.get("not-a-uuid")
+        self.assertEqual(e.exception.field, "conversation_id")
+        with self.assertRaises(memdb.InvalidInput):
+            self.db.sekha.search("x", mode="sideways")
+        with self.assertRaises(memdb.InvalidInput):
+            self.db.sekha.search("   ")
+
+    def test_bad_input_loses_nothing(self):
+        c = self.db.sekha.create_conversation("Keep", [("user", "still here")])
+        with self.assertRaises(memdb.InvalidInput):
+            self.db.sekha.append(c.id, [("user", "ok"), ("user", "")])
+        self.assertEqual(len(self.db.sekha.get_with_messages(c.id).messages), 1)
+
+    def test_locked_and_closed(self):
+        with self.assertRaises(memdb.Locked):
+            memdb.open(self.db.path, embedder="none")
+        self.db.close()
+        self.assertTrue(self.db.closed)
+        with self.assertRaises(memdb.Closed):
+            self.db.sekha.count()
+        self.db.close()  # twice is fine
+        reopened = memdb.open(self.db.path, embedder="none")
+        reopened.close()
+
+    def test_conflict(self):
+        inbox = os.path.join(self.tmp.name, "inbox")
+        os.makedirs(inbox)
+        self.db.kuradb.add("notes", [inbox])
+        with self.assertRaises(memdb.Conflict):
+            self.db.kuradb.add("notes", [inbox])
+
+
+class KuraDBTests(Store):
+    def test_add_sync_search_status(self):
+        inbox = os.path.join(self.tmp.name, "inbox")
+        os.makedirs(inbox)
+        with open(os.path.join(inbox, "pasta.md"), "w") as f:
+            f.write("# Carbonara\n\nGuanciale, eggs, pecorino and black pepper.\n")
+        with open(os.path.join(inbox, "bread.txt"), "w") as f:
+            f.write("Sourdough needs a lively starter and a long proof.\n")
+        kb = self.db.kuradb.add("recipes", [inbox])
+        self.assertEqual(kb.name, "recipes")
+        self.assertIsInstance(kb.created_at, datetime)
+        seen = []
+        report = self.db.kuradb.sync("recipes", progress=lambda done, total: seen.append((done, total)))
+        self.assertEqual(report.parsed, 2)
+        self.assertTrue(seen and seen[-1][0] == seen[-1][1])
+        self.assertEqual(self.db.kuradb.status("recipes").documents, 2)
+        res = self.db.kuradb.search("recipes", "guanciale", target="keyword")
+        self.assertTrue(res.keyword[0].source.endswith("pasta.md"))
+        self.assertEqual([k.name for k in self.db.kuradb.list()], ["recipes"])
+        self.assertEqual(self.db.kuradb.rename("recipes", "food").name, "food")
+        with self.assertRaises(memdb.NotFound):
+            self.db.kuradb.status("recipes")
+
+    def test_a_raising_progress_callback_stops_the_sync(self):
+        inbox = os.path.join(self.tmp.name, "inbox")
+        os.makedirs(inbox)
+        for i in range(5):
+            with open(os.path.join(inbox, f"n{i}.txt"), "w") as f:
+                f.write(f"note number {i}\n")
+        self.db.kuradb.add("notes", [inbox])
+
+        class Stop(Exception):
+            pass
+
+        def progress(done, total):
+            raise Stop()
+
+        with self.assertRaises(Stop):
+            self.db.kuradb.sync("notes", progress=progress)
+
+
+class VectorTests(Store):
+    def test_space_upsert_search(self):
+        self.db.vectors.create_space("toy", 3, "cosine")
+        a, b = uuid.uuid4(), uuid.uuid4()
+        self.db.vectors.upsert("toy", [a, b], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+        hits = self.db.vectors.search("toy", [0.9, 0.1, 0.0], k=2)
+        self.assertEqual([h.id for h in hits], [a, b])
+        self.assertGreater(hits[0].similarity, hits[1].similarity)
+        with self.assertRaises(memdb.InvalidInput):
+            self.db.vectors.upsert("toy", [a], [[1.0, 0.0]])
+        with self.assertRaises(memdb.InvalidInput):
+            self.db.vectors.upsert("toy", [a, b], [[1.0, 0.0, 0.0]])
+
+    def test_numpy_rows(self):
+        import numpy as np
+
+        self.db.vectors.create_space("np", 4, "l2")
+        ids = [uuid.uuid4() for _ in range(3)]
+        self.db.vectors.upsert("np", ids, np.eye(3, 4, dtype=np.float32))
+        hits = self.db.vectors.search("np", np.array([0, 1, 0, 0], dtype=np.float32), k=1)
+        self.assertEqual(hits[0].id, ids[1])
+
+
+class ThreadTests(Store):
+    def test_one_handle_many_threads(self):
+        errors = []
+
+        def writer(n):
+            try:
+                for i in range(10):
+                    self.db.sekha.create_conversation(f"t{n}", [("user", f"thread {n} note {i}")])
+            except Exception as e:  # noqa: BLE001 - collected and asserted below
+                errors.append(e)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(self.db.sekha.count(), 40)
+        self.assertEqual(len(self.db.sekha.search("note", mode="keyword", limit=100).hits), 40)
+
+    def test_the_gil_is_released_during_a_call(self):
+        # A sync reading many files runs in the engine; a Python thread that
+        # only counts must keep running meanwhile.
+        inbox = os.path.join(self.tmp.name, "inbox")
+        os.makedirs(inbox)
+        for i in range(300):
+            with open(os.path.join(inbox, f"doc{i}.txt"), "w") as f:
+                f.write(("memdb releases the GIL while it works. " * 40) + str(i))
+        self.db.kuradb.add("many", [inbox])
+        ticks = []
+        stop = threading.Event()
+
+        def counter():
+            while not stop.is_set():
+                ticks.append(time.perf_counter())
+                time.sleep(0.001)
+
+        t = threading.Thread(target=counter)
+        t.start()
+        try:
+            start = time.perf_counter()
+            self.db.kuradb.sync("many")
+            end = time.perf_counter()
+        finally:
+            stop.set()
+            t.join()
+        during = [x for x in ticks if start <= x <= end]
+        # With the GIL held for the whole sync the counter would not tick
+        # at all inside it.
+        self.assertGreater(len(during), 5, f"counter ticked {len(during)} times in {end - start:.2f}s")
+
+
+class LocalModelTests(Store):
+    """The real ONNX model through ort + tokenizers (scripts/install-model.sh)."""
+
+    embedder = "local"
+
+    def test_semantic_search_finds_meaning_not_words(self):
+        self.assertTrue(self.db.has_embedder)
+        s = self.db.sekha
+        s.create_conversation("Pets", [("user", "My dog loves running in the park")])
+        s.create_conversation("Money", [("user", "The bank raised interest rates again")])
+        s.create_conversation("Food", [("user", "Fresh basil makes the tomato sauce")])
+        self.db.embed_pending()
+        res = s.search("a puppy playing outside", mode="semantic", limit=3)
+        self.assertEqual(res.mode, "semantic")
+        self.assertEqual(res.hits[0].label, "Pets")
+
+
+class TimeTests(unittest.TestCase):
+    def test_parse_time_reads_what_the_engine_writes(self):
+        t = types.parse_time("2026-12-07T14:33:49.1234Z")
+        self.assertEqual(t, datetime(2026, 12, 7, 14, 33, 49, 123400, tzinfo=timezone.utc))
+        self.assertEqual(
+            types.parse_time("2026-12-07T14:33:49-05:00").utcoffset(), timedelta(hours=-5)
+        )
+        with self.assertRaises(ValueError):
+            types.parse_time("yesterday")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the memdb Python package from the checkout with pip (maturin, a
+# release build of the engine) into its own venv, then runs its tests
+# (bindings/python/tests). Part of scripts/test.sh; the local embedding
+# model must be installed first (scripts/install-model.sh).
+#
+#   scripts/test-python.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memdb-target}"
+venv="${MEMDB_PYTHON_VENV:-$HOME/.cache/memdb-venv-python}"
+# maturin runs from the venv's bin (pip calls it by name).
+export PATH="$venv/bin:$PATH"
+if [[ ! -x "$venv/bin/python" ]]; then
+  echo "test-python: creating $venv"
+  python3 -m venv "$venv"
+fi
+# maturin builds the wheel; numpy is what the vector tests pass as arrays.
+"$venv/bin/python" -m pip install -q --disable-pip-version-check 'maturin==1.16.0' 'numpy>=1.24'
+echo "test-python: pip install ./bindings/python"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
+  --force-reinstall --no-deps ./bindings/python
+"$venv/bin/python" -m unittest discover -s bindings/python/tests -v
