@@ -17,7 +17,17 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 # maturin builds the wheel; numpy is what the vector tests pass as arrays.
 "$venv/bin/python" -m pip install -q --disable-pip-version-check 'maturin==1.16.0' 'numpy>=1.24'
+# The one-command install from the checkout (README) must work ...
 echo "test-python: pip install ./bindings/python"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
   --force-reinstall --no-deps ./bindings/python
+"$venv/bin/python" -c 'import memdb; print("test-python: imported memdb", memdb.__version__)'
+# ... and so must the abi3 manylinux wheel (the same build, packaged): the
+# tests run against the installed wheel.
+wheels="$CARGO_TARGET_DIR/wheels"
+rm -rf "$wheels"
+maturin build -q --release -m bindings/python/Cargo.toml --out "$wheels"
+wheel=$(ls "$wheels"/memdb-*-cp39-abi3-manylinux_*.whl)
+echo "test-python: built $(basename "$wheel")"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 "$venv/bin/python" -m unittest discover -s bindings/python/tests -v
