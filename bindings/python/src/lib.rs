@@ -2,7 +2,7 @@
 //! `memdb` Python package (`bindings/python/python/memdb/` is the other).
 //!
 //! It owns one class, [`store::Store`] (an open data directory seen from one
-//! namespace, with Sekha's, KuraDB's and the vector operations), the
+//! namespace, with Sekha's, Memorg's, KuraDB's and the vector operations), the
 //! exception classes that mirror `memdb::Error` ([`errors`]), and the
 //! conversion of arguments and results between Python objects and the
 //! engine's serde types ([`convert`]). Every call that touches storage, the

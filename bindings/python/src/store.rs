@@ -1,5 +1,5 @@
 //! `Store`: an open data directory seen from one namespace. Each method is
-//! one engine call (`db.sekha()`, `db.kuradb()`, the core's vector API):
+//! one engine call (`db.sekha()`, `db.memorg()`, `db.kuradb()`, the core's vector API):
 //! arguments are converted first, then the call runs with the GIL released,
 //! then the result is converted back. The handle is shared freely across
 //! Python threads (the engine is `Send + Sync`); `close()` ends it for all.
@@ -104,6 +104,14 @@ fn openai_from_env() -> PyResult<memdb::OpenAiSettings> {
         model: var("MEMDB_OPENAI_MODEL"),
         dimension,
     })
+}
+
+/// A JSON object argument (`None`: an empty object).
+fn json_or_empty(field: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<serde_json::Value> {
+    match value {
+        Some(v) => arg(field, v),
+        None => Ok(serde_json::Value::Object(Default::default())),
+    }
 }
 
 #[pymethods]
@@ -414,6 +422,218 @@ impl Store {
                 .import(export, options, &mut |done, total| cb(done, total))
         })?;
         out(py, &r)
+    }
+
+    // ----- Memorg --------------------------------------------------------
+
+    /// Memorg's `create_session(user_id, config)`.
+    #[pyo3(signature = (user_id, config = None, metadata = None))]
+    fn memorg_create_session(
+        &self,
+        py: Python<'_>,
+        user_id: &str,
+        config: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let config = json_or_empty("config", config)?;
+        let metadata = json_or_empty("metadata", metadata)?;
+        let r = self.run(py, |db| {
+            db.memorg().create_session(user_id, config, metadata)
+        })?;
+        out(py, &r)
+    }
+
+    /// The sessions, of one user when `user_id` is given.
+    #[pyo3(signature = (user_id = None))]
+    fn memorg_sessions(&self, py: Python<'_>, user_id: Option<&str>) -> PyResult<Py<PyAny>> {
+        let r = self.run(py, |db| db.memorg().sessions(user_id))?;
+        out(py, &r)
+    }
+
+    /// Memorg's `start_conversation(session_id)`.
+    #[pyo3(signature = (session_id, title = None))]
+    fn memorg_start_conversation(
+        &self,
+        py: Python<'_>,
+        session_id: &Bound<'_, PyAny>,
+        title: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let sid = id("session_id", session_id)?;
+        let r = self.run(py, |db| db.memorg().start_conversation(sid, title))?;
+        out(py, &r)
+    }
+
+    /// A topic in a conversation.
+    #[pyo3(signature = (conversation_id, title, summary = None))]
+    fn memorg_create_topic(
+        &self,
+        py: Python<'_>,
+        conversation_id: &Bound<'_, PyAny>,
+        title: &str,
+        summary: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let cid = id("conversation_id", conversation_id)?;
+        let r = self.run(py, |db| db.memorg().create_topic(cid, title, summary))?;
+        out(py, &r)
+    }
+
+    /// Memorg's `add_exchange(topic_id, user_message, system_message)`.
+    #[pyo3(signature = (topic_id, user_message, system_message, metadata = None))]
+    fn memorg_add_exchange(
+        &self,
+        py: Python<'_>,
+        topic_id: &Bound<'_, PyAny>,
+        user_message: &str,
+        system_message: &str,
+        metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let tid = id("topic_id", topic_id)?;
+        let metadata = json_or_empty("metadata", metadata)?;
+        let r = self.run(py, |db| {
+            db.memorg()
+                .add_exchange(tid, user_message, system_message, metadata)
+        })?;
+        out(py, &r)
+    }
+
+    /// The exchanges of a topic, oldest first.
+    fn memorg_topic_exchanges(
+        &self,
+        py: Python<'_>,
+        topic_id: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let tid = id("topic_id", topic_id)?;
+        let r = self.run(py, |db| db.memorg().topic_exchanges(tid))?;
+        out(py, &r)
+    }
+
+    /// Memorg's `search_context`; `request` is the engine's `ContextSearch`.
+    fn memorg_search_context(
+        &self,
+        py: Python<'_>,
+        request: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let req: memdb::memorg::system::ContextSearch = arg("request", request)?;
+        let r = self.run(py, |db| db.memorg().search_context(&req))?;
+        out(py, &r)
+    }
+
+    /// Memorg's `get_memory_usage`.
+    fn memorg_memory_usage(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let r = self.run(py, |db| db.memorg().memory_usage())?;
+        out(py, &r)
+    }
+
+    /// A memory item (Memorg's `create_memory_item`).
+    #[pyo3(signature = (content, item_type, parent_id = None, metadata = None, tags = Vec::new(), importance = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn memorg_create_memory_item(
+        &self,
+        py: Python<'_>,
+        content: &str,
+        item_type: &str,
+        parent_id: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        tags: Vec<String>,
+        importance: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let parent = parent_id.map(|p| id("parent_id", p)).transpose()?;
+        let metadata = json_or_empty("metadata", metadata)?;
+        let r = self.run(py, |db| {
+            db.memorg()
+                .create_memory_item(content, item_type, parent, metadata, &tags, importance)
+        })?;
+        out(py, &r)
+    }
+
+    /// One memory item.
+    fn memorg_memory_item(
+        &self,
+        py: Python<'_>,
+        item_id: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let iid = id("item_id", item_id)?;
+        let r = self.run(py, |db| db.memorg().memory_item(iid))?;
+        out(py, &r)
+    }
+
+    /// Changes a memory item's content, metadata, importance or tags.
+    #[pyo3(signature = (item_id, content = None, metadata = None, importance = None, tags = None))]
+    fn memorg_update_memory_item(
+        &self,
+        py: Python<'_>,
+        item_id: &Bound<'_, PyAny>,
+        content: Option<&str>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        importance: Option<f64>,
+        tags: Option<Vec<String>>,
+    ) -> PyResult<Py<PyAny>> {
+        let iid = id("item_id", item_id)?;
+        let metadata = metadata
+            .map(|m| arg::<serde_json::Value>("metadata", m))
+            .transpose()?;
+        let r = self.run(py, |db| {
+            db.memorg()
+                .update_memory_item(iid, content, metadata, importance, tags.as_deref())
+        })?;
+        out(py, &r)
+    }
+
+    /// Adds tags to a memory item.
+    fn memorg_add_item_tags(
+        &self,
+        py: Python<'_>,
+        item_id: &Bound<'_, PyAny>,
+        tags: Vec<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let iid = id("item_id", item_id)?;
+        let r = self.run(py, |db| db.memorg().add_item_tags(iid, &tags))?;
+        out(py, &r)
+    }
+
+    /// Removes tags from a memory item.
+    fn memorg_remove_item_tags(
+        &self,
+        py: Python<'_>,
+        item_id: &Bound<'_, PyAny>,
+        tags: Vec<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let iid = id("item_id", item_id)?;
+        let r = self.run(py, |db| db.memorg().remove_item_tags(iid, &tags))?;
+        out(py, &r)
+    }
+
+    /// Memorg's `search_memory`; `request` is the engine's `MemorySearch`.
+    fn memorg_search_memory(
+        &self,
+        py: Python<'_>,
+        request: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let req: memdb::memorg::system::MemorySearch = arg("request", request)?;
+        let r = self.run(py, |db| db.memorg().search_memory(&req))?;
+        out(py, &r)
+    }
+
+    /// A memory item with its ancestors (and siblings).
+    #[pyo3(signature = (item_id, depth = 1, include_siblings = false))]
+    fn memorg_item_context(
+        &self,
+        py: Python<'_>,
+        item_id: &Bound<'_, PyAny>,
+        depth: usize,
+        include_siblings: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let iid = id("item_id", item_id)?;
+        let r = self.run(py, |db| {
+            db.memorg().item_context(iid, depth, include_siblings)
+        })?;
+        out(py, &r)
+    }
+
+    /// Deletes a Memorg record (and what hangs under it); returns how many.
+    fn memorg_delete(&self, py: Python<'_>, record_id: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let rid = id("record_id", record_id)?;
+        self.run(py, |db| db.memorg().delete(rid))
     }
 
     // ----- KuraDB --------------------------------------------------------

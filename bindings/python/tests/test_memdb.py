@@ -137,6 +137,61 @@ class SekhaTests(Store):
         self.assertEqual(self.db.sekha.search("tenant", mode="keyword").hits, [])
 
 
+class MemorgTests(Store):
+    def test_hierarchy_and_search_context(self):
+        m = self.db.memorg
+        session = m.create_session("alice", {"model": "gpt"}, {"team": "a"})
+        self.assertIsInstance(session.id, uuid.UUID)
+        self.assertEqual(session.system_config, {"model": "gpt"})
+        self.assertEqual(session.metadata, {"team": "a"})
+        conv = m.start_conversation(session.id, "Holidays")
+        topic = m.create_topic(conv.id, "Lisbon trip")
+        ex = m.add_exchange(topic.id, "Which district in Lisbon for food?", "Try Alfama and Bairro Alto.")
+        self.assertEqual(ex.topic_id, topic.id)
+        self.assertEqual(ex.user_message.raw_content, "Which district in Lisbon for food?")
+        self.assertIsInstance(ex.created_at, datetime)
+        m.add_exchange(topic.id, "And the weather in March?", "Mild, some rain.")
+        self.assertEqual(len(m.topic_exchanges(topic.id)), 2)
+        self.assertEqual([s.id for s in m.sessions("alice")], [session.id])
+        self.assertEqual(m.sessions("bob"), [])
+        found = m.search_context("Lisbon food district")
+        self.assertGreater(len(found.results), 0)
+        self.assertEqual(found.results[0].exchange.id, ex.id)
+        self.assertGreater(m.memory_usage().total_tokens, 0)
+        with self.assertRaises(memdb.InvalidInput) as e:
+            m.add_exchange(topic.id, "  ", "x")
+        self.assertEqual(e.exception.field, "user_message")
+        self.assertGreaterEqual(m.delete(session.id), 5)
+        with self.assertRaises(memdb.NotFound):
+            m.start_conversation(session.id)
+
+    def test_memory_items_tags_and_filters(self):
+        m = self.db.memorg
+        parent = m.create_memory_item("Project Apollo", "project", tags=["work"])
+        task = m.create_memory_item(
+            "Write the launch checklist",
+            "task",
+            parent_id=parent.id,
+            metadata={"priority": "high"},
+            tags=["work", "urgent"],
+        )
+        m.create_memory_item("Buy a birthday cake", "task", tags=["home"])
+        self.assertEqual(task.parent_id, parent.id)
+        self.assertEqual(task.metadata, {"priority": "high"})
+        hits = m.search_memory("checklist", tags=["urgent"])
+        self.assertEqual([h.item.id for h in hits], [task.id])
+        self.assertEqual(m.search_memory("cake", tags=["work"]), [])
+        self.assertEqual(
+            [h.item.id for h in m.search_memory("launch", filters={"priority": "high"})], [task.id]
+        )
+        self.assertEqual(sorted(m.add_tags(task.id, ["q3"]).tags), ["q3", "urgent", "work"])
+        self.assertEqual(sorted(m.remove_tags(task.id, ["urgent"]).tags), ["q3", "work"])
+        updated = m.update_memory_item(task.id, content="Write and review the launch checklist")
+        self.assertEqual(updated.content, "Write and review the launch checklist")
+        ctx = m.item_context(task.id, depth=1)
+        self.assertEqual([a.id for a in ctx.ancestors], [parent.id])
+
+
 class ErrorTests(Store):
     def test_invalid_input_names_its_field(self):
         with self.assertRaises(memdb.InvalidInput) as e:

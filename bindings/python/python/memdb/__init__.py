@@ -1,6 +1,7 @@
 """memdb: an embedded long-term memory database for LLM agents, in process.
 
-One engine holds Sekha's conversation memory (``db.sekha``), KuraDB's
+One engine holds Sekha's conversation memory (``db.sekha``), Memorg's
+sessions, topics, exchanges and memory items (``db.memorg``), KuraDB's
 knowledge bases over folders (``db.kuradb``) and named vector spaces
 (``db.vectors``), searchable by keyword, by meaning and by time, and
 assembled into a context window under a token budget::
@@ -42,6 +43,7 @@ from ._native import (
     __version__,
 )
 from .kuradb import KuraDB
+from .memorg import Memorg
 from .sekha import Sekha
 from .vectors import Vectors
 
@@ -55,6 +57,7 @@ __all__ = [
     "Locked",
     "Memdb",
     "MemdbError",
+    "Memorg",
     "ModelError",
     "NotFound",
     "RemoteError",
@@ -70,7 +73,7 @@ __all__ = [
 class Memdb:
     """An open memdb store, seen from one namespace.
 
-    ``sekha``, ``kuradb`` and ``vectors`` are its three faces; each call
+    ``sekha``, ``memorg``, ``kuradb`` and ``vectors`` are its faces; each call
     goes straight to the engine. Use it as a context manager, or call
     :meth:`close` (closing one handle closes the store for every handle
     made from it with :meth:`namespace`).
@@ -79,6 +82,7 @@ class Memdb:
     def __init__(self, store: _Store):
         self._store = store
         self.sekha = Sekha(store)
+        self.memorg = Memorg(store)
         self.kuradb = KuraDB(store)
         self.vectors = Vectors(store)
 

@@ -125,7 +125,13 @@ def _plain(v: Any) -> Any:
     return v
 
 
+#: Keys whose value is the caller's own free-form data: kept as given.
+_PLAIN_KEYS = ("metadata", "system_config", "config", "filters")
+
+
 def _convert_by_name(key: str, v: Any) -> Any:
+    if key in _PLAIN_KEYS:
+        return v
     if isinstance(v, str):
         if _looks_like_id(key):
             try:
