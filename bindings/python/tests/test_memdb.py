@@ -192,6 +192,74 @@ class MemorgTests(Store):
         self.assertEqual([a.id for a in ctx.ancestors], [parent.id])
 
 
+class MemorgDropInTests(unittest.TestCase):
+    """PyPI memorg 0.1.2's own example (`app/main.py`'s `main()`), with its
+    imports changed to memdb.memorg and nothing else."""
+
+    def test_memorg_main_example_runs_unchanged(self):
+        import asyncio
+
+        from memdb.memorg import (
+            Exchange,
+            MemoryItem,
+            MemorgSystem,
+            SearchScope,
+            Session,
+            SQLiteStorageAdapter,
+            USearchVectorStore,
+        )
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "memorg.db")
+
+            async def main():
+                system = MemorgSystem(
+                    storage=SQLiteStorageAdapter(path),
+                    vector_store=USearchVectorStore(path),
+                    openai_client=None,
+                )
+                try:
+                    session = await system.create_session("user123", {"max_tokens": 4096})
+                    self.assertIsInstance(session, Session)
+                    self.assertEqual(session.system_config, {"max_tokens": 4096})
+                    conversation = await system.start_conversation(session.id)
+                    topic = await system.context_store.create_topic(conversation.id, "Initial Discussion")
+                    self.assertEqual(topic.title, "Initial Discussion")
+                    exchange = await system.add_exchange(
+                        topic.id,
+                        "Hello, how can you help me with my Python project?",
+                        "I'm here to assist you with any questions or tasks you have.",
+                    )
+                    self.assertIsInstance(exchange, Exchange)
+                    self.assertEqual(
+                        exchange.user_message.raw_content,
+                        "Hello, how can you help me with my Python project?",
+                    )
+                    results = await system.search_context("Python project", scope=SearchScope.ALL)
+                    self.assertEqual(results[0].entity.id, exchange.id)
+                    usage = await system.get_memory_usage()
+                    self.assertGreater(usage["total_tokens"], 0)
+                    item = await system.create_memory_item(
+                        "Remember to write tests", "task", tags=["dev"]
+                    )
+                    self.assertIsInstance(item, MemoryItem)
+                    # As memorg does: "task" is no MemoryType, so the item is
+                    # CUSTOM with its type name in metadata.
+                    self.assertEqual(item.type.value, "custom")
+                    self.assertEqual(item.metadata["custom_type"], "task")
+                    found = await system.search_memory("tests", tags=["dev"])
+                    self.assertEqual([r.item.id for r in found], [item.id])
+                    ctx = await system.get_item_context(item.id)
+                    self.assertEqual(ctx[0].id, item.id)
+                finally:
+                    system.close()
+
+            asyncio.run(main())
+            # The data lives in a memdb directory beside the SQLite path.
+            self.assertTrue(os.path.isdir(os.path.join(tmp, "memorg.memdb")))
+            self.assertFalse(os.path.exists(path))
+
+
 class ErrorTests(Store):
     def test_invalid_input_names_its_field(self):
         with self.assertRaises(memdb.InvalidInput) as e:
