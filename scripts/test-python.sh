@@ -15,8 +15,9 @@ if [[ ! -x "$venv/bin/python" ]]; then
   echo "test-python: creating $venv"
   python3 -m venv "$venv"
 fi
-# maturin builds the wheel; numpy is what the vector tests pass as arrays.
-"$venv/bin/python" -m pip install -q --disable-pip-version-check 'maturin==1.16.0' 'numpy>=1.24'
+# maturin builds the wheel; numpy is what the vector tests pass as arrays;
+# langchain-core is what the LangChain integration implements.
+"$venv/bin/python" -m pip install -q --disable-pip-version-check 'maturin==1.16.0' 'numpy>=1.24' 'langchain-core>=1,<2'
 # The one-command install from the checkout (README) must work ...
 echo "test-python: pip install ./bindings/python"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \

@@ -260,6 +260,58 @@ class MemorgDropInTests(unittest.TestCase):
             self.assertFalse(os.path.exists(path))
 
 
+class LangChainTests(Store):
+    def test_vector_store_add_search_filter_delete(self):
+        from langchain_core.documents import Document
+        from langchain_core.vectorstores import VectorStore
+
+        from memdb.langchain import MemdbVectorStore
+
+        store = MemdbVectorStore(self.db)
+        self.assertIsInstance(store, VectorStore)
+        ids = store.add_texts(
+            ["Paella needs bomba rice", "The borrow checker rejects dangling references", "Sourdough needs a starter"],
+            [{"topic": "food"}, {"topic": "rust"}, {"topic": "food"}],
+        )
+        docs = store.similarity_search("borrow checker references", k=1)
+        self.assertIsInstance(docs[0], Document)
+        self.assertEqual(docs[0].id, ids[1])
+        self.assertEqual(docs[0].metadata, {"topic": "rust"})
+        food = store.similarity_search("rice", k=3, filter={"topic": "food"})
+        self.assertTrue(food and all(d.metadata["topic"] == "food" for d in food))
+        self.assertEqual(food[0].id, ids[0])
+        scored = store.similarity_search_with_score("sourdough starter", k=2)
+        self.assertEqual(scored[0][0].id, ids[2])
+        self.assertGreaterEqual(scored[0][1], scored[-1][1])
+        store.delete([ids[1]])
+        self.assertEqual([d.id for d in store.get_by_ids(ids)], [ids[0], ids[2]])
+        with self.assertRaises(ValueError):
+            store.add_texts(["x"], ids=["mine"])
+
+    def test_from_texts_and_chat_history(self):
+        from langchain_core.messages import AIMessage, HumanMessage
+
+        from memdb.langchain import MemdbChatMessageHistory, MemdbVectorStore
+
+        path = os.path.join(self.tmp.name, "lc")
+        store = MemdbVectorStore.from_texts(["one fish", "two fish"], None, path=path, embedder="hashing")
+        self.assertEqual(len(store.similarity_search("fish", k=5)), 2)
+        store._db.close()
+
+        history = MemdbChatMessageHistory(self.db, "session-42")
+        self.assertEqual(history.messages, [])
+        history.add_messages([HumanMessage(content="Hi, I'm Ana."), AIMessage(content="Hello Ana!")])
+        history.add_message(HumanMessage(content="What's my name?"))
+        again = MemdbChatMessageHistory(self.db, "session-42")
+        self.assertEqual(
+            [(type(m).__name__, m.content) for m in again.messages],
+            [("HumanMessage", "Hi, I'm Ana."), ("AIMessage", "Hello Ana!"), ("HumanMessage", "What's my name?")],
+        )
+        self.assertEqual(MemdbChatMessageHistory(self.db, "other").messages, [])
+        again.clear()
+        self.assertEqual(history.messages, [])
+
+
 class ErrorTests(Store):
     def test_invalid_input_names_its_field(self):
         with self.assertRaises(memdb.InvalidInput) as e:
