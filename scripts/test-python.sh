@@ -16,8 +16,8 @@ if [[ ! -x "$venv/bin/python" ]]; then
   python3 -m venv "$venv"
 fi
 # maturin builds the wheel; numpy is what the vector tests pass as arrays;
-# langchain-core is what the LangChain integration implements.
-"$venv/bin/python" -m pip install -q --disable-pip-version-check 'maturin==1.16.0' 'numpy>=1.24' 'langchain-core>=1,<2'
+# langchain-core is what the LangChain integration implements; pytest runs them.
+"$venv/bin/python" -m pip install -q --disable-pip-version-check 'maturin==1.16.0' 'numpy>=1.24' 'langchain-core>=1,<2' 'pytest>=8'
 # The one-command install from the checkout (README) must work ...
 echo "test-python: pip install ./bindings/python"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
@@ -31,4 +31,9 @@ maturin build -q --release -m bindings/python/Cargo.toml --out "$wheels"
 wheel=$(ls "$wheels"/memdb-*-cp39-abi3-manylinux_*.whl)
 echo "test-python: built $(basename "$wheel")"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
-"$venv/bin/python" -m unittest discover -s bindings/python/tests -v
+# The cross-surface test reads the store with the workspace's memdb CLI.
+if [[ ! -x "$CARGO_TARGET_DIR/debug/memdb" ]]; then
+  cargo build -q -p memdb-cli
+fi
+export MEMDB_BIN="$CARGO_TARGET_DIR/debug/memdb"
+"$venv/bin/python" -m pytest -q bindings/python/tests

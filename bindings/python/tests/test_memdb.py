@@ -3,7 +3,8 @@ pip from the checkout): Sekha, KuraDB and vectors through the typed API,
 the error classes, the GIL released across threads, progress callbacks,
 and the real local embedding model (installed by scripts/install-model.sh).
 
-Run: scripts/test-python.sh (part of scripts/test.sh).
+Run: scripts/test-python.sh (part of scripts/test.sh), which runs them
+with pytest.
 """
 
 import os
@@ -310,6 +311,44 @@ class LangChainTests(Store):
         self.assertEqual(MemdbChatMessageHistory(self.db, "other").messages, [])
         again.clear()
         self.assertEqual(history.messages, [])
+
+
+class CrossSurfaceTests(Store):
+    """One format: a store written from Python is read by the `memdb` CLI,
+    and what the CLI writes is read from Python ($MEMDB_BIN, which
+    scripts/test-python.sh points at the workspace's build)."""
+
+    def memdb_cli(self, *args, stdin=None):
+        import json
+        import shutil
+        import subprocess
+
+        exe = os.environ.get("MEMDB_BIN") or shutil.which("memdb")
+        self.assertTrue(exe, "set MEMDB_BIN to the memdb CLI (scripts/test-python.sh does)")
+        out = subprocess.run(
+            [exe, "--data", self.db.path, "--embedder", "none", *args, "--json"],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(out.stdout)
+
+    def test_python_writes_the_cli_reads_and_back(self):
+        c = self.db.sekha.create_conversation("Trips", [("user", "Lisbon in March")], folder="/home")
+        self.db.close()
+        found = self.memdb_cli("query", "Lisbon", "--mode", "keyword")
+        self.assertEqual(found["results"][0]["conversation_id"], str(c.id))
+        self.assertEqual(found["results"][0]["label"], "Trips")
+        stored = self.memdb_cli(
+            "store",
+            stdin='{"label": "From CLI", "folder": "/cli", "messages": [{"role": "user", "content": "written by the command line"}]}',
+        )
+        self.db = memdb.open(self.db.path, embedder="hashing")
+        got = self.db.sekha.get_with_messages(stored["id"])
+        self.assertEqual(got.conversation.label, "From CLI")
+        self.assertEqual(got.messages[0].text, "written by the command line")
+        self.assertEqual(self.db.sekha.count(), 2)
 
 
 class ErrorTests(Store):
