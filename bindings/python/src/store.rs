@@ -2,7 +2,7 @@
 //! one engine call (`db.sekha()`, `db.memorg()`, `db.kuradb()`, the core's vector API):
 //! arguments are converted first, then the call runs with the GIL released,
 //! then the result is converted back. The handle is shared freely across
-//! Python threads (the engine is `Send + Sync`); `close()` ends it for all.
+//! Python threads (the engine is `Send + Sync`); `close()` ends one handle.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -192,8 +192,11 @@ impl Store {
         Ok(self.db()?.config().embedder.is_some())
     }
 
-    /// Closes the store: every handle of it (namespaces included) is
-    /// closed; later calls raise `Closed`. Closing twice is a no-op.
+    /// Commits and checkpoints the text index (`Memdb::close`) and ends
+    /// this handle: its later calls raise `Closed`. Handles from
+    /// `namespace()` share the engine and keep working; the directory is
+    /// unlocked when the last one is closed or collected. Closing twice is
+    /// a no-op.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let taken = self.db.lock().map_err(|_| errors::closed())?.take();
         match taken {

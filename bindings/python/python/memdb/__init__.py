@@ -75,8 +75,8 @@ class Memdb:
 
     ``sekha``, ``memorg``, ``kuradb`` and ``vectors`` are its faces; each call
     goes straight to the engine. Use it as a context manager, or call
-    :meth:`close` (closing one handle closes the store for every handle
-    made from it with :meth:`namespace`).
+    :meth:`close`; the directory stays locked until every handle made from
+    it with :meth:`namespace` is closed too.
     """
 
     def __init__(self, store: _Store):
