@@ -383,6 +383,23 @@ class ErrorTests(Store):
         reopened = memdb.open(self.db.path, embedder="none")
         reopened.close()
 
+    def test_closing_one_handle_leaves_its_namespace_siblings_working(self):
+        ns = self.db.namespace("tenant")
+        ns.sekha.create_conversation("a", [("user", "first")])
+        self.db.close()
+        with self.assertRaises(memdb.Closed):
+            self.db.sekha.count()
+        ns.sekha.create_conversation("b", [("user", "second")])
+        self.assertEqual(ns.sekha.count(), 2)
+        with self.assertRaises(memdb.Locked):
+            memdb.open(self.db.path, embedder="none")
+        ns.close()
+        reopened = memdb.open(self.db.path, embedder="none", namespace="tenant")
+        try:
+            self.assertEqual(reopened.sekha.count(), 2)
+        finally:
+            reopened.close()
+
     def test_conflict(self):
         inbox = os.path.join(self.tmp.name, "inbox")
         os.makedirs(inbox)
