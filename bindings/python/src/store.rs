@@ -15,6 +15,7 @@ use memdb::{
 };
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+use serde::Serialize;
 use uuid::Uuid;
 
 use crate::convert::{arg, id, out};
@@ -48,6 +49,16 @@ impl Store {
     ) -> PyResult<T> {
         let db = self.db()?;
         py.detach(|| f(&db)).map_err(errors::to_py)
+    }
+
+    /// [`Store::run`], then the result as plain Python values.
+    fn answer<T: Serialize + Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Memdb) -> memdb::Result<T> + Send,
+    ) -> PyResult<Py<PyAny>> {
+        let value = self.run(py, f)?;
+        out(py, &value)
     }
 }
 
@@ -233,8 +244,7 @@ impl Store {
     /// importance_score?, metadata?}`.
     fn create_conversation(&self, py: Python<'_>, new: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let new: NewConversation = arg("conversation", new)?;
-        let created = self.run(py, |db| db.sekha().create_conversation(new))?;
-        out(py, &created)
+        self.answer(py, |db| db.sekha().create_conversation(new))
     }
 
     /// Appends messages (`[{role, content, timestamp?, metadata?}]`).
@@ -246,8 +256,7 @@ impl Store {
     ) -> PyResult<Py<PyAny>> {
         let cid = id("conversation_id", conversation_id)?;
         let messages: Vec<NewMessage> = arg("messages", messages)?;
-        let stored = self.run(py, |db| db.sekha().append_messages(cid, messages))?;
-        out(py, &stored)
+        self.answer(py, |db| db.sekha().append_messages(cid, messages))
     }
 
     /// A conversation, with its messages when `messages` is true.
@@ -260,19 +269,16 @@ impl Store {
     ) -> PyResult<Py<PyAny>> {
         let cid = id("conversation_id", conversation_id)?;
         if messages {
-            let c = self.run(py, |db| db.sekha().get_conversation_with_messages(cid))?;
-            out(py, &c)
+            self.answer(py, |db| db.sekha().get_conversation_with_messages(cid))
         } else {
-            let c = self.run(py, |db| db.sekha().get_conversation(cid))?;
-            out(py, &c)
+            self.answer(py, |db| db.sekha().get_conversation(cid))
         }
     }
 
     /// One message.
     fn get_message(&self, py: Python<'_>, message_id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let mid = id("message_id", message_id)?;
-        let m = self.run(py, |db| db.sekha().get_message(mid))?;
-        out(py, &m)
+        self.answer(py, |db| db.sekha().get_message(mid))
     }
 
     /// A page of conversations matching `filter`, newest updated first.
@@ -285,8 +291,7 @@ impl Store {
     ) -> PyResult<Py<PyAny>> {
         let filter: Filter = arg("filter", filter)?;
         let page = Page { offset, limit };
-        let p = self.run(py, |db| db.sekha().list_conversations(&filter, page))?;
-        out(py, &p)
+        self.answer(py, |db| db.sekha().list_conversations(&filter, page))
     }
 
     /// How many conversations match `filter`.
@@ -304,22 +309,19 @@ impl Store {
     ) -> PyResult<Py<PyAny>> {
         let cid = id("conversation_id", conversation_id)?;
         let update: ConversationUpdate = arg("update", update)?;
-        let c = self.run(py, |db| db.sekha().update_conversation(cid, update))?;
-        out(py, &c)
+        self.answer(py, |db| db.sekha().update_conversation(cid, update))
     }
 
     /// Pins a conversation (importance 10).
     fn pin(&self, py: Python<'_>, conversation_id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let cid = id("conversation_id", conversation_id)?;
-        let c = self.run(py, |db| db.sekha().pin(cid))?;
-        out(py, &c)
+        self.answer(py, |db| db.sekha().pin(cid))
     }
 
     /// Archives a conversation.
     fn archive(&self, py: Python<'_>, conversation_id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let cid = id("conversation_id", conversation_id)?;
-        let c = self.run(py, |db| db.sekha().archive(cid))?;
-        out(py, &c)
+        self.answer(py, |db| db.sekha().archive(cid))
     }
 
     /// Deletes a conversation; returns how many messages went with it.
@@ -336,38 +338,33 @@ impl Store {
     /// (`{query, mode?, limit, filter?, explain?, ...}`).
     fn search(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let req: memdb::SearchRequest = arg("request", request)?;
-        let r = self.run(py, |db| db.sekha().search(&req))?;
-        out(py, &r)
+        self.answer(py, |db| db.sekha().search(&req))
     }
 
     /// Assembles a context window; `request` is the engine's
     /// `ContextRequest` (`{query, context_budget?, preferred_labels?, ...}`).
     fn assemble_context(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let req: memdb::ContextRequest = arg("request", request)?;
-        let r = self.run(py, |db| db.sekha().assemble_context(&req))?;
-        out(py, &r)
+        self.answer(py, |db| db.sekha().assemble_context(&req))
     }
 
     /// Totals over the conversations matching `filter`.
     fn stats(&self, py: Python<'_>, filter: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let filter: Filter = arg("filter", filter)?;
-        let s = self.run(py, |db| db.sekha().stats(&filter))?;
-        out(py, &s)
+        self.answer(py, |db| db.sekha().stats(&filter))
     }
 
     /// A daily/weekly/monthly summary of a conversation (extractive: no
     /// chat model is configured in process).
     fn summarize(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let req: memdb::SummarizeRequest = arg("request", request)?;
-        let s = self.run(py, |db| db.sekha().summarize(&req, &Extractive))?;
-        out(py, &s)
+        self.answer(py, |db| db.sekha().summarize(&req, &Extractive))
     }
 
     /// Conversations the pruning rules would archive or delete.
     fn prune_suggestions(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let req: memdb::PruneRequest = arg("request", request)?;
-        let r = self.run(py, |db| db.sekha().prune_suggestions(&req))?;
-        out(py, &r)
+        self.answer(py, |db| db.sekha().prune_suggestions(&req))
     }
 
     /// Archives or deletes the given conversations.
@@ -383,8 +380,7 @@ impl Store {
             .map(|(i, v)| id(&format!("conversation_ids[{i}]"), &v))
             .collect::<PyResult<Vec<Uuid>>>()?;
         let action: PruneAction = arg("action", action)?;
-        let r = self.run(py, |db| db.sekha().prune_execute(&ids, action))?;
-        out(py, &r)
+        self.answer(py, |db| db.sekha().prune_execute(&ids, action))
     }
 
     /// Exports one conversation (`conversation_id`) or every one matching
@@ -440,17 +436,15 @@ impl Store {
     ) -> PyResult<Py<PyAny>> {
         let config = json_or_empty("config", config)?;
         let metadata = json_or_empty("metadata", metadata)?;
-        let r = self.run(py, |db| {
+        self.answer(py, |db| {
             db.memorg().create_session(user_id, config, metadata)
-        })?;
-        out(py, &r)
+        })
     }
 
     /// The sessions, of one user when `user_id` is given.
     #[pyo3(signature = (user_id = None))]
     fn memorg_sessions(&self, py: Python<'_>, user_id: Option<&str>) -> PyResult<Py<PyAny>> {
-        let r = self.run(py, |db| db.memorg().sessions(user_id))?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().sessions(user_id))
     }
 
     /// Memorg's `start_conversation(session_id)`.
@@ -462,8 +456,7 @@ impl Store {
         title: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let sid = id("session_id", session_id)?;
-        let r = self.run(py, |db| db.memorg().start_conversation(sid, title))?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().start_conversation(sid, title))
     }
 
     /// A topic in a conversation.
@@ -476,8 +469,7 @@ impl Store {
         summary: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let cid = id("conversation_id", conversation_id)?;
-        let r = self.run(py, |db| db.memorg().create_topic(cid, title, summary))?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().create_topic(cid, title, summary))
     }
 
     /// Memorg's `add_exchange(topic_id, user_message, system_message)`.
@@ -492,11 +484,10 @@ impl Store {
     ) -> PyResult<Py<PyAny>> {
         let tid = id("topic_id", topic_id)?;
         let metadata = json_or_empty("metadata", metadata)?;
-        let r = self.run(py, |db| {
+        self.answer(py, |db| {
             db.memorg()
                 .add_exchange(tid, user_message, system_message, metadata)
-        })?;
-        out(py, &r)
+        })
     }
 
     /// The exchanges of a topic, oldest first.
@@ -506,8 +497,7 @@ impl Store {
         topic_id: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
         let tid = id("topic_id", topic_id)?;
-        let r = self.run(py, |db| db.memorg().topic_exchanges(tid))?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().topic_exchanges(tid))
     }
 
     /// Memorg's `search_context`; `request` is the engine's `ContextSearch`.
@@ -517,14 +507,12 @@ impl Store {
         request: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
         let req: memdb::memorg::system::ContextSearch = arg("request", request)?;
-        let r = self.run(py, |db| db.memorg().search_context(&req))?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().search_context(&req))
     }
 
     /// Memorg's `get_memory_usage`.
     fn memorg_memory_usage(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let r = self.run(py, |db| db.memorg().memory_usage())?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().memory_usage())
     }
 
     /// A memory item (Memorg's `create_memory_item`).
@@ -542,11 +530,10 @@ impl Store {
     ) -> PyResult<Py<PyAny>> {
         let parent = parent_id.map(|p| id("parent_id", p)).transpose()?;
         let metadata = json_or_empty("metadata", metadata)?;
-        let r = self.run(py, |db| {
+        self.answer(py, |db| {
             db.memorg()
                 .create_memory_item(content, item_type, parent, metadata, &tags, importance)
-        })?;
-        out(py, &r)
+        })
     }
 
     /// One memory item.
@@ -556,8 +543,7 @@ impl Store {
         item_id: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
         let iid = id("item_id", item_id)?;
-        let r = self.run(py, |db| db.memorg().memory_item(iid))?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().memory_item(iid))
     }
 
     /// Changes a memory item's content, metadata, importance or tags.
@@ -575,11 +561,10 @@ impl Store {
         let metadata = metadata
             .map(|m| arg::<serde_json::Value>("metadata", m))
             .transpose()?;
-        let r = self.run(py, |db| {
+        self.answer(py, |db| {
             db.memorg()
                 .update_memory_item(iid, content, metadata, importance, tags.as_deref())
-        })?;
-        out(py, &r)
+        })
     }
 
     /// Adds tags to a memory item.
@@ -590,8 +575,7 @@ impl Store {
         tags: Vec<String>,
     ) -> PyResult<Py<PyAny>> {
         let iid = id("item_id", item_id)?;
-        let r = self.run(py, |db| db.memorg().add_item_tags(iid, &tags))?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().add_item_tags(iid, &tags))
     }
 
     /// Removes tags from a memory item.
@@ -602,8 +586,7 @@ impl Store {
         tags: Vec<String>,
     ) -> PyResult<Py<PyAny>> {
         let iid = id("item_id", item_id)?;
-        let r = self.run(py, |db| db.memorg().remove_item_tags(iid, &tags))?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().remove_item_tags(iid, &tags))
     }
 
     /// Memorg's `search_memory`; `request` is the engine's `MemorySearch`.
@@ -613,8 +596,7 @@ impl Store {
         request: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
         let req: memdb::memorg::system::MemorySearch = arg("request", request)?;
-        let r = self.run(py, |db| db.memorg().search_memory(&req))?;
-        out(py, &r)
+        self.answer(py, |db| db.memorg().search_memory(&req))
     }
 
     /// A memory item with its ancestors (and siblings).
@@ -627,10 +609,9 @@ impl Store {
         include_siblings: bool,
     ) -> PyResult<Py<PyAny>> {
         let iid = id("item_id", item_id)?;
-        let r = self.run(py, |db| {
+        self.answer(py, |db| {
             db.memorg().item_context(iid, depth, include_siblings)
-        })?;
-        out(py, &r)
+        })
     }
 
     /// Deletes a Memorg record (and what hangs under it); returns how many.
@@ -643,26 +624,22 @@ impl Store {
 
     /// Registers knowledge base `name` over the `inbox` folders.
     fn kb_add(&self, py: Python<'_>, name: &str, inbox: Vec<PathBuf>) -> PyResult<Py<PyAny>> {
-        let kb = self.run(py, |db| db.kuradb().add(name, &inbox))?;
-        out(py, &kb)
+        self.answer(py, |db| db.kuradb().add(name, &inbox))
     }
 
     /// The knowledge bases of this namespace.
     fn kb_list(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let all = self.run(py, |db| db.kuradb().list())?;
-        out(py, &all)
+        self.answer(py, |db| db.kuradb().list())
     }
 
     /// One knowledge base.
     fn kb_get(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        let kb = self.run(py, |db| db.kuradb().get(name))?;
-        out(py, &kb)
+        self.answer(py, |db| db.kuradb().get(name))
     }
 
     /// Renames a knowledge base.
     fn kb_rename(&self, py: Python<'_>, old: &str, new: &str) -> PyResult<Py<PyAny>> {
-        let kb = self.run(py, |db| db.kuradb().rename(old, new))?;
-        out(py, &kb)
+        self.answer(py, |db| db.kuradb().rename(old, new))
     }
 
     /// Removes a knowledge base and its documents; returns how many records
@@ -673,8 +650,7 @@ impl Store {
 
     /// Documents, chunks and the embedding backlog of a knowledge base.
     fn kb_status(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        let s = self.run(py, |db| db.kuradb().status(name))?;
-        out(py, &s)
+        self.answer(py, |db| db.kuradb().status(name))
     }
 
     /// Syncs a knowledge base with its inbox folders, calling
@@ -709,8 +685,7 @@ impl Store {
             Some(t) => memdb::kuradb::RagTarget::parse(t).map_err(errors::to_py)?,
             None => None,
         };
-        let r = self.run(py, |db| db.kuradb().search(name, query, target, limit))?;
-        out(py, &r)
+        self.answer(py, |db| db.kuradb().search(name, query, target, limit))
     }
 
     // ----- vectors -------------------------------------------------------
@@ -719,8 +694,7 @@ impl Store {
     /// ef_construction?}`).
     fn create_vector_space(&self, py: Python<'_>, spec: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let spec: SpaceSpec = arg("spec", spec)?;
-        let s = self.run(py, |db| db.create_vector_space(&spec))?;
-        out(py, &s)
+        self.answer(py, |db| db.create_vector_space(&spec))
     }
 
     /// Writes vectors: `ids[i]` gets `vectors[i]` (rows of floats).

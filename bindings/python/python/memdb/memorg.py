@@ -11,7 +11,12 @@ and memorg's model classes, over the same engine calls."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses as _dc
+import os
 import uuid
+from enum import Enum
+from pathlib import Path
 from datetime import datetime
 from typing import Any, Dict, Iterable, List, Optional, Union
 
@@ -199,11 +204,6 @@ class Memorg:
 # constructor takes the same three arguments, the methods are async with the
 # same names and signatures, and results are memorg's own model classes.
 
-import asyncio
-import dataclasses as _dc
-import os
-from enum import Enum
-from pathlib import Path
 
 
 class EntityType(Enum):
@@ -381,7 +381,7 @@ def _exchange(x: Record) -> Exchange:
 
 def _memory_item(r: Record) -> MemoryItem:
     metadata = dict(r.metadata or {})
-    custom = getattr(r, "custom_type", None) if "custom_type" in r.keys() else None
+    custom = r.to_dict().get("custom_type")
     if custom is not None:
         metadata.setdefault("custom_type", custom)
     return MemoryItem(

@@ -169,8 +169,6 @@ def _convert(value: Any, hint: Any) -> Any:
         return parse_time(value)
     if dataclasses.is_dataclass(hint):
         return build(hint, value)
-    if hint is Any and isinstance(value, dict):
-        return value
     return value
 
 
@@ -179,8 +177,7 @@ _HINTS: Dict[type, Dict[str, Any]] = {}
 
 def build(cls: type, data: Dict[str, Any]):
     """``data`` (a dict from the native module) as dataclass ``cls``; keys
-    the class does not name are kept in ``extra`` when it has one, else
-    dropped (a newer engine may add fields)."""
+    the class does not name are dropped (a newer engine may add fields)."""
     hints = _HINTS.get(cls)
     if hints is None:
         hints = get_type_hints(cls, vars(sys.modules[cls.__module__]))
