@@ -43,8 +43,8 @@ pub struct Cli {
     /// it, `openai` calls an OpenAI-compatible server (settings below and
     /// MEMDB_OPENAI_API_KEY), `hashing` is the model-free lexical embedder,
     /// `none` disables embeddings.
-    #[arg(long, global = true, value_enum, env = "MEMDB_EMBEDDER", default_value_t = EmbedderChoice::Auto)]
-    pub embedder: EmbedderChoice,
+    #[arg(long, global = true, value_enum, env = "MEMDB_EMBEDDER", default_value_t = EmbedderKind::Auto)]
+    pub embedder: EmbedderKind,
 
     /// What a new message vector space embeds per message: `turn`,
     /// `with-previous` or `with-neighbours` (SPEC §10.1). An existing
@@ -66,7 +66,7 @@ pub struct Cli {
 
     /// Settings of `--embedder openai`.
     #[command(flatten)]
-    pub openai: OpenAiArgs,
+    pub openai: OpenAiSettings,
 
     /// The operation to run.
     #[command(subcommand)]
@@ -579,10 +579,11 @@ pub enum KbAction {
     },
 }
 
-/// `--embedder` and the `--openai-*` flags: the server's own types (one
-/// spelling of each setting for `memdb` and `memdb-server`; the API key is
-/// read from `MEMDB_OPENAI_API_KEY` only, never a flag).
-pub use memdb_server::config::{EmbedderChoice, OpenAiSettings as OpenAiArgs};
+/// `--embedder` and the `--openai-*` flags: the engine's own types (its
+/// `clap` feature; one spelling of each setting for the engine, `memdb` and
+/// `memdb-server`; the API key is read from `MEMDB_OPENAI_API_KEY` only,
+/// never a flag).
+pub use memdb::{EmbedderKind, OpenAiSettings};
 
 /// `memdb model` subcommands.
 #[derive(Debug, Subcommand)]

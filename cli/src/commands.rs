@@ -15,7 +15,7 @@ use memdb::{
 };
 
 use crate::args::{
-    Cli, Command, EmbedderChoice, Fusion, ImportFrom, KbAction, MemorgAction, Mode, OpenAiArgs,
+    Cli, Command, EmbedderKind, Fusion, ImportFrom, KbAction, MemorgAction, Mode, OpenAiSettings,
     QueryArgs,
 };
 use crate::embedder;
@@ -31,9 +31,9 @@ struct Stores {
     dir: PathBuf,
     namespace: String,
     cache: Option<u64>,
-    choice: EmbedderChoice,
+    choice: EmbedderKind,
     models: Option<PathBuf>,
-    openai: OpenAiArgs,
+    openai: OpenAiSettings,
     passage: Option<memdb::Passage>,
 }
 

@@ -35,7 +35,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
-use crate::args::{Cli, Command as CliCommand, DaemonAction, EmbedderChoice};
+use crate::args::{Cli, Command as CliCommand, DaemonAction, EmbedderKind};
 
 /// The server's log file in the data directory.
 pub const LOG_FILE: &str = "server.log";
@@ -74,9 +74,9 @@ pub enum Exit {
 /// The global flags `start` hands to the server it forks.
 struct Globals {
     /// `None` when left at its default: the server's file then decides.
-    embedder: Option<EmbedderChoice>,
+    embedder: Option<EmbedderKind>,
     models: Option<PathBuf>,
-    openai: crate::args::OpenAiArgs,
+    openai: crate::args::OpenAiSettings,
 }
 
 /// Runs `memdb daemon ACTION` on the `--data` directory.

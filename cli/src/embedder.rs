@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use memdb::{Config, EmbedReport, Embedder, EmbedderSettings, Error, Memdb};
 
-use crate::args::{EmbedderChoice, OpenAiArgs};
+use crate::args::{EmbedderKind, OpenAiSettings};
 
 /// The embedder a command runs with (`None`: keyword only) and, when `auto`
 /// found no installed model, a note saying so.
@@ -22,15 +22,15 @@ pub type Loaded = (Option<Arc<dyn Embedder>>, Option<String>);
 /// another), or `None` with the engine's note when `auto` finds no
 /// installed model.
 pub fn load(
-    choice: EmbedderChoice,
+    choice: EmbedderKind,
     models: Option<PathBuf>,
-    openai: &OpenAiArgs,
+    openai: &OpenAiSettings,
     store: &std::path::Path,
 ) -> Result<Loaded> {
     let selected = memdb::select_embedder(&EmbedderSettings {
-        kind: choice.into(),
+        kind: choice,
         models_dir: models,
-        openai: openai.to_engine(),
+        openai: openai.clone(),
         stored: Memdb::stored_message_model(store),
     })?;
     Ok((selected.embedder, selected.note))

@@ -6,10 +6,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use memdb_server::config as server;
 use memdb_server::mcp::stdio::McpArgs;
 
-use crate::args::{EmbedderChoice, OpenAiArgs};
+use crate::args::{EmbedderKind, OpenAiSettings};
 
 /// Serves until stdin closes or SIGINT/SIGTERM; exit 1 with one `error:`
 /// line on stderr on failure. `--data`, `--embedder` and `--models` are
@@ -17,9 +16,9 @@ use crate::args::{EmbedderChoice, OpenAiArgs};
 /// addresses.
 pub fn run(
     data: Option<PathBuf>,
-    embedder: EmbedderChoice,
+    embedder: EmbedderKind,
     models: Option<PathBuf>,
-    openai: OpenAiArgs,
+    openai: OpenAiSettings,
     namespace: String,
     tools: &str,
 ) -> ExitCode {
@@ -29,19 +28,6 @@ pub fn run(
             eprintln!("error: --tools: {e}");
             return ExitCode::FAILURE;
         }
-    };
-    // The server's own spelling of the same flags.
-    let openai = server::OpenAiSettings {
-        base_url: openai.base_url,
-        model: openai.model,
-        dimension: openai.dimension,
-    };
-    let embedder = match embedder {
-        EmbedderChoice::Auto => server::EmbedderChoice::Auto,
-        EmbedderChoice::Local => server::EmbedderChoice::Local,
-        EmbedderChoice::Hashing => server::EmbedderChoice::Hashing,
-        EmbedderChoice::Openai => server::EmbedderChoice::Openai,
-        EmbedderChoice::None => server::EmbedderChoice::None,
     };
     let args = McpArgs {
         embedder: Some(embedder),

@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use memdb_server::cli::ServeArgs;
-use memdb_server::config as server;
 
-use crate::args::{EmbedderChoice, OpenAiArgs};
+use crate::args::{EmbedderKind, OpenAiSettings};
 
 /// Whether `--embedder` or `MEMDB_EMBEDDER` chose the embedder rather than
 /// clap's default (`auto`): only a given one may override the server's
@@ -27,24 +26,12 @@ pub fn embedder_given() -> bool {
 /// server's configuration file and then its defaults decide.
 pub fn run(
     data: Option<PathBuf>,
-    embedder: EmbedderChoice,
+    embedder: EmbedderKind,
     models: Option<PathBuf>,
-    openai: OpenAiArgs,
+    openai: OpenAiSettings,
     args: ServeArgs,
 ) -> ExitCode {
-    // The server's own spelling of the same flags.
-    let openai = server::OpenAiSettings {
-        base_url: openai.base_url,
-        model: openai.model,
-        dimension: openai.dimension,
-    };
-    let embedder = embedder_given().then_some(match embedder {
-        EmbedderChoice::Auto => server::EmbedderChoice::Auto,
-        EmbedderChoice::Local => server::EmbedderChoice::Local,
-        EmbedderChoice::Hashing => server::EmbedderChoice::Hashing,
-        EmbedderChoice::Openai => server::EmbedderChoice::Openai,
-        EmbedderChoice::None => server::EmbedderChoice::None,
-    });
+    let embedder = embedder_given().then_some(embedder);
     // The data directory too: `--data`/`MEMDB_DATA` over the file's
     // `data`, over the platform default (`memdb_server::cli::run`).
     let result = args

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser};
 
-use crate::config::{EmbedderChoice, OpenAiSettings, ServerConfig};
+use crate::config::{EmbedderKind, OpenAiSettings, ServerConfig};
 use crate::error::ServerError;
 
 /// Server settings given on the command line or in the environment.
@@ -161,7 +161,7 @@ pub struct ServerCli {
     /// Embedder for semantic and hybrid search [default: auto: the local
     /// model when installed, else none with a logged note].
     #[arg(long, env = "MEMDB_EMBEDDER", value_enum)]
-    pub embedder: Option<EmbedderChoice>,
+    pub embedder: Option<EmbedderKind>,
     /// Directory of the local embedding model.
     #[arg(long, env = "MEMDB_MODELS", value_name = "DIR")]
     pub models_dir: Option<PathBuf>,
@@ -180,7 +180,7 @@ impl ServeArgs {
     pub fn config(
         &self,
         data: Option<PathBuf>,
-        embedder: Option<EmbedderChoice>,
+        embedder: Option<EmbedderKind>,
         models_dir: Option<PathBuf>,
         openai: &OpenAiSettings,
     ) -> Result<ServerConfig, ServerError> {

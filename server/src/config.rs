@@ -17,98 +17,10 @@ use crate::error::ServerError;
 /// Shortest accepted API key (Sekha's rule).
 pub const MIN_KEY_LEN: usize = 32;
 
-/// Which embedder the engine gets for semantic and hybrid search: the
-/// flag's and the TOML file's spelling of [`memdb::EmbedderKind`] (the
-/// engine builds it, `memdb::select_embedder`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum EmbedderChoice {
-    /// No embedder: keyword search only (hybrid falls back to keyword).
-    #[default]
-    None,
-    /// The deterministic hashing embedder (tests, no model files).
-    Hashing,
-    /// The local ONNX model (e5-small-v2, the store's own local model, or
-    /// the one MEMDB_LOCAL_MODEL names) from the models directory.
-    Local,
-    /// The local model when it is installed, else none (the server logs
-    /// it, the CLI prints a note).
-    Auto,
-    /// An OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama, vLLM,
-    /// LiteLLM), configured by [`OpenAiSettings`].
-    Openai,
-}
-
-impl From<EmbedderChoice> for memdb::EmbedderKind {
-    fn from(c: EmbedderChoice) -> Self {
-        match c {
-            EmbedderChoice::None => memdb::EmbedderKind::None,
-            EmbedderChoice::Hashing => memdb::EmbedderKind::Hashing,
-            EmbedderChoice::Local => memdb::EmbedderKind::Local,
-            EmbedderChoice::Auto => memdb::EmbedderKind::Auto,
-            EmbedderChoice::Openai => memdb::EmbedderKind::Openai,
-        }
-    }
-}
-
-/// Settings of the `openai` embedder: flags, `MEMDB_OPENAI_*` environment
-/// variables, or the `[openai]` table of the server's TOML file. The API
-/// key is read from `MEMDB_OPENAI_API_KEY` only (optional: local servers
-/// such as Ollama need none), so it never appears on a command line. The
-/// engine's [`memdb::OpenAiSettings`] with the server's flags.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, clap::Args)]
-#[serde(default, deny_unknown_fields)]
-pub struct OpenAiSettings {
-    /// `--embedder openai`: the API root, `/v1` included (e.g.
-    /// http://localhost:11434/v1 for Ollama).
-    #[arg(
-        long = "openai-base-url",
-        env = "MEMDB_OPENAI_BASE_URL",
-        value_name = "URL",
-        global = true
-    )]
-    pub base_url: Option<String>,
-    /// `--embedder openai`: the embedding model's name on that server.
-    #[arg(
-        long = "openai-model",
-        env = "MEMDB_OPENAI_MODEL",
-        value_name = "NAME",
-        global = true
-    )]
-    pub model: Option<String>,
-    /// `--embedder openai`: the model's vector dimension (required; it is
-    /// part of the model's identity in the store).
-    #[arg(
-        long = "openai-dimension",
-        env = "MEMDB_OPENAI_DIMENSION",
-        value_name = "N",
-        global = true
-    )]
-    pub dimension: Option<u32>,
-}
-
-impl OpenAiSettings {
-    /// The environment variable the API key is read from.
-    pub const KEY_ENV: &'static str = memdb::OpenAiSettings::KEY_ENV;
-
-    /// These settings, each unset one taken from `base`.
-    pub fn or(&self, base: &OpenAiSettings) -> OpenAiSettings {
-        OpenAiSettings {
-            base_url: self.base_url.clone().or_else(|| base.base_url.clone()),
-            model: self.model.clone().or_else(|| base.model.clone()),
-            dimension: self.dimension.or(base.dimension),
-        }
-    }
-
-    /// The engine's form of these settings.
-    pub fn to_engine(&self) -> memdb::OpenAiSettings {
-        memdb::OpenAiSettings {
-            base_url: self.base_url.clone(),
-            model: self.model.clone(),
-            dimension: self.dimension,
-        }
-    }
-}
+// The `--embedder` and `--openai-*` flags are the engine's own types
+// (`memdb`'s `clap` feature), so the server, the CLI and the engine spell
+// each setting once.
+pub use memdb::{EmbedderKind, OpenAiSettings};
 
 /// Everything the server needs besides the engine.
 #[derive(Debug, Clone, Deserialize)]
@@ -137,7 +49,7 @@ pub struct ServerConfig {
     /// Largest accepted request body in bytes (413 above it).
     pub body_limit: usize,
     /// The embedder given to the engine.
-    pub embedder: EmbedderChoice,
+    pub embedder: EmbedderKind,
     /// Where the local model lives (default: `$MEMDB_MODELS` or the platform dir).
     pub models_dir: Option<PathBuf>,
     /// The `openai` embedder's server, model and dimension.
@@ -220,7 +132,7 @@ impl Default for ServerConfig {
             body_limit: 16 << 20,
             // As the CLI: the local model when installed, else keyword
             // only with a logged note.
-            embedder: EmbedderChoice::Auto,
+            embedder: EmbedderKind::Auto,
             models_dir: None,
             openai: OpenAiSettings::default(),
             allowed_hosts: Vec::new(),
@@ -513,9 +425,9 @@ impl ServerConfig {
 /// only. `data` is the data directory the configuration is for.
 pub fn engine_config(c: &ServerConfig, data: &Path) -> Result<memdb::Config, ServerError> {
     let settings = memdb::EmbedderSettings {
-        kind: c.embedder.into(),
+        kind: c.embedder,
         models_dir: c.models_dir.clone(),
-        openai: c.openai.to_engine(),
+        openai: c.openai.clone(),
         stored: memdb::Memdb::stored_message_model(data),
     };
     let selected = memdb::select_embedder(&settings).map_err(|e| match e {
@@ -688,7 +600,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.listen.port(), 9000);
         assert_eq!(c.rate_limit_per_second, 2.5);
-        assert_eq!(c.embedder, EmbedderChoice::Hashing);
+        assert_eq!(c.embedder, EmbedderKind::Hashing);
         assert!(toml::from_str::<ServerConfig>("nope = 1").is_err());
     }
 
@@ -698,7 +610,7 @@ mod tests {
             "embedder = \"openai\"\n[openai]\nbase_url = \"http://localhost:11434/v1\"\nmodel = \"nomic-embed-text\"\ndimension = 768",
         )
         .unwrap();
-        assert_eq!(c.embedder, EmbedderChoice::Openai);
+        assert_eq!(c.embedder, EmbedderKind::Openai);
         assert_eq!(c.openai.dimension, Some(768));
         assert!(toml::from_str::<ServerConfig>("[openai]\nkey = \"x\"").is_err());
         // Flags and environment win, field by field.
@@ -712,7 +624,7 @@ mod tests {
             merged.base_url.as_deref(),
             Some("http://localhost:11434/v1")
         );
-        let e = merged.to_engine().embedder().unwrap();
+        let e = merged.embedder().unwrap();
         let id = memdb::Embedder::identity(&e);
         assert_eq!(
             (id.provider.as_str(), id.name.as_str(), id.dimension),
@@ -723,7 +635,7 @@ mod tests {
     #[test]
     fn missing_openai_settings_are_the_engines_one_line_error() {
         let c = ServerConfig {
-            embedder: EmbedderChoice::Openai,
+            embedder: EmbedderKind::Openai,
             openai: OpenAiSettings {
                 base_url: Some("http://x/v1".into()),
                 model: Some("  ".into()),
@@ -746,7 +658,7 @@ mod tests {
     fn the_store_cache_comes_from_the_file_in_mib() {
         let engine = crate::config::engine_config(
             &ServerConfig {
-                embedder: EmbedderChoice::None,
+                embedder: EmbedderKind::None,
                 ..ServerConfig::default()
             },
             Path::new("/nonexistent"),
@@ -757,7 +669,7 @@ mod tests {
             memdb::Config::default().store_cache_bytes
         );
         let mut c: ServerConfig = toml::from_str("store_cache_mb = 64").unwrap();
-        c.embedder = EmbedderChoice::None;
+        c.embedder = EmbedderKind::None;
         assert_eq!(
             crate::config::engine_config(&c, Path::new("/nonexistent"))
                 .unwrap()

@@ -70,7 +70,7 @@ pub mod toolsets;
 pub mod wire;
 
 pub use auth::KeyNamespaces;
-pub use config::{EmbedderChoice, OpenAiSettings, ServerConfig};
+pub use config::{EmbedderKind, OpenAiSettings, ServerConfig};
 pub use error::ServerError;
 pub use listen::shutdown_signal;
 pub use router::router as build_router;

@@ -945,71 +945,146 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Every field of `engine` (as JSON) is in `wire` with the same value:
-    /// a field added to an engine type and not to its wire twin fails here,
-    /// not in a client.
-    fn carries_every_field(what: &str, engine: Value, wire: Value) {
-        let (Value::Object(engine), Value::Object(wire)) = (engine, wire) else {
-            panic!("{what}: not JSON objects");
+    /// What a wire type may do differently from the engine type it mirrors.
+    struct Mirror<'a> {
+        /// Keys the wire adds (each documented on the wire type).
+        added: &'a [&'a str],
+        /// Engine keys the wire does not carry.
+        dropped: &'a [&'a str],
+    }
+
+    /// Checks `wire` against `engine`: every engine field is on the wire
+    /// under the same name with the same value, unless listed as dropped;
+    /// every wire field is an engine field or listed as added. A field
+    /// added to or renamed in the engine type fails here until its wire
+    /// twin follows (or the difference is listed).
+    fn assert_mirrors(engine: &impl Serialize, wire: &impl Serialize, m: Mirror<'_>) {
+        let e = serde_json::to_value(engine).unwrap();
+        let w = serde_json::to_value(wire).unwrap();
+        let (Value::Object(e), Value::Object(w)) = (e, w) else {
+            panic!("both must serialize to objects")
         };
-        for (key, value) in &engine {
-            assert_eq!(wire.get(key), Some(value), "{what}: field {key}");
+        for (k, v) in &e {
+            if m.dropped.contains(&k.as_str()) {
+                assert!(
+                    !w.contains_key(k),
+                    "{k} is listed as dropped but is on the wire"
+                );
+                continue;
+            }
+            assert_eq!(w.get(k), Some(v), "engine field {k} differs on the wire");
+        }
+        for k in w.keys() {
+            assert!(
+                e.contains_key(k) || m.added.contains(&k.as_str()),
+                "wire field {k} is neither an engine field nor listed as added"
+            );
+        }
+        for k in m.added {
+            assert!(
+                w.contains_key(*k),
+                "{k} is listed as added but is not on the wire"
+            );
+        }
+    }
+
+    fn sample_message(n: u8) -> Message {
+        Message {
+            id: Uuid::from_u128(u128::from(n) + 100),
+            conversation_id: Uuid::from_u128(1),
+            role: "user".into(),
+            content: if n.is_multiple_of(2) {
+                Content::Text(format!("message {n}"))
+            } else {
+                Content::Parts(vec![json!({"type": "text", "text": "part"})])
+            },
+            timestamp: DateTime::from_timestamp(1_700_000_000 + i64::from(n), 0).unwrap(),
+            embedding_id: Some(format!("e{n}")),
+            metadata: json!({"k": n}),
+        }
+    }
+
+    fn sample_conversation() -> Conversation {
+        Conversation {
+            id: Uuid::from_u128(1),
+            label: "Trip".into(),
+            folder: "/travel".into(),
+            status: memdb::Status::Archived,
+            importance_score: 10,
+            pinned: true,
+            word_count: 42,
+            session_count: 2,
+            message_count: 3,
+            created_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
+            updated_at: DateTime::from_timestamp(1_700_000_100, 0).unwrap(),
+            metadata: json!({"source": "test"}),
         }
     }
 
     #[test]
-    fn wire_twins_carry_every_field_of_their_engine_types() {
-        let at = DateTime::parse_from_rfc3339("2026-12-07T10:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc);
-        let message = Message {
-            id: Uuid::from_u128(1),
-            conversation_id: Uuid::from_u128(2),
-            role: "user".into(),
-            content: Content::Text("Lisbon in May".into()),
-            timestamp: at,
-            embedding_id: Some(Uuid::from_u128(1).to_string()),
-            metadata: json!({"k": 1}),
-        };
-        carries_every_field(
-            "MessageOut",
-            serde_json::to_value(&message).unwrap(),
-            serde_json::to_value(MessageOut::from(message.clone())).unwrap(),
+    fn message_out_mirrors_the_engine_message() {
+        for n in 0..2 {
+            let m = sample_message(n);
+            assert_mirrors(
+                &m,
+                &MessageOut::from(m.clone()),
+                Mirror {
+                    added: &[],
+                    dropped: &[],
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn conversation_out_mirrors_the_engine_conversation() {
+        let c = sample_conversation();
+        // Sekha answers `conversation_id` beside `id` and `archived` beside `status`.
+        let added = ["conversation_id", "archived"];
+        assert_mirrors(
+            &c,
+            &ConversationOut::from(c.clone()),
+            Mirror {
+                added: &added,
+                dropped: &[],
+            },
         );
-        let conversation = Conversation {
-            id: Uuid::from_u128(2),
-            label: "trip".into(),
-            folder: "/work".into(),
-            status: memdb::Status::Archived,
-            importance_score: 7,
-            pinned: false,
-            word_count: 3,
-            session_count: 1,
-            message_count: 1,
-            created_at: at,
-            updated_at: at,
-            metadata: json!({"k": 2}),
+        let full = ConversationWithMessages {
+            conversation: c,
+            messages: vec![sample_message(0), sample_message(1)],
         };
-        carries_every_field(
-            "ConversationOut",
-            serde_json::to_value(&conversation).unwrap(),
-            serde_json::to_value(ConversationOut::from(conversation.clone())).unwrap(),
+        assert_mirrors(
+            &full,
+            &ConversationOut::from(full.clone()),
+            Mirror {
+                added: &added,
+                dropped: &[],
+            },
         );
-        let stats = memdb::Stats {
-            total_conversations: 4,
+    }
+
+    #[test]
+    fn stats_out_mirrors_the_engine_stats() {
+        let s = memdb::Stats {
+            total_conversations: 3,
             total_messages: 9,
-            total_words: 40,
-            active: 3,
+            total_words: 99,
+            active: 2,
             archived: 1,
             pinned: 1,
-            average_importance: 5.5,
-            by_folder: [("/work".to_string(), 4)].into(),
-            by_label: [("trip".to_string(), 2)].into(),
+            average_importance: 6.5,
+            by_folder: [("/a".to_string(), 2), ("/b".to_string(), 1)].into(),
+            by_label: [("x".to_string(), 3)].into(),
         };
-        carries_every_field(
-            "StatsOut",
-            serde_json::to_value(&stats).unwrap(),
-            serde_json::to_value(StatsOut::from(stats.clone())).unwrap(),
+        // The sorted name lists and the totals before the top-1000 cut.
+        let added = ["folders", "labels", "folders_total", "labels_total"];
+        assert_mirrors(
+            &s,
+            &StatsOut::from(s.clone()),
+            Mirror {
+                added: &added,
+                dropped: &[],
+            },
         );
     }
 }

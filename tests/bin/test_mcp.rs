@@ -11,14 +11,14 @@ fn main() -> ExitCode {
     let mut tools = memdb_server::contract::ToolSets::ALL;
     // Keyword only unless asked: the suite's MCP tests are deterministic
     // whether or not the local model is installed.
-    let mut embedder = Some(memdb_server::config::EmbedderChoice::None);
+    let mut embedder = Some(memdb_server::config::EmbedderKind::None);
     while let Some(a) = args.next() {
         if a == "--data" {
             data = args.next().map(PathBuf::from);
         } else if a == "--embedder" {
             embedder = match args.next().as_deref() {
-                Some("hashing") => Some(memdb_server::config::EmbedderChoice::Hashing),
-                Some("none") => Some(memdb_server::config::EmbedderChoice::None),
+                Some("hashing") => Some(memdb_server::config::EmbedderKind::Hashing),
+                Some("none") => Some(memdb_server::config::EmbedderKind::None),
                 other => {
                     eprintln!("--embedder: {other:?} is not hashing or none");
                     return ExitCode::from(2);

@@ -450,10 +450,7 @@ fn the_server_uses_the_local_model_by_default() {
         models_dir: Some(models_dir()),
         ..Default::default()
     };
-    assert_eq!(
-        installed.embedder,
-        memdb_server::config::EmbedderChoice::Auto
-    );
+    assert_eq!(installed.embedder, memdb_server::config::EmbedderKind::Auto);
     let engine =
         memdb_server::config::engine_config(&installed, empty_store.path()).expect("engine config");
     let e = engine.embedder.expect("the local model");

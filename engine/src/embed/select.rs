@@ -39,8 +39,10 @@ pub fn default_models_dir() -> Result<PathBuf> {
         })
 }
 
-/// Which embedder to build.
+/// Which embedder to build. With the `clap` feature it is also the
+/// `--embedder` flag's value (`clap::ValueEnum`) for the server and the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderKind {
     /// No embedder: keyword search only (hybrid falls back to keyword).
@@ -105,23 +107,60 @@ impl FromStr for EmbedderKind {
 /// Settings of the `openai` embedder. Surfaces fill them from flags,
 /// `MEMDB_OPENAI_*` environment variables or a config file's `[openai]`
 /// table. The API key is never a setting: it is read from
-/// [`OpenAiSettings::KEY_ENV`] when the embedder is built.
+/// [`OpenAiSettings::KEY_ENV`] when the embedder is built. With the `clap`
+/// feature it is also the server's and the CLI's `--openai-*` flags
+/// (`clap::Args`, each falling back to its environment variable); without a
+/// command line, [`OpenAiSettings::from_env`] reads the same variables.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct OpenAiSettings {
-    /// The API root, `/v1` included (e.g. `http://localhost:11434/v1` for
-    /// Ollama).
+    /// `--embedder openai`: the API root, `/v1` included (e.g.
+    /// http://localhost:11434/v1 for Ollama).
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "openai-base-url",
+            env = OpenAiSettings::BASE_URL_ENV,
+            value_name = "URL",
+            global = true
+        )
+    )]
     pub base_url: Option<String>,
-    /// The embedding model's name on that server.
+    /// `--embedder openai`: the embedding model's name on that server.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "openai-model",
+            env = OpenAiSettings::MODEL_ENV,
+            value_name = "NAME",
+            global = true
+        )
+    )]
     pub model: Option<String>,
-    /// The model's vector dimension (required: it is part of the model's
-    /// identity in the store).
+    /// `--embedder openai`: the model's vector dimension (required; it is
+    /// part of the model's identity in the store).
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "openai-dimension",
+            env = OpenAiSettings::DIMENSION_ENV,
+            value_name = "N",
+            global = true
+        )
+    )]
     pub dimension: Option<u32>,
 }
 
 impl OpenAiSettings {
     /// The environment variable the API key is read from.
     pub const KEY_ENV: &'static str = "MEMDB_OPENAI_API_KEY";
+    /// The environment variable of [`OpenAiSettings::base_url`].
+    pub const BASE_URL_ENV: &'static str = "MEMDB_OPENAI_BASE_URL";
+    /// The environment variable of [`OpenAiSettings::model`].
+    pub const MODEL_ENV: &'static str = "MEMDB_OPENAI_MODEL";
+    /// The environment variable of [`OpenAiSettings::dimension`].
+    pub const DIMENSION_ENV: &'static str = "MEMDB_OPENAI_DIMENSION";
     /// The environment variable and flag of each setting, as the error for
     /// a missing one names them.
     pub const BASE_URL_SOURCE: &'static str = "MEMDB_OPENAI_BASE_URL (--openai-base-url)";
@@ -129,6 +168,30 @@ impl OpenAiSettings {
     pub const MODEL_SOURCE: &'static str = "MEMDB_OPENAI_MODEL (--openai-model)";
     /// See [`OpenAiSettings::BASE_URL_SOURCE`].
     pub const DIMENSION_SOURCE: &'static str = "MEMDB_OPENAI_DIMENSION (--openai-dimension)";
+
+    /// The settings from the `MEMDB_OPENAI_*` environment variables (for
+    /// surfaces without a command line, such as the Python package); an
+    /// empty variable counts as unset, a dimension that is not a number is
+    /// an `InvalidInput` naming the variable.
+    pub fn from_env() -> Result<OpenAiSettings> {
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let dimension = match var(Self::DIMENSION_ENV) {
+            Some(d) => Some(d.parse::<u32>().map_err(|_| {
+                Error::invalid(Self::DIMENSION_ENV, format!("{d:?} is not a dimension"))
+            })?),
+            None => None,
+        };
+        Ok(OpenAiSettings {
+            base_url: var(Self::BASE_URL_ENV),
+            model: var(Self::MODEL_ENV),
+            dimension,
+        })
+    }
 
     /// These settings, each unset one taken from `base`.
     pub fn or(&self, base: &OpenAiSettings) -> OpenAiSettings {

@@ -20,14 +20,14 @@ use rmcp::transport::{IntoTransport, Transport};
 
 use super::forward::{self, Forwarder};
 use super::{Backend, MemdbMcp};
-use crate::config::{EmbedderChoice, OpenAiSettings, ServerConfig};
+use crate::config::{EmbedderKind, OpenAiSettings, ServerConfig};
 use crate::error::ServerError;
 
 /// `memdb mcp` settings (the CLI's global `--embedder` and `--models`).
 #[derive(Debug, Clone, Default)]
 pub struct McpArgs {
     /// Embedder for semantic and hybrid search [default: auto].
-    pub embedder: Option<EmbedderChoice>,
+    pub embedder: Option<EmbedderKind>,
     /// Directory of the local embedding model.
     pub models_dir: Option<PathBuf>,
     /// Settings of the `openai` embedder.
