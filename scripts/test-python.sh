@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the memdb Python package from the checkout with pip (maturin, a
 # release build of the engine) into its own venv, then runs its tests
-# (bindings/python/tests). Part of scripts/test.sh; the local embedding
-# model must be installed first (scripts/install-model.sh).
+# (bindings/python/tests, LangChain's standard vector-store tests among
+# them) and the Memorg differential harness through it. Part of
+# scripts/test.sh; the local embedding model must be installed first
+# (scripts/install-model.sh).
 #
 #   scripts/test-python.sh
 set -euo pipefail
@@ -16,8 +18,10 @@ if [[ ! -x "$venv/bin/python" ]]; then
   python3 -m venv "$venv"
 fi
 # maturin builds the wheel; numpy is what the vector tests pass as arrays;
-# langchain-core is what the LangChain integration implements; pytest runs them.
-"$venv/bin/python" -m pip install -q --disable-pip-version-check 'maturin==1.16.0' 'numpy>=1.24' 'langchain-core>=1,<2' 'pytest>=8'
+# langchain-core is what the LangChain integration implements, and
+# langchain-tests holds LangChain's standard vector-store tests; pytest runs them.
+"$venv/bin/python" -m pip install -q --disable-pip-version-check 'maturin==1.16.0' 'numpy>=1.24' \
+  'langchain-core>=1.4,<2' 'langchain-tests==1.1.9' 'pytest>=9.0.3,<10'
 # The one-command install from the checkout (README) must work ...
 echo "test-python: pip install ./bindings/python"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
@@ -37,3 +41,8 @@ if [[ ! -x "$CARGO_TARGET_DIR/debug/memdb" ]]; then
 fi
 export MEMDB_BIN="$CARGO_TARGET_DIR/debug/memdb"
 "$venv/bin/python" -m pytest -q bindings/python/tests
+# The Memorg differential harness (tests/memorg_diff): memorg 0.1.2 itself,
+# memdb's MCP server and this package run one workload; both memdb runs must
+# match memorg's contract and agree with each other. Its own pinned venv
+# (PyPI); memorg's slow defect probes are skipped.
+MEMDB_PYTHON="$venv/bin/python" MEMDB_DIFF_FAST=1 tests/memorg_diff/run.sh "$MEMDB_BIN"

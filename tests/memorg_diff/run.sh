@@ -15,6 +15,10 @@
 #   MEMORG_JSON        reuse an existing memorg.json instead of running memorg again
 #   MEMORG_DIFF_FAST=1 skip memorg's slow defect probes (raw-stdout hang, SSE, memory items)
 #   COMPARE_ARGS       extra args for compare.py (e.g. --lenient-usage)
+#   MEMDB_PYTHON       a Python with the memdb package installed, for the third run (the
+#                      workload through the Python package; default: the venv
+#                      scripts/test-python.sh builds, ~/.cache/memdb-venv-python)
+#   MEMDB_DIFF_SKIP_PYTHON=1  skip that run
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -95,10 +99,29 @@ set +e
 MEMDB_RC=$?
 "$PY" "$HERE/compare.py" "$WORK/memorg.json" "$WORK/memdb.json" ${COMPARE_ARGS:-}
 CMP_RC=$?
+# ---------------------------------------------------------------- memdb through Python
+PY_RC=0; PYCMP_RC=0; SURF_RC=0
+if [ "${MEMDB_DIFF_SKIP_PYTHON:-0}" != 1 ]; then
+  MPY="${MEMDB_PYTHON:-$HOME/.cache/memdb-venv-python/bin/python}"
+  if ! "$MPY" -c 'import memdb' 2>/dev/null; then
+    echo "run.sh: no memdb package in $MPY (run scripts/test-python.sh, set MEMDB_PYTHON, or MEMDB_DIFF_SKIP_PYTHON=1)" >&2
+    exit 2
+  fi
+  echo "run.sh: running memdb through its Python package ($MPY)"
+  "$MPY" "$HERE/run_memdb_python.py" --out "$WORK/memdb_python.json" --base-url "$BASE" --data "$WORK/memdb-py-data"
+  PY_RC=$?
+  echo "run.sh: memorg vs memdb (Python package)"
+  "$PY" "$HERE/compare.py" "$WORK/memorg.json" "$WORK/memdb_python.json" ${COMPARE_ARGS:-}
+  PYCMP_RC=$?
+  echo "run.sh: memdb over MCP vs memdb through Python"
+  "$PY" "$HERE/compare_surfaces.py" "$WORK/memdb.json" "$WORK/memdb_python.json"
+  SURF_RC=$?
+fi
 set -e
-echo "run.sh: outputs in $WORK (memorg.json, memdb.json, memdb_server.stderr)"
-if [ "$CMP_RC" -ne 0 ] || [ "$MEMDB_RC" -ne 0 ]; then
-  echo "run.sh: FAILED (run_memdb rc=$MEMDB_RC, compare rc=$CMP_RC)"
+echo "run.sh: outputs in $WORK (memorg.json, memdb.json, memdb_python.json, memdb_server.stderr)"
+if [ "$CMP_RC" -ne 0 ] || [ "$MEMDB_RC" -ne 0 ] || [ "$PY_RC" -ne 0 ] || [ "$PYCMP_RC" -ne 0 ] || [ "$SURF_RC" -ne 0 ]; then
+  echo "run.sh: FAILED (run_memdb rc=$MEMDB_RC, compare rc=$CMP_RC, run_memdb_python rc=$PY_RC," \
+       "compare (python) rc=$PYCMP_RC, compare_surfaces rc=$SURF_RC)"
   exit 1
 fi
 echo "run.sh: OK"

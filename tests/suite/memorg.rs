@@ -444,6 +444,37 @@ fn memory_items_with_tags_filters_and_context() {
 }
 
 #[test]
+fn a_memory_item_under_a_caller_chosen_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let m = db.memorg();
+    let id = uuid::Uuid::from_u128(0x1234);
+    let item = m
+        .create_memory_item_as(
+            id,
+            "named by the caller",
+            "document",
+            json!({"k": 1}),
+            &["a".into()],
+        )
+        .unwrap();
+    assert_eq!(item.id, id);
+    assert_eq!(m.memory_item(id).unwrap().content, "named by the caller");
+    // The id is taken: a conflict, and the first item is unchanged.
+    let again = m.create_memory_item_as(id, "second", "document", json!({}), &[]);
+    assert!(matches!(again, Err(Error::Conflict(_))), "{again:?}");
+    assert_eq!(m.memory_item(id).unwrap().content, "named by the caller");
+    // Bad input writes nothing.
+    let other = uuid::Uuid::from_u128(0x5678);
+    let empty = m.create_memory_item_as(other, "  ", "document", json!({}), &[]);
+    assert!(
+        matches!(empty, Err(Error::InvalidInput { .. })),
+        "{empty:?}"
+    );
+    assert!(matches!(m.memory_item(other), Err(Error::NotFound { .. })));
+}
+
+#[test]
 fn bulk_add_exchanges_is_all_or_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());

@@ -13,6 +13,7 @@ use memdb::{
     Filter, ImportOptions, Memdb, NewConversation, NewMessage, Page, PruneAction, Selection,
     SpaceSpec, Systems, VectorFilter, VectorSearch,
 };
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use serde::Serialize;
@@ -96,27 +97,6 @@ fn with_progress<T: Send>(
     result.map_err(errors::to_py)
 }
 
-/// The `openai` embedder's settings from `MEMDB_OPENAI_BASE_URL`,
-/// `MEMDB_OPENAI_MODEL` and `MEMDB_OPENAI_DIMENSION` (the key is read from
-/// `MEMDB_OPENAI_API_KEY` by the engine), as the CLI reads them.
-fn openai_from_env() -> PyResult<memdb::OpenAiSettings> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let dimension = match var("MEMDB_OPENAI_DIMENSION") {
-        Some(d) => Some(d.trim().parse::<u32>().map_err(|_| {
-            errors::invalid(
-                "MEMDB_OPENAI_DIMENSION",
-                format!("{d:?} is not a dimension"),
-            )
-        })?),
-        None => None,
-    };
-    Ok(memdb::OpenAiSettings {
-        base_url: var("MEMDB_OPENAI_BASE_URL"),
-        model: var("MEMDB_OPENAI_MODEL"),
-        dimension,
-    })
-}
-
 /// A JSON object argument (`None`: an empty object).
 fn json_or_empty(field: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<serde_json::Value> {
     match value {
@@ -142,7 +122,7 @@ impl Store {
         models_dir: Option<PathBuf>,
     ) -> PyResult<Store> {
         let kind: EmbedderKind = embedder.parse().map_err(errors::to_py)?;
-        let openai = openai_from_env()?;
+        let openai = memdb::OpenAiSettings::from_env().map_err(errors::to_py)?;
         let (db, note) = py
             .detach(|| -> memdb::Result<(Memdb, Option<String>)> {
                 let selected = memdb::select_embedder(&EmbedderSettings {
@@ -515,6 +495,39 @@ impl Store {
         self.answer(py, |db| db.memorg().memory_usage())
     }
 
+    /// Memorg's `optimize_context`: `content` fitted into `max_tokens`
+    /// o200k tokens (extractive summary, then a head/tail cut), keeping the
+    /// named `entities`; `template` (`default` or `summary`) renders one of
+    /// Memorg's prompt templates around it.
+    #[pyo3(signature = (content, max_tokens, entities = Vec::new(), template = None))]
+    fn memorg_optimize_context(
+        &self,
+        py: Python<'_>,
+        content: String,
+        max_tokens: usize,
+        entities: Vec<String>,
+        template: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let entities: Vec<memdb::memorg::parse::Entity> = entities
+            .iter()
+            .map(|n| memdb::memorg::parse::Entity::named(n))
+            .collect();
+        let template = template
+            .as_deref()
+            .map(memdb::memorg::optimizer::PromptTemplate::parse)
+            .transpose()
+            .map_err(errors::to_py)?;
+        self.answer(py, |db| {
+            db.memorg().optimize_context(
+                &content,
+                &entities,
+                max_tokens,
+                template,
+                memdb::TokenCounter::O200kBase,
+            )
+        })
+    }
+
     /// A memory item (Memorg's `create_memory_item`).
     #[pyo3(signature = (content, item_type, parent_id = None, metadata = None, tags = Vec::new(), importance = None))]
     #[allow(clippy::too_many_arguments)]
@@ -533,6 +546,25 @@ impl Store {
         self.answer(py, |db| {
             db.memorg()
                 .create_memory_item(content, item_type, parent, metadata, &tags, importance)
+        })
+    }
+
+    /// A memory item under a caller-chosen id (`Conflict` when taken).
+    #[pyo3(signature = (item_id, content, item_type, metadata = None, tags = Vec::new()))]
+    fn memorg_create_memory_item_as(
+        &self,
+        py: Python<'_>,
+        item_id: &Bound<'_, PyAny>,
+        content: &str,
+        item_type: &str,
+        metadata: Option<&Bound<'_, PyAny>>,
+        tags: Vec<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let item = id("item_id", item_id)?;
+        let metadata = json_or_empty("metadata", metadata)?;
+        self.answer(py, |db| {
+            db.memorg()
+                .create_memory_item_as(item, content, item_type, metadata, &tags)
         })
     }
 
@@ -719,6 +751,57 @@ impl Store {
             .map(|(id, v)| id.map(|id| (id, v)))
             .collect::<PyResult<Vec<(Uuid, Vec<f32>)>>>()?;
         self.run(py, |db| db.upsert_vectors(space, &items))
+    }
+
+    /// [`Store::upsert_vectors`] with the rows as one C-contiguous float32
+    /// NumPy array of shape `(len(ids), dimension)`, read from its buffer
+    /// (no Python float per element). The rows are copied once, while the
+    /// GIL is held, so another thread writing the array during the call
+    /// cannot tear them.
+    fn upsert_vector_array(
+        &self,
+        py: Python<'_>,
+        space: &str,
+        ids: &Bound<'_, PyList>,
+        vectors: PyReadonlyArray2<'_, f32>,
+    ) -> PyResult<()> {
+        let shape = vectors.shape();
+        let (rows, dimension) = (shape[0], shape[1]);
+        if ids.len() != rows {
+            return Err(errors::invalid(
+                "vectors",
+                format!("{} ids but {rows} vectors", ids.len()),
+            ));
+        }
+        let data = vectors
+            .as_slice()
+            .map_err(|_| errors::invalid("vectors", "the array is not C-contiguous"))?;
+        let items = ids
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let row = data[i * dimension..(i + 1) * dimension].to_vec();
+                id(&format!("ids[{i}]"), &v).map(|id| (id, row))
+            })
+            .collect::<PyResult<Vec<(Uuid, Vec<f32>)>>>()?;
+        self.run(py, |db| db.upsert_vectors(space, &items))
+    }
+
+    /// [`Store::search_vectors`] with the query as a 1-D float32 NumPy
+    /// array, read from its buffer.
+    #[pyo3(signature = (space, query, k = 10, ef = None))]
+    fn search_vector_array(
+        &self,
+        py: Python<'_>,
+        space: &str,
+        query: PyReadonlyArray1<'_, f32>,
+        k: usize,
+        ef: Option<usize>,
+    ) -> PyResult<Vec<(String, f32)>> {
+        let query = query
+            .as_slice()
+            .map_err(|_| errors::invalid("query", "the array is not contiguous"))?;
+        self.search_vectors(py, space, query.to_vec(), k, ef)
     }
 
     /// The `k` nearest vectors to `query`: `[(id, similarity)]`, best first.

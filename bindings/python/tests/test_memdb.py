@@ -261,6 +261,149 @@ class MemorgDropInTests(unittest.TestCase):
             self.assertFalse(os.path.exists(path))
 
 
+# memorg 0.1.2's README, "Library Usage", verbatim but for the imports and
+# the model configuration (memdb needs no OpenAI client).
+MEMORG_README_LIBRARY_USAGE = '''
+from memdb.memorg import MemorgSystem
+from memdb.memorg import SQLiteStorageAdapter
+from memdb.memorg import USearchVectorStore
+AsyncOpenAI = lambda: None
+
+async def setup_memorg():
+    # Initialize components
+    storage = SQLiteStorageAdapter("memorg.db")
+    vector_store = USearchVectorStore("memorg.db")
+    openai_client = AsyncOpenAI()
+
+    # Create system instance
+    system = MemorgSystem(storage, vector_store, openai_client)
+
+    # Create a session with token budget
+    session = await system.create_session("user123", {"max_tokens": 4096})
+
+    # Start a conversation
+    conversation = await system.start_conversation(session.id)
+
+    # Create a topic
+    topic = await system.context_store.create_topic(conversation.id, "Project Discussion")
+
+    # Add an exchange (interaction)
+    exchange = await system.add_exchange(
+        topic.id,
+        "What are the key features?",
+        "The system provides hierarchical storage, intelligent context management, and efficient retrieval."
+    )
+
+    # Search through context
+    results = await system.search_context("key features")
+
+    # Monitor memory usage
+    memory_usage = await system.get_memory_usage()
+    return system, session, conversation, topic
+
+# Generic Memory Usage (for non-chat workflows)
+async def document_analysis_workflow():
+    # Initialize the same way as above
+    storage = SQLiteStorageAdapter("memorg.db")
+    vector_store = USearchVectorStore("memorg.db")
+    openai_client = AsyncOpenAI()
+    system = MemorgSystem(storage, vector_store, openai_client)
+
+    # Create a session for document analysis
+    session = await system.create_session("analyst_123", {"workflow": "document_analysis"})
+
+    # Create custom memory items for documents
+    document_item = await system.create_memory_item(
+        content="This is a research document about AI advancements.",
+        item_type="document",  # Can be any type, not just conversation-related
+        parent_id=session.id,
+        metadata={"author": "Research Team", "category": "AI"},
+        tags=["research", "AI", "document"]
+    )
+
+    # Search across all memory, not just conversations
+    results = await system.search_memory(
+        query="AI research",
+        item_types=["document"],  # Filter by type
+        tags=["research"],        # Filter by tags
+        limit=5
+    )
+
+    return results
+'''
+
+
+class MemorgReadmeTests(unittest.TestCase):
+    """memorg 0.1.2's documented library usage runs against memdb.memorg."""
+
+    def test_readme_library_usage(self):
+        import asyncio
+
+        from memdb.memorg import MemorySearchResult, Session, Topic
+
+        with tempfile.TemporaryDirectory() as tmp:
+            cwd = os.getcwd()
+            os.chdir(tmp)
+            try:
+                ns = {}
+                exec(compile(MEMORG_README_LIBRARY_USAGE, "memorg-README", "exec"), ns)
+                system, session, conversation, topic = asyncio.run(ns["setup_memorg"]())
+                self.assertIsInstance(session, Session)
+                self.assertIsInstance(topic, Topic)
+                results = asyncio.run(system.search_context("key features"))
+                self.assertEqual(results[0].entity.user_message.raw_content, "What are the key features?")
+                # The second workflow opens the same store while the first
+                # system is still open, as the README does.
+                found = asyncio.run(ns["document_analysis_workflow"]())
+                self.assertEqual(len(found), 1)
+                self.assertIsInstance(found[0], MemorySearchResult)
+                self.assertEqual(found[0].item.content, "This is a research document about AI advancements.")
+                self.assertEqual(found[0].item.metadata["author"], "Research Team")
+                system.close()
+            finally:
+                os.chdir(cwd)
+
+    def test_optimize_context_and_memory_context(self):
+        import asyncio
+
+        from memdb.memorg import Entity, EntityType, MemorgSystem, SQLiteStorageAdapter
+
+        long_text = " ".join(
+            f"Sentence {i} talks about Lisbon trams, Porto trains and the Douro river at length." for i in range(60)
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            system = MemorgSystem(SQLiteStorageAdapter(os.path.join(tmp, "m.db")))
+            try:
+                # memorg returns its default prompt template around the fitted text.
+                out = asyncio.run(
+                    system.optimize_context(long_text, [Entity("Lisbon", EntityType.LOCATION, 1.0, {})], 50)
+                )
+                self.assertIsInstance(out, str)
+                self.assertIn("Context:", out)
+                self.assertIn("Lisbon", out)
+                self.assertLess(len(out), len(long_text) // 3)
+                # memdb's own API says how many tokens came out.
+                r = system._m.optimize_context(long_text, 50)
+                self.assertLessEqual(r.optimized_length, 50)
+                self.assertGreater(r.original_length, 50)
+                short = system._m.optimize_context("A short note.", 50)
+                self.assertEqual(short.optimized_content, "A short note.")
+                with self.assertRaises(memdb.InvalidInput) as e:
+                    system._m.optimize_context(long_text, 0)
+                self.assertEqual(e.exception.field, "max_tokens")
+                with self.assertRaises(memdb.InvalidInput):
+                    system._m.optimize_context(long_text, 50, template="fancy")
+                a = asyncio.run(system.create_memory_item("first note about redb", "note"))
+                b = asyncio.run(system.create_memory_item("second note about tantivy", "document"))
+                missing = "00000000-0000-0000-0000-000000000000"
+                items = asyncio.run(system.optimize_memory_context([b.id, missing, "not-a-uuid", a.id], 100))
+                self.assertEqual([i.id for i in items], [b.id, a.id])
+                with self.assertRaises(memdb.InvalidInput):
+                    asyncio.run(system.optimize_memory_context([a.id], 0))
+            finally:
+                system.close()
+
+
 class LangChainTests(Store):
     def test_vector_store_add_search_filter_delete(self):
         from langchain_core.documents import Document
@@ -286,8 +429,36 @@ class LangChainTests(Store):
         self.assertGreaterEqual(scored[0][1], scored[-1][1])
         store.delete([ids[1]])
         self.assertEqual([d.id for d in store.get_by_ids(ids)], [ids[0], ids[2]])
+
+    def test_vector_store_with_caller_ids(self):
+        from langchain_core.documents import Document
+
+        from memdb.langchain import MemdbVectorStore
+
+        store = MemdbVectorStore(self.db)
+        given = str(uuid.uuid4())
+        ids = store.add_documents(
+            [
+                Document(page_content="Paella needs bomba rice", metadata={"n": 1}),
+                Document(page_content="Sourdough needs a starter", metadata={"n": 2}, id="doc-2"),
+                Document(page_content="Tram 28 climbs to the castle", metadata={"n": 3}),
+            ],
+            ids=["doc-1", "doc-2", given],
+        )
+        self.assertEqual(ids, ["doc-1", "doc-2", given])
+        got = store.get_by_ids(["doc-2", "missing", given, "doc-1"])
+        self.assertEqual([d.id for d in got], ["doc-2", given, "doc-1"])
+        self.assertEqual(got[0], Document(page_content="Sourdough needs a starter", metadata={"n": 2}, id="doc-2"))
+        # Adding under a stored id replaces the document (no duplicate).
+        store.add_documents([Document(page_content="Paella needs saffron", metadata={"n": 10})], ids=["doc-1"])
+        hits = store.similarity_search("paella saffron", k=5)
+        self.assertEqual(hits[0], Document(page_content="Paella needs saffron", metadata={"n": 10}, id="doc-1"))
+        self.assertEqual(sum(1 for d in hits if d.id == "doc-1"), 1)
+        # Deleting ids that were never stored is not an error.
+        store.delete(["doc-1", "never-stored"])
+        self.assertEqual([d.id for d in store.get_by_ids(["doc-1", "doc-2"])], ["doc-2"])
         with self.assertRaises(ValueError):
-            store.add_texts(["x"], ids=["mine"])
+            store.add_texts(["x"], metadatas=[{"_memdb_document_id": "sneaky"}])
 
     def test_from_texts_and_chat_history(self):
         from langchain_core.messages import AIMessage, HumanMessage
@@ -314,8 +485,8 @@ class LangChainTests(Store):
 
 
 class CrossSurfaceTests(Store):
-    """One format: a store written from Python is read by the `memdb` CLI,
-    and what the CLI writes is read from Python ($MEMDB_BIN, which
+    """One format: a store written from Python is read by the `memdb` CLI
+    and its server (`memdb serve`), and what they write is read from Python ($MEMDB_BIN, which
     scripts/test-python.sh points at the workspace's build)."""
 
     def memdb_cli(self, *args, stdin=None):
@@ -351,6 +522,72 @@ class CrossSurfaceTests(Store):
         self.assertEqual(self.db.sekha.count(), 2)
 
 
+    def test_python_writes_the_server_reads_and_back(self):
+        import json
+        import shutil
+        import signal
+        import socket
+        import subprocess
+        import urllib.request
+
+        c = self.db.sekha.create_conversation("Trips", [("user", "Porto by train in April")], folder="/home")
+        session = self.db.memorg.create_session("alice", {"max_tokens": 4096})
+        self.db.close()
+        exe = os.environ.get("MEMDB_BIN") or shutil.which("memdb")
+        self.assertTrue(exe, "set MEMDB_BIN to the memdb CLI (scripts/test-python.sh does)")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        key = "python-cross-surface-key-0123456789abcdef"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMDB_")}
+        env["MEMDB_API_KEY"] = key
+        server = subprocess.Popen(
+            [exe, "--data", self.db.path, "--embedder", "none", "serve", "--listen", f"127.0.0.1:{port}"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        base = f"http://127.0.0.1:{port}"
+
+        def call(method, path, body=None):
+            req = urllib.request.Request(
+                base + path,
+                method=method,
+                data=None if body is None else json.dumps(body).encode(),
+                headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.loads(r.read())
+
+        try:
+            for _ in range(300):
+                try:
+                    with urllib.request.urlopen(base + "/health", timeout=1):
+                        break
+                except OSError:
+                    self.assertIsNone(server.poll(), "the server exited early")
+                    time.sleep(0.1)
+            got = call("GET", f"/api/v1/conversations/{c.id}")
+            self.assertEqual(got["label"], "Trips")
+            self.assertEqual(got["folder"], "/home")
+            found = call("POST", "/api/v1/query", {"query": "Porto train", "mode": "keyword"})
+            self.assertEqual(found["results"][0]["conversation_id"], str(c.id))
+            written = call(
+                "POST",
+                "/api/v1/conversations",
+                {"label": "From REST", "folder": "/rest", "messages": [{"role": "user", "content": "written over HTTP"}]},
+            )
+        finally:
+            server.send_signal(signal.SIGTERM)
+            _, err = server.communicate(timeout=30)
+        self.assertEqual(server.returncode, 0, err.decode(errors="replace")[-2000:])
+        self.db = memdb.open(self.db.path, embedder="hashing")
+        back = self.db.sekha.get_with_messages(written["id"])
+        self.assertEqual(back.conversation.label, "From REST")
+        self.assertEqual(back.messages[0].text, "written over HTTP")
+        self.assertEqual([s.id for s in self.db.memorg.sessions("alice")], [session.id])
+
+
 class ErrorTests(Store):
     def test_invalid_input_names_its_field(self):
         with self.assertRaises(memdb.InvalidInput) as e:
@@ -365,6 +602,29 @@ class ErrorTests(Store):
             self.db.sekha.search("x", mode="sideways")
         with self.assertRaises(memdb.InvalidInput):
             self.db.sekha.search("   ")
+
+    def test_openai_settings_come_from_the_environment(self):
+        keys = ("MEMDB_OPENAI_BASE_URL", "MEMDB_OPENAI_MODEL", "MEMDB_OPENAI_DIMENSION")
+        saved = {k: os.environ.get(k) for k in keys}
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                os.environ.update({"MEMDB_OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+                                   "MEMDB_OPENAI_MODEL": "m", "MEMDB_OPENAI_DIMENSION": "many"})
+                with self.assertRaises(memdb.InvalidInput) as e:
+                    memdb.open(os.path.join(tmp, "a"), embedder="openai")
+                self.assertEqual(e.exception.field, "MEMDB_OPENAI_DIMENSION")
+                del os.environ["MEMDB_OPENAI_MODEL"]
+                os.environ["MEMDB_OPENAI_DIMENSION"] = "8"
+                with self.assertRaises(memdb.InvalidInput) as e:
+                    memdb.open(os.path.join(tmp, "b"), embedder="openai")
+                self.assertIn("MEMDB_OPENAI_MODEL", str(e.exception))
+                self.assertNotIn("MEMDB_OPENAI_BASE_URL", str(e.exception))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def test_bad_input_loses_nothing(self):
         c = self.db.sekha.create_conversation("Keep", [("user", "still here")])
@@ -470,6 +730,23 @@ class VectorTests(Store):
         self.db.vectors.upsert("np", ids, np.eye(3, 4, dtype=np.float32))
         hits = self.db.vectors.search("np", np.array([0, 1, 0, 0], dtype=np.float32), k=1)
         self.assertEqual(hits[0].id, ids[1])
+        # float64, a transposed (Fortran-ordered) view and a strided query
+        # are converted once by NumPy and give the same answers.
+        more = [uuid.uuid4() for _ in range(2)]
+        rows = np.array([[0, 0, 5, 0], [0, 0, 0, 5]], dtype=np.float64)
+        self.db.vectors.upsert("np", more, np.asfortranarray(rows))
+        hits = self.db.vectors.search("np", np.array([0, 0, 0, 0, 0, 0, 9, 0], dtype=np.float32)[::2], k=1)
+        self.assertEqual(hits[0].id, more[1])
+        hits = self.db.vectors.search("np", np.array([0.0, 0.0, 4.0, 0.0]), k=1)
+        self.assertEqual(hits[0].id, more[0])
+        # Shape errors are InvalidInput, and nothing is written.
+        with self.assertRaises(memdb.InvalidInput):
+            self.db.vectors.upsert("np", [uuid.uuid4()], np.zeros((2, 4), dtype=np.float32))
+        with self.assertRaises(memdb.InvalidInput):
+            self.db.vectors.upsert("np", [uuid.uuid4()], np.zeros((1, 3), dtype=np.float32))
+        with self.assertRaises(memdb.InvalidInput):
+            self.db.vectors.search("np", np.zeros(3, dtype=np.float32))
+        self.assertEqual(len(self.db.vectors.search("np", np.ones(4, dtype=np.float32), k=10)), 5)
 
 
 class ThreadTests(Store):

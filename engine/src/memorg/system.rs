@@ -568,6 +568,35 @@ pub struct OptimizeReport {
     pub context: OptimizedContext,
 }
 
+/// The record a new memory item is stored as, after Memorg's checks.
+fn memory_item_record(
+    content: &str,
+    item_type: &str,
+    parent_id: Option<Uuid>,
+    metadata: Value,
+    tags: &[String],
+    importance: Option<f64>,
+) -> Result<NewRecord> {
+    if content.trim().is_empty() {
+        return Err(Error::invalid("content", "must not be empty"));
+    }
+    check_len("content", content, MAX_MESSAGE_BYTES)?;
+    let kind = ItemKind::parse(item_type)?;
+    Ok(NewRecord {
+        parent: parent_id,
+        text: content.to_string(),
+        embed: true,
+        tags: items::add_tags(&[], tags)?,
+        importance: importance.unwrap_or(0.0) as f32,
+        body: encode::<MemoryItemBody>(&MemoryItemBody {
+            item_type: kind.memory_type.as_str().to_string(),
+            custom_type: kind.custom_type,
+        })?,
+        metadata: object_or_empty("metadata", metadata)?,
+        ..Default::default()
+    })
+}
+
 /// Memorg on a store handle: sessions, conversations, topics, exchanges
 /// and memory items of the handle's namespace (`Memdb::memorg`, through
 /// [`crate::Systems`]).
@@ -1031,29 +1060,24 @@ impl Memorg<'_> {
         tags: &[String],
         importance: Option<f64>,
     ) -> Result<MemoryItem> {
-        if content.trim().is_empty() {
-            return Err(Error::invalid("content", "must not be empty"));
-        }
-        check_len("content", content, MAX_MESSAGE_BYTES)?;
-        let kind = ItemKind::parse(item_type)?;
-        let tags = items::add_tags(&[], tags)?;
-        let r = self.db.create_record(
-            MEMORY_ITEM,
-            NewRecord {
-                parent: parent_id,
-                text: content.to_string(),
-                embed: true,
-                tags,
-                importance: importance.unwrap_or(0.0) as f32,
-                body: encode::<MemoryItemBody>(&MemoryItemBody {
-                    item_type: kind.memory_type.as_str().to_string(),
-                    custom_type: kind.custom_type,
-                })?,
-                metadata: object_or_empty("metadata", metadata)?,
-                ..Default::default()
-            },
-        )?;
-        item_from(&r)
+        let new = memory_item_record(content, item_type, parent_id, metadata, tags, importance)?;
+        item_from(&self.db.create_record(MEMORY_ITEM, new)?)
+    }
+
+    /// [`Memorg::create_memory_item`] under a caller-chosen id (no parent,
+    /// default importance), for integrations whose callers name their
+    /// documents (LangChain's `add_documents(ids=...)`); an id already in
+    /// use is a `Conflict`.
+    pub fn create_memory_item_as(
+        &self,
+        id: Uuid,
+        content: &str,
+        item_type: &str,
+        metadata: Value,
+        tags: &[String],
+    ) -> Result<MemoryItem> {
+        let new = memory_item_record(content, item_type, None, metadata, tags, None)?;
+        item_from(&self.db.put_record_as(MEMORY_ITEM, id, new)?)
     }
 
     /// A memory item (or any Memorg record seen as one).

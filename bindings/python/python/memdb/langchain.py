@@ -12,6 +12,7 @@ the ``embedding`` argument is accepted and not used; search is memdb's
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -19,7 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.vectorstores import VectorStore
 
-from . import Memdb, NotFound
+from . import Conflict, Memdb, NotFound
 from . import open as _open
 
 __all__ = ["MemdbChatMessageHistory", "MemdbVectorStore"]
@@ -43,22 +44,50 @@ class MemdbVectorStore(VectorStore):
         texts: Iterable[str],
         metadatas: Optional[List[dict]] = None,
         *,
-        ids: Optional[List[str]] = None,
+        ids: Optional[List[Optional[str]]] = None,
         **kwargs: Any,
     ) -> List[str]:
-        """Stores each text as a memory item; returns memdb's ids (caller
-        ids are refused: memdb assigns ids)."""
-        if ids is not None:
-            raise ValueError("memdb assigns document ids; add without ids and keep the ones returned")
+        """Stores each text as a memory item and returns the documents'
+        ids: the caller's where given (an id already stored is replaced:
+        its text, re-embedded, and its metadata), else memdb's own."""
         texts = list(texts)
         metadatas = metadatas or [{} for _ in texts]
-        if len(metadatas) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(metadatas)} metadatas")
+        ids = list(ids) if ids is not None else [None for _ in texts]
+        if len(metadatas) != len(texts) or len(ids) != len(texts):
+            raise ValueError(f"{len(texts)} texts, {len(metadatas)} metadatas and {len(ids)} ids")
         out = []
-        for text, meta in zip(texts, metadatas):
-            item = self._db.memorg.create_memory_item(text, self._type, metadata=dict(meta))
-            out.append(str(item.id))
+        for text, meta, doc_id in zip(texts, metadatas, ids):
+            meta = dict(meta)
+            if _ID_KEY in meta:
+                raise ValueError(f"metadata key {_ID_KEY!r} is reserved")
+            if doc_id is None:
+                item = self._db.memorg.create_memory_item(text, self._type, metadata=meta)
+                out.append(str(item.id))
+                continue
+            doc_id = str(doc_id)
+            key = _key(doc_id)
+            if str(key) != doc_id:
+                meta[_ID_KEY] = doc_id
+            self._put(key, text, meta)
+            out.append(doc_id)
         return out
+
+    def _put(self, key: uuid.UUID, text: str, meta: dict) -> None:
+        m = self._db.memorg
+        for _ in range(2):
+            try:
+                old = m.memory_item(key)
+            except NotFound:
+                try:
+                    m.create_memory_item_as(key, text, self._type, metadata=meta)
+                    return
+                except Conflict:
+                    continue  # written meanwhile: replace it
+            if str(old.type) != self._type and old.to_dict().get("custom_type") != self._type:
+                raise Conflict(f"id {key} holds a memory item of another type ({old.type})")
+            m.update_memory_item(key, content=text, metadata=meta)
+            return
+        raise Conflict(f"id {key} changed twice while it was written")
 
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any
@@ -76,15 +105,21 @@ class MemdbVectorStore(VectorStore):
         return [d for d, _ in self.similarity_search_with_score(query, k, filter)]
 
     def delete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> Optional[bool]:
+        """Deletes the documents of ``ids``; ids not stored are ignored."""
         for i in ids or []:
-            self._db.memorg.delete(i)
+            try:
+                self._db.memorg.delete(_key(str(i)))
+            except NotFound:
+                continue
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> List[Document]:
+        """The stored documents of ``ids``, in that order; missing ids are
+        skipped."""
         out = []
         for i in ids:
             try:
-                out.append(self._document(self._db.memorg.memory_item(i)))
+                out.append(self._document(self._db.memorg.memory_item(_key(str(i)))))
             except NotFound:
                 continue
         return out
@@ -114,7 +149,25 @@ class MemdbVectorStore(VectorStore):
 
     @staticmethod
     def _document(item: Any) -> Document:
-        return Document(page_content=item.content, metadata=dict(item.metadata or {}), id=str(item.id))
+        meta = dict(item.metadata or {})
+        doc_id = meta.pop(_ID_KEY, None) or str(item.id)
+        return Document(page_content=item.content, metadata=meta, id=doc_id)
+
+
+#: Where a caller's document id that is not a UUID is kept (the item's own
+#: id is derived from it, :func:`_key`); hidden from the document's metadata.
+_ID_KEY = "_memdb_document_id"
+_ID_NAMESPACE = uuid.UUID("5f0b6c1e-8f5e-4d8a-9a53-6d656d64620a")
+
+
+def _key(doc_id: str) -> uuid.UUID:
+    """The memory item id of a document id: the id itself when it is a UUID,
+    else a name-based UUID (uuid5) of it, so one document id always names
+    one item."""
+    try:
+        return uuid.UUID(doc_id)
+    except ValueError:
+        return uuid.uuid5(_ID_NAMESPACE, doc_id)
 
 
 _TO_ROLE = {"human": "user", "ai": "assistant", "system": "system"}

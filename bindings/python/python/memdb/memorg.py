@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses as _dc
 import os
+import threading
 import uuid
+import weakref
 from enum import Enum
 from pathlib import Path
 from datetime import datetime
 from typing import Any, Dict, Iterable, List, Optional, Union
 
+from ._native import InvalidInput, NotFound
 from .types import Record, format_time
 
 __all__ = [
@@ -111,7 +114,8 @@ class Memorg:
         multi-factor scorer, with the query's parsed ``.metadata``."""
         req = {
             "query": query,
-            "scope": scope,
+            # Memorg's scope names in any case (`ALL`, `Topic`), as its MCP tool takes them.
+            "scope": (scope.value if isinstance(scope, Enum) else str(scope)).lower(),
             "scope_id": _opt(scope_id),
             "max_results": max_results,
             "page": page,
@@ -121,6 +125,23 @@ class Memorg:
 
     def memory_usage(self) -> Record:
         return Record(self._s.memorg_memory_usage())
+
+    def optimize_context(
+        self,
+        content: str,
+        max_tokens: int,
+        entities: Iterable[str] = (),
+        template: Optional[str] = None,
+    ) -> Record:
+        """Fits ``content`` into ``max_tokens`` (o200k tokens): untouched
+        when it fits, else an extractive summary, then a head/tail cut; the
+        result never exceeds the budget. ``entities`` are names to keep;
+        ``template`` (``"default"`` or ``"summary"``) renders one of
+        Memorg's prompt templates around the result. Returns
+        ``.optimized_content``, ``.original_length`` and
+        ``.optimized_length`` (tokens) and ``.context`` (the optimizer's
+        details)."""
+        return Record(self._s.memorg_optimize_context(content, max_tokens, list(entities), template))
 
     # ----- memory items --------------------------------------------------
 
@@ -139,6 +160,19 @@ class Memorg:
                 content, item_type, _opt(parent_id), metadata, list(tags), importance
             )
         )
+
+    def create_memory_item_as(
+        self,
+        item_id: Id,
+        content: str,
+        item_type: str,
+        *,
+        metadata: Optional[Dict[str, Any]] = None,
+        tags: Iterable[str] = (),
+    ) -> Record:
+        """:meth:`create_memory_item` under a caller-chosen id (no parent);
+        :class:`~memdb.Conflict` when the id is taken."""
+        return Record(self._s.memorg_create_memory_item_as(str(item_id), content, item_type, metadata, list(tags)))
 
     def memory_item(self, item_id: Id) -> Record:
         return Record(self._s.memorg_memory_item(str(item_id)))
@@ -441,16 +475,34 @@ class _ContextStore:
         )
 
 
+#: The memdb handles MemorgSystems of this process opened, by directory:
+#: memorg lets two systems share one SQLite file (its README opens a second
+#: on the same path while the first is in use), and a memdb directory is
+#: opened once per process, so a later system gets a sibling handle on the
+#: same engine (``Memdb.namespace``) instead of ``Locked``.
+_open_systems: Dict[str, List["weakref.ref[Any]"]] = {}
+_open_lock = threading.Lock()
+
+
+def _shared_store(store_dir: str) -> Any:
+    from . import open as _open
+
+    key = os.path.realpath(store_dir)
+    with _open_lock:
+        live = [d for d in (r() for r in _open_systems.get(key, [])) if d is not None and not d.closed]
+        db = live[0].namespace(live[0].namespace_name) if live else _open(store_dir, embedder="auto")
+        _open_systems[key] = [weakref.ref(d) for d in live] + [weakref.ref(db)]
+        return db
+
+
 class MemorgSystem:
     """PyPI memorg 0.1.2's ``MemorgSystem`` on memdb: the same constructor and
     async methods. ``openai_client`` is accepted and unused (memdb embeds
     with its local model when installed; keyword search otherwise)."""
 
     def __init__(self, storage: SQLiteStorageAdapter, vector_store: Any = None, openai_client: Any = None):
-        from . import open as _open
-
         self.openai_client = openai_client
-        self._db = _open(storage.store_dir, embedder="auto")
+        self._db = _shared_store(storage.store_dir)
         self._m = self._db.memorg
         self.context_store = _ContextStore(self._m)
 
@@ -481,7 +533,13 @@ class MemorgSystem:
         ]
 
     async def optimize_context(self, content: str, entities: list, max_tokens: int) -> str:
-        raise NotImplementedError("optimize_context is not in memdb's Python package yet (issue #58)")
+        """memorg's ``optimize_context``: the content fitted into
+        ``max_tokens`` and rendered into memorg's default prompt template
+        (a string, as memorg returns). ``entities`` are memorg ``Entity``
+        objects or names."""
+        names = [e if isinstance(e, str) else str(getattr(e, "name", e)) for e in entities]
+        r = await asyncio.to_thread(self._m.optimize_context, content, max_tokens, names, "default")
+        return str(r.optimized_content)
 
     async def get_memory_usage(self) -> Dict[str, int]:
         u = await asyncio.to_thread(self._m.memory_usage)
@@ -520,5 +578,22 @@ class MemorgSystem:
             items.extend(c.children)
         return [_memory_item(i) for i in items]
 
-    async def optimize_memory_context(self, item_ids: List[str], max_tokens: int):
-        raise NotImplementedError("optimize_memory_context is not in memdb's Python package yet (issue #58)")
+    async def optimize_memory_context(self, item_ids: List[str], max_tokens: int) -> List[MemoryItem]:
+        """memorg's ``optimize_memory_context``: the items of ``item_ids``
+        that exist, in that order (unknown ids are skipped), as memorg
+        returns them. Like memorg, it fits the items' text
+        (``"type: content"`` paragraphs) into ``max_tokens`` and returns the
+        items, not that text: call :meth:`Memorg.optimize_context` for it."""
+
+        def run() -> List[Record]:
+            items = []
+            for i in item_ids:
+                try:
+                    items.append(self._m.memory_item(i))
+                except (NotFound, InvalidInput):
+                    continue
+            text = "\n\n".join(f"{r.type}: {r.content}" for r in items)
+            self._m.optimize_context(text, max_tokens)
+            return items
+
+        return [_memory_item(r) for r in await asyncio.to_thread(run)]
