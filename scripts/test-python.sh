@@ -45,4 +45,7 @@ export MEMDB_BIN="$CARGO_TARGET_DIR/debug/memdb"
 # memdb's MCP server and this package run one workload; both memdb runs must
 # match memorg's contract and agree with each other. Its own pinned venv
 # (PyPI); memorg's slow defect probes are skipped.
-MEMDB_PYTHON="$venv/bin/python" MEMDB_DIFF_FAST=1 tests/memorg_diff/run.sh "$MEMDB_BIN"
+# (The memdb-only cargo test of the same harness, cli/tests/memorg_diff.rs,
+# skips the Python run; both share memorg's venv.)
+MEMORG_DIFF_VENV="${MEMORG_DIFF_VENV:-$HOME/.cache/memdb-memorg-venv}" MEMDB_PYTHON="$venv/bin/python" \
+  MEMDB_DIFF_FAST=1 tests/memorg_diff/run.sh "$MEMDB_BIN"
