@@ -14,7 +14,7 @@
 #   e.g. benches/python/run.sh --vectors 20000 --rounds 3
 # Environment: CARGO_TARGET_DIR (default ~/.cache/memdb-bench-target),
 # MEMDB_BENCH_VENV (default ~/.cache/memdb-venv-bench), SKIP_BUILD=1 to
-# reuse the last wheel and baseline.
+# reuse the last wheel and baseline (built together).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -44,12 +44,18 @@ wheel_bytes=$(stat -c %s "$wheel")
 ls -l "$wheel" >&2
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 
-echo "run.sh: cargo build --release --example bench_baseline" >&2
-# pyo3 links no libpython for an extension module (maturin sets this too).
-PYO3_PYTHON="$venv/bin/python" PYO3_BUILD_EXTENSION_MODULE=1 \
-  cargo build -q --release --manifest-path "$root/bindings/python/Cargo.toml" --example bench_baseline
 baseline="$CARGO_TARGET_DIR/release/examples/bench_baseline"
+# Built with the wheel (SKIP_BUILD=1 keeps both as they are: rebuilding one
+# alone after the engine changed would compare two engines).
+if [[ "${SKIP_BUILD:-}" != 1 || ! -x "$baseline" ]]; then
+  echo "run.sh: cargo build --release --example bench_baseline" >&2
+  # pyo3 links no libpython for an extension module (maturin sets this too).
+  PYO3_PYTHON="$venv/bin/python" PYO3_BUILD_EXTENSION_MODULE=1 \
+    cargo build -q --release --manifest-path "$root/bindings/python/Cargo.toml" --example bench_baseline
+fi
 
+dirty=$(git -C "$root" diff --quiet HEAD -- engine bindings/python format 2>/dev/null || echo " + uncommitted changes")
+echo "run.sh: source $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$dirty" >&2
 echo "run.sh: load average $(cut -d' ' -f1-3 /proc/loadavg) before the run" >&2
 cd "$root"
 exec "$venv/bin/python" "$here/bench.py" --baseline "$baseline" \
