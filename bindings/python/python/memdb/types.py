@@ -14,7 +14,7 @@ import re
 import sys
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Union, get_type_hints
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, get_type_hints
 
 __all__ = [
     "Conversation",
@@ -38,10 +38,22 @@ __all__ = [
 _TIME = re.compile(r"^(?P<main>[^.]*?)(?:\.(?P<frac>\d+))?(?P<zone>[Zz]|[+-]\d\d:\d\d)?$")
 
 
+#: Python 3.11's ``fromisoformat`` reads every RFC 3339 form the engine
+#: writes (``Z``, any fraction length); older ones take the regex path.
+_FROMISOFORMAT_READS_RFC3339 = sys.version_info >= (3, 11)
+
+
 def parse_time(text: str) -> datetime:
     """An RFC 3339 timestamp as an aware ``datetime`` (Python 3.9 and 3.10
     read neither ``Z`` nor fractions of other than 3 or 6 digits: both are
     normalised first). A timestamp without an offset is UTC."""
+    if _FROMISOFORMAT_READS_RFC3339:
+        try:
+            t = datetime.fromisoformat(text)
+        except ValueError:
+            pass
+        else:
+            return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
     m = _TIME.match(text.strip())
     if not m:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
@@ -153,40 +165,62 @@ def _convert_by_name(key: str, v: Any) -> Any:
     return v
 
 
-def _convert(value: Any, hint: Any) -> Any:
-    if value is None:
-        return None
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _converter(hint: Any) -> Callable[[Any], Any]:
+    """The function turning a native value into ``hint`` (None stays
+    None), made once per hint and kept: results are built per hit, so the
+    type hints are read when a class is first used, not per value."""
+    conv = _CONVERTERS.get(hint)
+    if conv is not None:
+        return conv
     origin = getattr(hint, "__origin__", None)
     args = getattr(hint, "__args__", ())
     if origin is Union:
         inner = [a for a in args if a is not type(None)]
-        return _convert(value, inner[0]) if len(inner) == 1 else value
-    if origin in (list, List):
-        return [_convert(v, args[0]) for v in value] if args else list(value)
-    if hint is uuid.UUID:
-        return uuid.UUID(value)
-    if hint is datetime:
-        return parse_time(value)
-    if dataclasses.is_dataclass(hint):
-        return build(hint, value)
-    return value
+        conv = _converter(inner[0]) if len(inner) == 1 else _identity
+    elif origin in (list, List):
+        item = _converter(args[0]) if args else _identity
+
+        def conv(v: Any) -> Any:
+            return None if v is None else [item(x) for x in v]
+
+    elif hint is uuid.UUID:
+
+        def conv(v: Any) -> Any:
+            return None if v is None else uuid.UUID(v)
+
+    elif hint is datetime:
+
+        def conv(v: Any) -> Any:
+            return None if v is None else parse_time(v)
+
+    elif dataclasses.is_dataclass(hint):
+
+        def conv(v: Any) -> Any:
+            return None if v is None else build(hint, v)
+
+    else:
+        conv = _identity
+    _CONVERTERS[hint] = conv
+    return conv
 
 
-_HINTS: Dict[type, Dict[str, Any]] = {}
+_CONVERTERS: Dict[Any, Callable[[Any], Any]] = {}
+_PLANS: Dict[type, List[Tuple[str, Callable[[Any], Any]]]] = {}
 
 
 def build(cls: type, data: Dict[str, Any]):
     """``data`` (a dict from the native module) as dataclass ``cls``; keys
     the class does not name are dropped (a newer engine may add fields)."""
-    hints = _HINTS.get(cls)
-    if hints is None:
+    plan = _PLANS.get(cls)
+    if plan is None:
         hints = get_type_hints(cls, vars(sys.modules[cls.__module__]))
-        _HINTS[cls] = hints
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            kwargs[f.name] = _convert(data[f.name], hints[f.name])
-    return cls(**kwargs)
+        plan = [(f.name, _converter(hints[f.name])) for f in dataclasses.fields(cls)]
+        _PLANS[cls] = plan
+    return cls(**{name: conv(data[name]) for name, conv in plan if name in data})
 
 
 @dataclasses.dataclass(frozen=True)
