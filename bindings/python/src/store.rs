@@ -227,6 +227,22 @@ impl Store {
         self.answer(py, |db| db.sekha().create_conversation(new))
     }
 
+    /// Creates many conversations in one transaction (all or nothing);
+    /// answers their ids in order, not the stored rows (a bulk load does
+    /// not pay to read them back).
+    fn create_conversations(
+        &self,
+        py: Python<'_>,
+        batch: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<String>> {
+        let batch: Vec<NewConversation> = arg("conversations", batch)?;
+        let stored = self.run(py, |db| db.sekha().create_conversations(batch))?;
+        Ok(stored
+            .into_iter()
+            .map(|c| c.conversation.id.to_string())
+            .collect())
+    }
+
     /// Appends messages (`[{role, content, timestamp?, metadata?}]`).
     fn append_messages(
         &self,

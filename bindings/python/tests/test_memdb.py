@@ -81,6 +81,25 @@ class SekhaTests(Store):
         self.assertEqual(e.exception.what, "conversation")
         self.assertEqual(e.exception.id, str(c.id))
 
+    def test_bulk_create_is_all_or_nothing(self):
+        ids = self.db.sekha.create_conversations(
+            [
+                {"label": f"bulk {i}", "messages": [("user", f"bulk message {i}")], "folder": "/bulk", "importance": 3}
+                for i in range(50)
+            ]
+        )
+        self.assertEqual(len(ids), 50)
+        self.assertTrue(all(isinstance(i, uuid.UUID) for i in ids))
+        self.assertEqual(self.db.sekha.get(ids[7]).label, "bulk 7")
+        self.assertEqual(self.db.sekha.get(ids[7]).importance_score, 3)
+        before = self.db.sekha.count()
+        with self.assertRaises(memdb.InvalidInput) as e:
+            self.db.sekha.create_conversations(
+                [{"label": "fine", "messages": [("user", "ok")]}, {"label": "bad", "messages": [("user", "")]}]
+            )
+        self.assertTrue(e.exception.field.startswith("conversations[1]"), e.exception.field)
+        self.assertEqual(self.db.sekha.count(), before)
+
     def test_search_modes_and_filters(self):
         s = self.db.sekha
         s.create_conversation("Trips", [("user", "Lisbon in March, book the flights")], folder="/home")

@@ -105,6 +105,22 @@ class Sekha:
             new["metadata"] = metadata
         return ConversationWithMessages.from_dict(self._s.create_conversation(new))
 
+    def create_conversations(self, conversations: Iterable[Dict[str, Any]]) -> List[uuid.UUID]:
+        """Creates many conversations in one transaction (one fsync), all or
+        nothing: on any error nothing is written and ``InvalidInput.field``
+        names the item (``conversations[3].label``). Each item is a dict with
+        ``label`` and ``messages`` and optionally ``folder``, ``importance``
+        and ``metadata``, as :meth:`create_conversation` takes them. Returns
+        the new ids in order (the bulk path does not read the rows back)."""
+        batch = []
+        for c in conversations:
+            new: Dict[str, Any] = {"label": c["label"], "messages": [_message(m) for m in c["messages"]]}
+            for key, wire in (("folder", "folder"), ("importance", "importance_score"), ("metadata", "metadata")):
+                if c.get(key) is not None:
+                    new[wire] = c[key]
+            batch.append(new)
+        return [uuid.UUID(i) for i in self._s.create_conversations(batch)]
+
     def append(self, conversation_id: Id, messages: Iterable[MessageLike]) -> List[Message]:
         """Appends messages to a conversation; returns them as stored."""
         stored = self._s.append_messages(str(conversation_id), [_message(m) for m in messages])
