@@ -164,13 +164,19 @@ def py_insert(path, embedder, convs):
     t = time.perf_counter()
     for label, folder, msgs in convs:
         db.sekha.create_conversation(label, msgs, folder=folder)
+    return _settle(db, t, "python", embedder)
+
+
+def _settle(db, t, side, embedder):
+    """Drains the embedding queue, flushes and closes ``db``: the insert
+    figures, timed from ``t``."""
     create_s = time.perf_counter() - t
     if db.has_embedder:
         db.embed_pending()
     db.flush()
     total_s = time.perf_counter() - t
     db.close()
-    return {"side": "python", "embedder": embedder, "create_s": create_s, "total_s": total_s}
+    return {"side": side, "embedder": embedder, "create_s": create_s, "total_s": total_s}
 
 
 def py_insert_native(path, embedder, dicts):
@@ -185,13 +191,7 @@ def py_insert_native(path, embedder, dicts):
     t = time.perf_counter()
     for d in dicts:
         store.create_conversation(d)
-    create_s = time.perf_counter() - t
-    if db.has_embedder:
-        db.embed_pending()
-    db.flush()
-    total_s = time.perf_counter() - t
-    db.close()
-    return {"side": "native", "embedder": embedder, "create_s": create_s, "total_s": total_s}
+    return _settle(db, t, "native", embedder)
 
 
 def py_search(path, embedder, queries, modes, repeat):

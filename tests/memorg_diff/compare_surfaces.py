@@ -93,18 +93,17 @@ def main() -> int:
         b.pop("index_size", None)
         check(f"memory usage {when} (all but index_size)", a, b, ok=bool(a) and a == b)
 
-    check("optimize_context", [(o["max_tokens"], o["is_error"], o["value"]) for o in mcp.get("optimize", [])],
-          [(o["max_tokens"], o["is_error"], o["value"]) for o in py.get("optimize", [])],
-          ok=bool(mcp.get("optimize"))
-          and [(o["max_tokens"], o["is_error"], o["value"]) for o in mcp["optimize"]]
-          == [(o["max_tokens"], o["is_error"], o["value"]) for o in py.get("optimize", [])])
+    def optimized(run: dict) -> list:
+        return [(o["max_tokens"], o["is_error"], o["value"]) for o in run.get("optimize", [])]
+
+    def refused(run: dict) -> list:
+        return [(c["call"], c["is_error"]) for c in run.get("bad_calls", [])]
+
+    for name, of in (("optimize_context", optimized), ("bad calls refused alike", refused)):
+        a, b = of(mcp), of(py)
+        check(name, a, b, ok=bool(a) and a == b)
     check("optimize_context (unicode)", (mcp.get("optimize_unicode") or {}).get("value"),
           (py.get("optimize_unicode") or {}).get("value"))
-    check("bad calls refused alike", [(c["call"], c["is_error"]) for c in mcp.get("bad_calls", [])],
-          [(c["call"], c["is_error"]) for c in py.get("bad_calls", [])],
-          ok=bool(mcp.get("bad_calls"))
-          and [(c["call"], c["is_error"]) for c in mcp["bad_calls"]]
-          == [(c["call"], c["is_error"]) for c in py.get("bad_calls", [])])
 
     def extras(run: dict) -> dict:
         ex = run.get("extras") or {}

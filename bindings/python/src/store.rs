@@ -781,26 +781,18 @@ impl Store {
         ids: &Bound<'_, PyList>,
         vectors: PyReadonlyArray2<'_, f32>,
     ) -> PyResult<()> {
-        let shape = vectors.shape();
-        let (rows, dimension) = (shape[0], shape[1]);
-        if ids.len() != rows {
-            return Err(errors::invalid(
-                "vectors",
-                format!("{} ids but {rows} vectors", ids.len()),
-            ));
-        }
+        let dimension = vectors.shape()[1];
         let data = vectors
             .as_slice()
             .map_err(|_| errors::invalid("vectors", "the array is not C-contiguous"))?;
-        let items = ids
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let row = data[i * dimension..(i + 1) * dimension].to_vec();
-                id(&format!("ids[{i}]"), &v).map(|id| (id, row))
-            })
-            .collect::<PyResult<Vec<(Uuid, Vec<f32>)>>>()?;
-        self.run(py, |db| db.upsert_vectors(space, &items))
+        // Width-0 rows: `chunks` needs a positive size, and the engine
+        // refuses them by dimension anyway.
+        let rows: Vec<Vec<f32>> = if dimension == 0 {
+            vec![Vec::new(); vectors.shape()[0]]
+        } else {
+            data.chunks(dimension).map(<[f32]>::to_vec).collect()
+        };
+        self.upsert_vectors(py, space, ids, rows)
     }
 
     /// [`Store::search_vectors`] with the query as a 1-D float32 NumPy

@@ -43,6 +43,24 @@ def _message(m: MessageLike) -> Dict[str, Any]:
     return out
 
 
+def _new_conversation(
+    label: str,
+    messages: Iterable[MessageLike],
+    folder: Optional[str],
+    importance: Optional[int],
+    metadata: Optional[Dict[str, Any]],
+) -> Dict[str, Any]:
+    """The engine's ``NewConversation`` as the native module takes it."""
+    new: Dict[str, Any] = {"label": label, "messages": [_message(m) for m in messages]}
+    if folder is not None:
+        new["folder"] = folder
+    if importance is not None:
+        new["importance_score"] = importance
+    if metadata is not None:
+        new["metadata"] = metadata
+    return new
+
+
 def _filter(
     folder: Optional[str] = None,
     label: Optional[str] = None,
@@ -96,13 +114,7 @@ class Sekha:
         metadata: Optional[Dict[str, Any]] = None,
     ) -> ConversationWithMessages:
         """Creates a conversation with its messages (at least one)."""
-        new: Dict[str, Any] = {"label": label, "messages": [_message(m) for m in messages]}
-        if folder is not None:
-            new["folder"] = folder
-        if importance is not None:
-            new["importance_score"] = importance
-        if metadata is not None:
-            new["metadata"] = metadata
+        new = _new_conversation(label, messages, folder, importance, metadata)
         return ConversationWithMessages.from_dict(self._s.create_conversation(new))
 
     def create_conversations(self, conversations: Iterable[Dict[str, Any]]) -> List[uuid.UUID]:
@@ -112,13 +124,10 @@ class Sekha:
         ``label`` and ``messages`` and optionally ``folder``, ``importance``
         and ``metadata``, as :meth:`create_conversation` takes them. Returns
         the new ids in order (the bulk path does not read the rows back)."""
-        batch = []
-        for c in conversations:
-            new: Dict[str, Any] = {"label": c["label"], "messages": [_message(m) for m in c["messages"]]}
-            for key, wire in (("folder", "folder"), ("importance", "importance_score"), ("metadata", "metadata")):
-                if c.get(key) is not None:
-                    new[wire] = c[key]
-            batch.append(new)
+        batch = [
+            _new_conversation(c["label"], c["messages"], c.get("folder"), c.get("importance"), c.get("metadata"))
+            for c in conversations
+        ]
         return [uuid.UUID(i) for i in self._s.create_conversations(batch)]
 
     def append(self, conversation_id: Id, messages: Iterable[MessageLike]) -> List[Message]:
